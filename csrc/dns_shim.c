@@ -1,0 +1,284 @@
+/*
+** dns_shim.c: the C half of libdnsshim.
+**
+** Not compiled on its own: build_ffi.py hands it to cffi as the preamble of
+** the embedded module, after cffi's own runtime (which defines
+** cffi_start_python) and before cffi's code for the one internal
+** ``extern "Python"`` function, dns_shim__py_process.
+**
+** What lives here is what must work without Python or before it runs:
+** argument checks, the registered callback set, dns_shim_strerror,
+** dns_shim_version, and starting the interpreter with a pinned installation.
+** Every byte of a message is read on the Python side.
+*/
+#define DNS_SHIM_BUILDING 1
+#include "dns_shim.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Supplied by build_ffi.py on the compiler's command line. */
+#ifndef DNS_SHIM_DEFAULT_PYTHON
+#  error "build with -DDNS_SHIM_DEFAULT_PYTHON=\"/path/to/python\""
+#endif
+#ifndef DNS_SHIM_PYTHON_TAG
+#  error "build with -DDNS_SHIM_PYTHON_TAG=\"3.x\""
+#endif
+#define DNS_SHIM_VERSION_TEXT_(a, b, c) #a "." #b "." #c
+#define DNS_SHIM_VERSION_TEXT(a, b, c) DNS_SHIM_VERSION_TEXT_(a, b, c)
+
+/*
+** The internal entry point, written in Python (shim/embedded.py).  It
+** returns DNS_SHIM__PY_DONE when the message parsed and dispatched fully,
+** or a negative status.  It never returns 0 itself: cffi returns 0 from an
+** extern "Python" function it could not run, so 0 here means "not run".
+*/
+#define DNS_SHIM__PY_DONE 1
+static int32_t dns_shim__py_process(const uint8_t *buf, int32_t len,
+                                    const dns_shim_callbacks *callbacks);
+
+/* The sizes of dns_shim_callbacks that this library accepts.  When the
+** struct grows, the old size is kept here so older callers still work. */
+static const uint32_t dns_shim__known_sizes[] = {
+    (uint32_t)sizeof(dns_shim_callbacks),
+};
+
+#define DNS_SHIM__ALL_SECTIONS \
+    (DNS_SHIM_SECTION_ANSWER | DNS_SHIM_SECTION_AUTHORITY | DNS_SHIM_SECTION_ADDITIONAL)
+
+static void dns_shim__log(const char *what)
+{
+    fprintf(stderr, "dnsshim: %s\n", what);
+    fflush(stderr);
+}
+
+/* ------------------------------------------------------------------ */
+/* Callback sets                                                        */
+
+/* Copies *in into *out, normalised to the full current struct (members the
+** caller's older header does not know are zeroed).  Returns a status. */
+static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_callbacks *out)
+{
+    size_t i, size;
+    int known = 0;
+
+    if (in == NULL)
+        return DNS_SHIM_ERR_BAD_ARGUMENT;
+    size = in->struct_size;
+    for (i = 0; i < sizeof(dns_shim__known_sizes) / sizeof(dns_shim__known_sizes[0]); i++)
+        if (size == dns_shim__known_sizes[i])
+            known = 1;
+    if (!known)
+        return DNS_SHIM_ERR_BAD_ARGUMENT;
+    if (in->sections & ~(uint32_t)DNS_SHIM__ALL_SECTIONS)
+        return DNS_SHIM_ERR_BAD_ARGUMENT;
+    memset(out, 0, sizeof(*out));
+    memcpy(out, in, size);
+    out->struct_size = (uint32_t)sizeof(*out);
+    return DNS_SHIM_OK;
+}
+
+static pthread_mutex_t dns_shim__registered_lock = PTHREAD_MUTEX_INITIALIZER;
+static dns_shim_callbacks dns_shim__registered;
+static int dns_shim__have_registered = 0;
+
+DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callbacks)
+{
+    dns_shim_callbacks copy;
+
+    if (callbacks != NULL) {
+        int32_t status = dns_shim__copy_callbacks(callbacks, &copy);
+        if (status != DNS_SHIM_OK)
+            return status;
+    }
+    pthread_mutex_lock(&dns_shim__registered_lock);
+    if (callbacks != NULL)
+        dns_shim__registered = copy;
+    dns_shim__have_registered = callbacks != NULL;
+    pthread_mutex_unlock(&dns_shim__registered_lock);
+    return DNS_SHIM_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* The runtime                                                          */
+
+static pthread_once_t dns_shim__once = PTHREAD_ONCE_INIT;
+static int32_t dns_shim__init_status = DNS_SHIM_ERR_INIT;
+
+/* Starts CPython from the pinned installation, unless the process already
+** runs an interpreter.  Returns 0 on success. */
+static int dns_shim__start_interpreter(void)
+{
+    PyStatus st;
+    PyConfig config;
+    const char *python = getenv("DNS_SHIM_PYTHON");
+
+    if (Py_IsInitialized())
+        return 0;
+    if (python == NULL || python[0] == '\0')
+        python = DNS_SHIM_DEFAULT_PYTHON;
+
+    /* Isolated: no PYTHON* variables, no user site, no current directory on
+    ** sys.path; the installation is the one of `python`, a virtualenv's
+    ** pyvenv.cfg included. */
+    PyConfig_InitIsolatedConfig(&config);
+    config.install_signal_handlers = 0;
+    st = PyConfig_SetBytesString(&config, &config.program_name, python);
+    if (!PyStatus_Exception(st))
+        st = PyConfig_SetBytesString(&config, &config.executable, python);
+    if (!PyStatus_Exception(st))
+        st = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(st)) {
+        fprintf(stderr, "dnsshim: the embedded Python (%s) did not start: %s%s%s\n",
+                python, st.func ? st.func : "", st.func ? ": " : "",
+                st.err_msg ? st.err_msg : "unknown error");
+        fflush(stderr);
+        return -1;
+    }
+    /* Release the GIL, as cffi does after starting Python itself. */
+    PyEval_SaveThread();
+    return 0;
+}
+
+static void dns_shim__init_once(void)
+{
+    if (dns_shim__start_interpreter() != 0) {
+        dns_shim__log("runtime start-up failed; every call returns DNS_SHIM_ERR_INIT");
+        return;
+    }
+    /* Runs the init code: imports shim.embedded, which attaches the
+    ** extern "Python" function.  cffi prints the traceback on failure. */
+    if (cffi_start_python() != 0) {
+        dns_shim__log("the parser could not be loaded (traceback above); "
+                      "every call returns DNS_SHIM_ERR_INIT");
+        return;
+    }
+    dns_shim__init_status = DNS_SHIM_OK;
+}
+
+static int32_t dns_shim__runtime(void)
+{
+    pthread_once(&dns_shim__once, dns_shim__init_once);
+    return dns_shim__init_status;
+}
+
+DNS_SHIM_API int32_t dns_shim_init(void)
+{
+    return dns_shim__runtime();
+}
+
+/* ------------------------------------------------------------------ */
+/* Processing                                                           */
+
+static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_callbacks *callbacks)
+{
+    static const uint8_t empty[1] = {0};
+    int32_t rc = dns_shim__runtime();
+
+    if (rc != DNS_SHIM_OK)
+        return rc;
+    if (buf == NULL)
+        buf = empty; /* only with len == 0: checked by the callers */
+    rc = dns_shim__py_process(buf, len, callbacks);
+    if (rc == DNS_SHIM__PY_DONE)
+        return DNS_SHIM_OK;
+    if (rc == 0) {
+        /* cffi could not run the Python function: it is not attached. */
+        dns_shim__log("the parser is not attached to the library; returning DNS_SHIM_ERR_INIT");
+        return DNS_SHIM_ERR_INIT;
+    }
+    if (rc < DNS_SHIM_ERR_INTERNAL || rc > 0)
+        return DNS_SHIM_ERR_INTERNAL; /* never pass on a value that is not ours */
+    return rc;
+}
+
+static int32_t dns_shim__check_buffer(const uint8_t *buf, int32_t len)
+{
+    if (len < 0 || len > 65535)
+        return DNS_SHIM_ERR_BAD_LENGTH;
+    if (buf == NULL && len > 0)
+        return DNS_SHIM_ERR_NULL_BUFFER;
+    return DNS_SHIM_OK;
+}
+
+DNS_SHIM_API int32_t dns_shim_process(const uint8_t *dns_response, int32_t response_len,
+                                      const dns_shim_callbacks *callbacks)
+{
+    dns_shim_callbacks copy;
+    int32_t status = dns_shim__check_buffer(dns_response, response_len);
+
+    if (status != DNS_SHIM_OK)
+        return status;
+    status = dns_shim__copy_callbacks(callbacks, &copy);
+    if (status != DNS_SHIM_OK)
+        return status;
+    return dns_shim__run(dns_response, response_len, &copy);
+}
+
+DNS_SHIM_API int32_t process_dns_response(uint8_t *dns_response, int32_t response_len)
+{
+    dns_shim_callbacks copy;
+    int have;
+    int32_t status = dns_shim__check_buffer(dns_response, response_len);
+
+    if (status != DNS_SHIM_OK)
+        return status;
+    /* One whole set, old or new, taken at the start of the call. */
+    pthread_mutex_lock(&dns_shim__registered_lock);
+    have = dns_shim__have_registered;
+    if (have)
+        copy = dns_shim__registered;
+    pthread_mutex_unlock(&dns_shim__registered_lock);
+    return dns_shim__run(dns_response, response_len, have ? &copy : NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Text                                                                 */
+
+DNS_SHIM_API const char *dns_shim_strerror(int32_t status)
+{
+    switch (status) {
+    case DNS_SHIM_OK:
+        return "success";
+    case DNS_SHIM_ERR_NULL_BUFFER:
+        return "buffer pointer is NULL";
+    case DNS_SHIM_ERR_BAD_LENGTH:
+        return "length is negative or over 65535";
+    case DNS_SHIM_ERR_SHORT_HEADER:
+        return "message shorter than the 12-byte DNS header";
+    case DNS_SHIM_ERR_TRUNCATED:
+        return "message ends inside a question or record";
+    case DNS_SHIM_ERR_TRAILING_DATA:
+        return "bytes after the last record";
+    case DNS_SHIM_ERR_BAD_NAME:
+        return "malformed domain name or compression pointer";
+    case DNS_SHIM_ERR_BAD_RDATA:
+        return "record data malformed for its type";
+    case DNS_SHIM_ERR_NOT_RESPONSE:
+        return "message is not a response (QR bit clear)";
+    case DNS_SHIM_ERR_BAD_EDNS:
+        return "misplaced, repeated or misnamed OPT record";
+    case DNS_SHIM_ERR_FORMAT:
+        return "malformed message structure";
+    case DNS_SHIM_ERR_CALLBACK:
+        return "a callback stopped processing";
+    case DNS_SHIM_ERR_BAD_ARGUMENT:
+        return "invalid callbacks argument";
+    case DNS_SHIM_ERR_NO_MEMORY:
+        return "out of memory";
+    case DNS_SHIM_ERR_INIT:
+        return "the embedded Python runtime could not start";
+    case DNS_SHIM_ERR_INTERNAL:
+        return "internal error in the DNS shim";
+    }
+    return "unknown dnsshim status";
+}
+
+DNS_SHIM_API const char *dns_shim_version(void)
+{
+    return DNS_SHIM_VERSION_TEXT(DNS_SHIM_VERSION_MAJOR, DNS_SHIM_VERSION_MINOR,
+                                 DNS_SHIM_VERSION_PATCH) " (CPython " DNS_SHIM_PYTHON_TAG ")";
+}

@@ -1,0 +1,311 @@
+"""Decoding: DNS wire bytes to records, pure Python over dnspython.
+
+:func:`decode` reads a whole response and returns a :class:`Response`, or
+raises the :class:`shim.status.DnsShimError` subclass that names the first
+defect met in wire order.  No cffi here: this layer knows nothing of C.
+
+dnspython parses every byte: names with ``dns.name.from_wire_parser``, every
+RDATA with ``dns.rdata.from_wire_parser``.  What this module writes itself is
+the message-level loop of ``dns.message.from_wire``, so that it can
+
+* make every check that ``from_wire`` makes (OPT and TSIG placement, the
+  UPDATE rules, trailing bytes, RDATA that must be empty);
+* keep each resource record on its own, in wire order, duplicates kept,
+  which is what ``from_wire(wire, one_rr_per_rrset=True)`` does, without
+  building the RRsets, hashes and de-duplication the C side never sees;
+* know what it was reading when a parser failed, so that the status names
+  the defect's class where dnspython raises a generic ``FormError``.
+
+Where it differs from ``from_wire`` on purpose: a message with the QR bit
+clear is rejected (``ERR_NOT_RESPONSE``); a TSIG record is not verified (there
+are no keys) but is checked for its place and handed on like any record,
+where ``from_wire`` without a keyring raises ``UnknownTSIGKey``.
+"""
+
+import enum
+import struct
+
+import dns.exception
+import dns.name
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
+import dns.wire
+
+from shim.status import (
+    BadEdnsError,
+    BadNameError,
+    BadRdataError,
+    FormatError,
+    NotResponseError,
+    ShortHeaderError,
+    TrailingDataError,
+    TruncatedError,
+)
+
+__all__ = ["Section", "Header", "Record", "Response", "decode"]
+
+
+class Section(enum.IntEnum):
+    """The sections, with the values of ``DNS_SHIM_SECTION_*``."""
+
+    ANSWER = 1
+    AUTHORITY = 2
+    ADDITIONAL = 4
+
+
+_SECTIONS = (Section.ANSWER, Section.AUTHORITY, Section.ADDITIONAL)
+
+_QR = 0x8000
+_OPCODE_UPDATE = 5
+_OPT = dns.rdatatype.OPT
+_TSIG = dns.rdatatype.TSIG
+_SOA = dns.rdatatype.SOA
+_ANY = dns.rdataclass.ANY
+_NONE = dns.rdataclass.NONE
+
+_HEADER = struct.Struct("!6H")
+_QUESTION_FIELDS = struct.Struct("!HH")
+_RR_FIELDS = struct.Struct("!HHIH")
+
+_NAME_ERRORS = (
+    dns.name.BadPointer,
+    dns.name.BadLabelType,
+    dns.name.NameTooLong,
+    dns.name.PointerChainTooLong,
+    dns.name.LabelTooLong,
+    dns.name.EmptyLabel,
+)
+
+
+class Header:
+    """The header of a response, with the first question and the OPT fields."""
+
+    __slots__ = (
+        "id", "flags", "opcode", "rcode", "qdcount", "ancount", "nscount", "arcount",
+        "qname", "qtype", "qclass", "edns_version", "edns_payload", "edns_flags",
+    )
+
+    def __init__(self, id, flags, qdcount, ancount, nscount, arcount):
+        self.id = id
+        self.flags = flags
+        self.opcode = (flags >> 11) & 0xF
+        self.rcode = flags & 0xF
+        self.qdcount = qdcount
+        self.ancount = ancount
+        self.nscount = nscount
+        self.arcount = arcount
+        self.qname = None  # dns.name.Name of the first question
+        self.qtype = 0
+        self.qclass = 0
+        self.edns_version = -1
+        self.edns_payload = 0
+        self.edns_flags = 0
+
+    @property
+    def edns_do(self) -> bool:
+        return bool(self.edns_flags & 0x8000)
+
+    def __repr__(self):
+        return "Header(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
+
+
+class Record:
+    """One resource record as it stood on the wire.
+
+    ``rdata`` is the dnspython Rdata, or None for the RDATA-less records of
+    an UPDATE message (class ANY, or a prerequisite of class NONE).
+    """
+
+    __slots__ = ("section", "index", "name", "rdtype", "rdclass", "ttl", "rdata")
+
+    def __init__(self, section, index, name, rdtype, rdclass, ttl, rdata):
+        self.section = section
+        self.index = index
+        self.name = name
+        self.rdtype = rdtype
+        self.rdclass = rdclass
+        self.ttl = ttl
+        self.rdata = rdata
+
+    def __repr__(self):
+        return (f"Record({self.section.name}#{self.index} {self.name} "
+                f"{dns.rdataclass.to_text(self.rdclass)} {dns.rdatatype.to_text(self.rdtype)} "
+                f"ttl={self.ttl} {self.rdata})")
+
+
+class Response:
+    """A decoded response: its header and every record, in wire order."""
+
+    __slots__ = ("header", "records")
+
+    def __init__(self, header, records):
+        self.header = header
+        self.records = records
+
+
+class _Overrun(dns.exception.FormError):
+    """A read past the parser's current end; ``limit`` is that end."""
+
+    def __init__(self, limit):
+        super().__init__()
+        self.limit = limit
+
+
+class _Parser(dns.wire.Parser):
+    """dnspython's parser, telling which end a failed read ran into.
+
+    The message's end means the message is cut; the end of an RDATA means
+    the RDATA is malformed; any other end is one that name decompression set
+    (a pointer target may not run into the name that points to it).
+    """
+
+    def get_bytes(self, size):
+        start = self.current
+        stop = start + size
+        if stop > self.end:
+            raise _Overrun(self.end)
+        self.current = stop
+        if stop > self.furthest:
+            self.furthest = stop
+        return self.wire[start:stop]
+
+
+def _read_name(parser, wire_end):
+    """A name outside RDATA: cut by the message's end is TRUNCATED."""
+    start = parser.current
+    try:
+        return dns.name.from_wire_parser(parser, True)
+    except _Overrun as e:
+        if e.limit == wire_end:
+            raise TruncatedError("name runs past the end of the message", start) from None
+        raise BadNameError("compression target runs into the name", start) from None
+    except _NAME_ERRORS as e:
+        raise BadNameError(f"{type(e).__name__}: {e}", start) from None
+
+
+def _fixed(parser, fields, what):
+    try:
+        return fields.unpack(parser.get_bytes(fields.size))
+    except _Overrun:
+        raise TruncatedError(f"message ends inside {what}", parser.current) from None
+
+
+def _read_rdata(parser, rdclass, rdtype, rdlen):
+    start = parser.current
+    end = start + rdlen
+    saved_end = parser.end
+    parser.end = end
+    try:
+        rdata = dns.rdata.from_wire_parser(rdclass, rdtype, parser, None)
+        if parser.current != end:
+            raise BadRdataError(
+                f"{dns.rdatatype.to_text(rdtype)} RDATA is {rdlen} octets, "
+                f"its content {parser.current - start}", start)
+        return rdata
+    except BadRdataError:
+        raise
+    except _Overrun as e:
+        if e.limit == end:
+            raise BadRdataError(
+                f"{dns.rdatatype.to_text(rdtype)} RDATA content runs past its "
+                f"RDLENGTH of {rdlen}", start) from None
+        raise BadNameError("compression target runs into the name", start) from None
+    except _NAME_ERRORS as e:
+        raise BadNameError(f"{type(e).__name__}: {e}", start) from None
+    except dns.exception.FormError as e:
+        cause = e.__cause__
+        if isinstance(cause, MemoryError):
+            raise cause from None
+        raise BadRdataError(
+            f"{dns.rdatatype.to_text(rdtype)} RDATA rejected: {e or type(e).__name__}",
+            start) from None
+    finally:
+        parser.end = saved_end
+
+
+def decode(wire) -> Response:
+    """Decode a whole DNS response.
+
+    :param wire: the message, without a TCP length prefix (bytes-like).
+    :returns: the :class:`Response`.
+    :raises shim.status.DnsShimError: the subclass for the first defect.
+    """
+    wire = bytes(wire)
+    wire_end = len(wire)
+    if wire_end < 12:
+        raise ShortHeaderError(f"{wire_end} octets")
+    id_, flags, qdcount, ancount, nscount, arcount = _HEADER.unpack_from(wire)
+    if not flags & _QR:
+        raise NotResponseError()
+    header = Header(id_, flags, qdcount, ancount, nscount, arcount)
+    update = header.opcode == _OPCODE_UPDATE
+    zone_class = None  # UPDATE: the class of the zone (question) section
+
+    parser = _Parser(wire)
+    parser.current = 12
+    for i in range(qdcount):
+        start = parser.current
+        qname = _read_name(parser, wire_end)
+        qtype, qclass = _fixed(parser, _QUESTION_FIELDS, "a question")
+        if update:
+            if (zone_class is not None or dns.rdataclass.is_metaclass(qclass)
+                    or qtype != _SOA):
+                raise FormatError("UPDATE zone section must be one SOA question", start)
+            zone_class = qclass
+        if i == 0:
+            header.qname = qname
+            header.qtype = qtype
+            header.qclass = qclass
+
+    records = []
+    have_opt = False
+    for section, count in zip(_SECTIONS, (ancount, nscount, arcount)):
+        index = 0  # the position among real records: the OPT takes none
+        for position in range(count):
+            start = parser.current
+            name = _read_name(parser, wire_end)
+            rdtype, rdclass, ttl, rdlen = _fixed(parser, _RR_FIELDS, "a record's fixed fields")
+            empty = False
+            wire_class = rdclass
+            if rdtype == _OPT:
+                if section != Section.ADDITIONAL or have_opt or name != dns.name.root:
+                    raise BadEdnsError(
+                        "OPT outside the additional section" if section != Section.ADDITIONAL
+                        else "second OPT" if have_opt else "OPT owner is not the root",
+                        start)
+            elif rdtype == _TSIG:
+                if section != Section.ADDITIONAL or rdclass != _ANY or position != count - 1:
+                    raise FormatError("TSIG must be the last record, of class ANY", start)
+            elif update:
+                if zone_class is None:
+                    raise FormatError("UPDATE record without a zone", start)
+                if rdclass in (_ANY, _NONE):
+                    empty = rdclass == _ANY or section == Section.ANSWER
+                    rdclass = zone_class
+            if empty:
+                if rdlen:
+                    raise FormatError("UPDATE record of this class must have no RDATA", start)
+                rdata = None
+            else:
+                if rdlen > wire_end - parser.current:
+                    raise TruncatedError(
+                        f"RDLENGTH {rdlen} runs past the end of the message", start)
+                rdata = _read_rdata(parser, rdclass, rdtype, rdlen)
+            if rdtype == _OPT:
+                have_opt = True
+                header.edns_payload = wire_class
+                header.edns_version = (ttl >> 16) & 0xFF
+                header.edns_flags = ttl & 0xFFFF
+                header.rcode |= (ttl >> 24) << 4
+                continue
+            if rdtype == _TSIG:
+                ttl = 0  # as dnspython keeps it
+            elif ttl > 0x7FFFFFFF:
+                ttl = 0  # RFC 2181, section 8
+            records.append(Record(section, index, name, rdtype, wire_class, ttl, rdata))
+            index += 1
+
+    if parser.current != wire_end:
+        raise TrailingDataError(f"{wire_end - parser.current} octets", parser.current)
+    return Response(header, records)
