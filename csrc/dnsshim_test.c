@@ -1,0 +1,381 @@
+/*
+** dnsshim_test: the C-side test driver of libdnsshim.
+**
+**   dnsshim_test [options] FILE...   feed each file (a raw DNS message) to the
+**                                    library and log every callback
+**   dnsshim_test --api               check the argument contract from C
+**
+** Options:
+**   --registered    register the callbacks and call process_dns_response
+**                   (default: dns_shim_process with a per-call set)
+**   --sections N    the sections mask (default 7: all three)
+**   --stop-at N     the Nth callback of each message (from 1) returns 1
+**   --no-typed      leave every typed callback NULL (all go to on_other)
+**   --no-other      leave on_other NULL
+**   --hex           the files hold hex text
+**
+** For each file it prints "# FILE", one line per callback with every field,
+** then "status N NAME".  The Python tests compare these lines with what
+** dnspython itself parses from the same bytes, so every value is checked as a
+** C program sees it.  Exit status: 0, or 1 when a check of its own failed.
+*/
+#include "dns_shim.h"
+#include "file_util.h"
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct log_ctx {
+    long calls;
+    long stop_at;
+    int failures;
+};
+
+static int32_t count_call(struct log_ctx *log)
+{
+    log->calls++;
+    return log->stop_at > 0 && log->calls == log->stop_at ? 1 : 0;
+}
+
+static void print_hex(const char *label, const uint8_t *data, size_t len)
+{
+    size_t i;
+    printf(" %s=", label);
+    for (i = 0; i < len; i++)
+        printf("%02x", data[i]);
+}
+
+static void print_bytes(struct log_ctx *log, const char *label, dns_shim_bytes b)
+{
+    if (b.data == NULL || b.data[b.len] != 0) {
+        printf(" %s=<NO-NUL>", label);
+        log->failures++;
+        return;
+    }
+    print_hex(label, b.data, b.len);
+}
+
+static void print_name(struct log_ctx *log, const char *label, const char *name)
+{
+    if (name == NULL || name[0] == '\0') {
+        printf(" %s=<BAD-NAME>", label);
+        log->failures++;
+        return;
+    }
+    printf(" %s=%s", label, name);
+}
+
+static void print_rr(struct log_ctx *log, const char *kind, const dns_shim_rr *rr)
+{
+    printf("%s sec=%" PRIu32 " idx=%" PRIu32, kind, rr->section, rr->index);
+    print_name(log, "owner", rr->owner);
+    printf(" type=%u class=%u ttl=%" PRIu32, rr->type, rr->rclass, rr->ttl);
+}
+
+static int32_t on_header(void *ctx, const dns_shim_header *h)
+{
+    struct log_ctx *log = ctx;
+    printf("header id=%u flags=%u opcode=%u rcode=%u qd=%u an=%u ns=%u ar=%u", h->id, h->flags,
+           h->opcode, h->rcode, h->qdcount, h->ancount, h->nscount, h->arcount);
+    if (h->qname != NULL)
+        print_name(log, "qname", h->qname);
+    else
+        printf(" qname=<NULL>");
+    printf(" qtype=%u qclass=%u edns=%" PRId32 " payload=%u do=%u eflags=%u\n", h->qtype,
+           h->qclass, h->edns_version, h->edns_payload, h->edns_do, h->edns_flags);
+    return count_call(log);
+}
+
+static int32_t on_a(void *ctx, const dns_shim_a *r)
+{
+    print_rr(ctx, "a", &r->rr);
+    printf(" address=%u.%u.%u.%u\n", r->address[0], r->address[1], r->address[2], r->address[3]);
+    return count_call(ctx);
+}
+
+static int32_t on_aaaa(void *ctx, const dns_shim_aaaa *r)
+{
+    print_rr(ctx, "aaaa", &r->rr);
+    print_hex("address", r->address, 16);
+    printf("\n");
+    return count_call(ctx);
+}
+
+static int32_t print_target(void *ctx, const char *kind, const dns_shim_target *r)
+{
+    print_rr(ctx, kind, &r->rr);
+    print_name(ctx, "target", r->target);
+    printf("\n");
+    return count_call(ctx);
+}
+
+static int32_t on_cname(void *ctx, const dns_shim_target *r) { return print_target(ctx, "cname", r); }
+static int32_t on_ns(void *ctx, const dns_shim_target *r) { return print_target(ctx, "ns", r); }
+static int32_t on_ptr(void *ctx, const dns_shim_target *r) { return print_target(ctx, "ptr", r); }
+static int32_t on_dname(void *ctx, const dns_shim_target *r) { return print_target(ctx, "dname", r); }
+
+static int32_t on_mx(void *ctx, const dns_shim_mx *r)
+{
+    print_rr(ctx, "mx", &r->rr);
+    printf(" preference=%u", r->preference);
+    print_name(ctx, "exchange", r->exchange);
+    printf("\n");
+    return count_call(ctx);
+}
+
+static int32_t on_txt(void *ctx, const dns_shim_txt *r)
+{
+    size_t i;
+    print_rr(ctx, "txt", &r->rr);
+    printf(" count=%zu", r->count);
+    for (i = 0; i < r->count; i++)
+        print_bytes(ctx, "string", r->strings[i]);
+    printf("\n");
+    return count_call(ctx);
+}
+
+static int32_t on_srv(void *ctx, const dns_shim_srv *r)
+{
+    print_rr(ctx, "srv", &r->rr);
+    printf(" priority=%u weight=%u port=%u", r->priority, r->weight, r->port);
+    print_name(ctx, "target", r->target);
+    printf("\n");
+    return count_call(ctx);
+}
+
+static int32_t on_naptr(void *ctx, const dns_shim_naptr *r)
+{
+    print_rr(ctx, "naptr", &r->rr);
+    printf(" order=%u preference=%u", r->order, r->preference);
+    print_bytes(ctx, "flags", r->flags);
+    print_bytes(ctx, "services", r->services);
+    print_bytes(ctx, "regexp", r->regexp);
+    print_name(ctx, "replacement", r->replacement);
+    printf("\n");
+    return count_call(ctx);
+}
+
+static int32_t on_soa(void *ctx, const dns_shim_soa *r)
+{
+    print_rr(ctx, "soa", &r->rr);
+    print_name(ctx, "mname", r->mname);
+    print_name(ctx, "rname", r->rname);
+    printf(" serial=%" PRIu32 " refresh=%" PRIu32 " retry=%" PRIu32 " expire=%" PRIu32
+           " minimum=%" PRIu32 "\n",
+           r->serial, r->refresh, r->retry, r->expire, r->minimum);
+    return count_call(ctx);
+}
+
+static int32_t on_other(void *ctx, const dns_shim_raw *r)
+{
+    print_rr(ctx, "other", &r->rr);
+    print_bytes(ctx, "rdata", r->rdata);
+    printf("\n");
+    return count_call(ctx);
+}
+
+/* ------------------------------------------------------------------ */
+/* --api: the argument contract, checked from C                        */
+
+static int api_failures = 0;
+
+static void expect(const char *what, int32_t got, int32_t want)
+{
+    if (got == want) {
+        printf("ok %s = %" PRId32 "\n", what, got);
+    } else {
+        printf("FAIL %s = %" PRId32 " (%s), expected %" PRId32 " (%s)\n", what, got,
+               dns_shim_strerror(got), want, dns_shim_strerror(want));
+        api_failures++;
+    }
+}
+
+static int32_t count_only(void *ctx, const dns_shim_header *h)
+{
+    (void)h;
+    ++*(int *)ctx;
+    return 0;
+}
+
+/* Is the embedded interpreter running?  libpython is loaded with us. */
+static int runtime_started(void)
+{
+    int (*is_initialized)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    return is_initialized != NULL && is_initialized();
+}
+
+static int run_api(void)
+{
+    /* A response with one question and no records: id 0x1234, QR RD RA. */
+    static uint8_t ok_msg[] = {0x12, 0x34, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0,
+                               1, 'a', 0, 0, 1, 0, 1};
+    int calls = 0;
+    int32_t s;
+    dns_shim_callbacks cb, bad;
+
+    memset(&cb, 0, sizeof cb);
+    cb.struct_size = sizeof cb;
+    cb.ctx = &calls;
+    cb.on_header = count_only;
+
+    /* Argument checks: none may start the runtime. */
+    expect("process_dns_response(NULL, 19)", process_dns_response(NULL, 19), DNS_SHIM_ERR_NULL_BUFFER);
+    expect("process_dns_response(msg, -1)", process_dns_response(ok_msg, -1), DNS_SHIM_ERR_BAD_LENGTH);
+    expect("process_dns_response(NULL, -1)", process_dns_response(NULL, -1), DNS_SHIM_ERR_BAD_LENGTH);
+    expect("process_dns_response(msg, INT32_MIN)", process_dns_response(ok_msg, INT32_MIN),
+           DNS_SHIM_ERR_BAD_LENGTH);
+    expect("process_dns_response(msg, 65536)", process_dns_response(ok_msg, 65536), DNS_SHIM_ERR_BAD_LENGTH);
+    expect("process_dns_response(msg, 70000)", process_dns_response(ok_msg, 70000), DNS_SHIM_ERR_BAD_LENGTH);
+    expect("process_dns_response(msg, INT32_MAX)", process_dns_response(ok_msg, INT32_MAX),
+           DNS_SHIM_ERR_BAD_LENGTH);
+    expect("dns_shim_process(msg, len, NULL)", dns_shim_process(ok_msg, sizeof ok_msg, NULL),
+           DNS_SHIM_ERR_BAD_ARGUMENT);
+    expect("dns_shim_process(NULL, 5, cb)", dns_shim_process(NULL, 5, &cb), DNS_SHIM_ERR_NULL_BUFFER);
+    bad = cb;
+    bad.struct_size = 0;
+    expect("struct_size 0", dns_shim_process(ok_msg, sizeof ok_msg, &bad), DNS_SHIM_ERR_BAD_ARGUMENT);
+    bad.struct_size = sizeof bad - 1;
+    expect("struct_size - 1", dns_shim_process(ok_msg, sizeof ok_msg, &bad), DNS_SHIM_ERR_BAD_ARGUMENT);
+    bad.struct_size = sizeof bad + 8;
+    expect("struct_size + 8", dns_shim_process(ok_msg, sizeof ok_msg, &bad), DNS_SHIM_ERR_BAD_ARGUMENT);
+    expect("register struct_size + 8", dns_shim_register_callbacks(&bad), DNS_SHIM_ERR_BAD_ARGUMENT);
+    bad = cb;
+    bad.sections = 8;
+    expect("sections bit 8", dns_shim_process(ok_msg, sizeof ok_msg, &bad), DNS_SHIM_ERR_BAD_ARGUMENT);
+    expect("register sections bit 8", dns_shim_register_callbacks(&bad), DNS_SHIM_ERR_BAD_ARGUMENT);
+    expect("register NULL", dns_shim_register_callbacks(NULL), DNS_SHIM_OK);
+    expect("register cb", dns_shim_register_callbacks(&cb), DNS_SHIM_OK);
+    expect("runtime started by argument checks", runtime_started(), 0);
+
+    /* The runtime, then real calls. */
+    expect("dns_shim_init()", dns_shim_init(), DNS_SHIM_OK);
+    expect("runtime started by dns_shim_init", runtime_started(), 1);
+    expect("dns_shim_init() again", dns_shim_init(), DNS_SHIM_OK);
+    expect("process_dns_response(NULL, 0)", process_dns_response(NULL, 0), DNS_SHIM_ERR_SHORT_HEADER);
+    expect("process_dns_response(msg, 0)", process_dns_response(ok_msg, 0), DNS_SHIM_ERR_SHORT_HEADER);
+    expect("process_dns_response(msg, 11)", process_dns_response(ok_msg, 11), DNS_SHIM_ERR_SHORT_HEADER);
+    expect("on_header calls before success", calls, 0);
+    expect("process_dns_response(msg) registered", process_dns_response(ok_msg, sizeof ok_msg), DNS_SHIM_OK);
+    expect("on_header calls", calls, 1);
+    /* A failed registration leaves the registered set as it was. */
+    expect("register sections bit 8 again", dns_shim_register_callbacks(&bad), DNS_SHIM_ERR_BAD_ARGUMENT);
+    expect("process_dns_response(msg) still registered", process_dns_response(ok_msg, sizeof ok_msg),
+           DNS_SHIM_OK);
+    expect("on_header calls", calls, 2);
+    /* The registered set is a copy: changing ours afterwards changes nothing. */
+    cb.on_header = NULL;
+    expect("process_dns_response(msg) with the copy", process_dns_response(ok_msg, sizeof ok_msg), DNS_SHIM_OK);
+    expect("on_header calls", calls, 3);
+    expect("register NULL", dns_shim_register_callbacks(NULL), DNS_SHIM_OK);
+    expect("process_dns_response(msg) unregistered", process_dns_response(ok_msg, sizeof ok_msg), DNS_SHIM_OK);
+    expect("on_header calls", calls, 3);
+    ok_msg[2] &= 0x7f; /* QR clear */
+    expect("process_dns_response(query)", process_dns_response(ok_msg, sizeof ok_msg),
+           DNS_SHIM_ERR_NOT_RESPONSE);
+
+    /* Text. */
+    for (s = 1; s >= DNS_SHIM_ERR_INTERNAL - 2; s--) {
+        const char *text = dns_shim_strerror(s);
+        int known = s <= 0 && s >= DNS_SHIM_ERR_INTERNAL;
+        printf("%s strerror(%" PRId32 ") = \"%s\"\n", text && *text ? "ok" : "FAIL", s,
+               text ? text : "(null)");
+        api_failures += !(text && *text);
+        expect("strerror known", strcmp(text, "unknown dnsshim status") != 0, known);
+    }
+    expect("strerror(INT32_MIN) fallback",
+           strcmp(dns_shim_strerror(INT32_MIN), "unknown dnsshim status"), 0);
+    {
+        char want[32];
+        snprintf(want, sizeof want, "%d.%d.%d (", DNS_SHIM_VERSION_MAJOR, DNS_SHIM_VERSION_MINOR,
+                 DNS_SHIM_VERSION_PATCH);
+        printf("version \"%s\"\n", dns_shim_version());
+        expect("version matches the header", strncmp(dns_shim_version(), want, strlen(want)), 0);
+    }
+    printf("api: %d failed\n", api_failures);
+    return api_failures ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    struct log_ctx log = {0, 0, 0};
+    dns_shim_callbacks cb;
+    int i, registered = 0, typed = 1, other = 1, hex = 0, status = 0;
+    uint32_t sections = 7;
+
+    for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
+        if (strcmp(argv[i], "--api") == 0)
+            return run_api();
+        else if (strcmp(argv[i], "--registered") == 0)
+            registered = 1;
+        else if (strcmp(argv[i], "--no-typed") == 0)
+            typed = 0;
+        else if (strcmp(argv[i], "--no-other") == 0)
+            other = 0;
+        else if (strcmp(argv[i], "--hex") == 0)
+            hex = 1;
+        else if (strcmp(argv[i], "--sections") == 0 && i + 1 < argc)
+            sections = (uint32_t)strtoul(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--stop-at") == 0 && i + 1 < argc)
+            log.stop_at = strtol(argv[++i], NULL, 0);
+        else {
+            fprintf(stderr, "usage: %s [--api] [--registered] [--sections N] [--stop-at N] "
+                            "[--no-typed] [--no-other] [--hex] FILE...\n", argv[0]);
+            return 2;
+        }
+    }
+
+    memset(&cb, 0, sizeof cb);
+    cb.struct_size = sizeof cb;
+    cb.sections = sections;
+    cb.ctx = &log;
+    cb.on_header = on_header;
+    if (typed) {
+        cb.on_a = on_a;
+        cb.on_aaaa = on_aaaa;
+        cb.on_cname = on_cname;
+        cb.on_ns = on_ns;
+        cb.on_ptr = on_ptr;
+        cb.on_dname = on_dname;
+        cb.on_mx = on_mx;
+        cb.on_txt = on_txt;
+        cb.on_srv = on_srv;
+        cb.on_naptr = on_naptr;
+        cb.on_soa = on_soa;
+    }
+    if (other)
+        cb.on_other = on_other;
+    if (registered && dns_shim_register_callbacks(&cb) != DNS_SHIM_OK) {
+        fprintf(stderr, "dns_shim_register_callbacks failed\n");
+        return 1;
+    }
+
+    for (; i < argc; i++) {
+        long len = 0;
+        unsigned char *msg = read_message(argv[i], hex, &len);
+        int32_t rc;
+        if (msg == NULL) {
+            status = 1;
+            continue;
+        }
+        printf("# %s\n", argv[i]);
+        log.calls = 0;
+        rc = registered ? process_dns_response(msg, (int32_t)len)
+                        : dns_shim_process(msg, (int32_t)len, &cb);
+        printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
+        free(msg);
+    }
+    if (registered)
+        dns_shim_register_callbacks(NULL);
+    fflush(stdout);
+    if (log.failures) {
+        fprintf(stderr, "%d malformed values seen by the callbacks\n", log.failures);
+        status = 1;
+    }
+    return status;
+}
