@@ -1,0 +1,86 @@
+"""Shared fixtures: the built library and C programs, the corpus, the ABI.
+
+The library and the C programs are built once per session into a temporary
+directory, from this checkout, exactly as a user builds them
+(``python build_ffi.py`` then ``make -C csrc``).
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import cffi
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+sys.path.insert(0, str(ROOT))
+
+import build_ffi  # noqa: E402
+
+
+class Built:
+    def __init__(self, out: Path):
+        self.dir = out
+        self.lib = out / "libdnsshim.so"
+        self.test_prog = out / "dnsshim_test"
+        self.dump_prog = out / "dnsshim_dump"
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory) -> Built:
+    out = tmp_path_factory.mktemp("build")
+    subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--out", str(out)],
+                   check=True, capture_output=True, text=True)
+    subprocess.run(["make", "-s", "-C", str(ROOT / "csrc"), f"BUILD={out}"],
+                   check=True, capture_output=True, text=True)
+    return Built(out)
+
+
+@pytest.fixture(scope="session")
+def abi(built):
+    """The library loaded into this process through its C ABI (cffi ABI mode)."""
+    ffi = cffi.FFI()
+    ffi.cdef(build_ffi.header_cdef())
+    lib = ffi.dlopen(str(built.lib))
+    return ffi, lib
+
+
+@pytest.fixture(scope="session")
+def header_ffi():
+    """An ABI-mode ffi with the header's types, for the glue layer alone."""
+    ffi = cffi.FFI()
+    ffi.cdef(build_ffi.header_cdef())
+    return ffi
+
+
+def corpus_files(folder: str) -> list:
+    """The files of ../shared/corpus/<folder>, for parametrize.
+
+    A user's clone has no ../shared: the tests that read it are skipped there
+    with a reason; CI (CI=true) always has it, so there a missing corpus fails.
+    """
+    path = CORPUS / folder
+    if not path.is_dir():
+        if os.environ.get("CI"):
+            raise RuntimeError(f"CI must have the corpus at {path}")
+        return [pytest.param(None, marks=pytest.mark.skip(
+            reason=f"no corpus at {path} (it is beside the project in CI)"))]
+    return sorted(p for p in path.iterdir() if p.is_file() and p.suffix not in (".txt", ".tsv"))
+
+
+def run_test_prog(built: Built, *args, env=None, cwd=None):
+    return subprocess.run([str(built.test_prog), *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=600)
+
+
+def split_log(stdout: str) -> dict:
+    """dnsshim_test's output as {file: [lines]}."""
+    logs, current = {}, None
+    for line in stdout.splitlines():
+        if line.startswith("# "):
+            current = logs.setdefault(line[2:], [])
+        else:
+            current.append(line)
+    return logs

@@ -1,0 +1,163 @@
+"""Malformed responses, one per class of defect, each with its exact status.
+
+Every message is built field group by field group (see :mod:`wire`), with a
+comment saying what is wrong.  ``GOOD`` is the well-formed message most cases
+start from: a response with the question "example.com IN A" (its name at
+offset 12) and one A record whose owner points back to it.
+"""
+
+import struct
+
+from shim.status import Status
+from wire import AT_QNAME, QR, RD_RA, TC, header, name, opt, pointer, question, rr
+
+S = Status
+A_RDATA = bytes([192, 0, 2, 1])
+
+GOOD = header(qd=1, an=1) + question() + rr(AT_QNAME, 1, A_RDATA)
+
+
+def _tsig_rdata() -> bytes:
+    """A well-formed TSIG RDATA (RFC 8945): algorithm, time, fudge, MAC,
+    original ID, error, other data."""
+    return (name("hmac-sha256") + (1700000000).to_bytes(6, "big") + struct.pack("!HH", 300, 4)
+            + b"\x01\x02\x03\x04" + struct.pack("!HHH", 0x1234, 0, 0))
+
+
+TSIG = _tsig_rdata()
+
+
+def pointer_chain(hops: int) -> bytes:
+    """A response whose only record's owner is reached through `hops`
+    compression pointers: the first record's RDATA (of a private type, never
+    read as names) holds pointers each pointing to the one before, the first
+    to the question's name; the second record's owner points to the last."""
+    base = 12 + 13 + 4 + 2 + 10  # header, question, owner pointer, fixed fields
+    chain = pointer(12)
+    for i in range(1, hops - 1):
+        chain += pointer(base + 2 * (i - 1))
+    owner = pointer(base + 2 * (hops - 2))
+    return (header(qd=1, an=2) + question()
+            + rr(AT_QNAME, 65280, chain)           # RR 1: the chain, as opaque RDATA
+            + rr(owner, 1, A_RDATA))               # RR 2: owner = the chain's last pointer
+
+
+def _long_labels(n: int) -> list:
+    return ["x" * 63] * n
+
+
+CASES = {
+    # ---- header ---------------------------------------------------------
+    "empty": (b"", S.ERR_SHORT_HEADER),
+    "header_11_bytes": (header()[:11], S.ERR_SHORT_HEADER),
+    "qr_clear": (header(flags=RD_RA, qd=1) + question(), S.ERR_NOT_RESPONSE),
+    # QR is checked before anything after the header.
+    "qr_clear_then_garbage": (header(flags=0, qd=1) + b"\xff", S.ERR_NOT_RESPONSE),
+
+    # ---- the message ends too soon ----------------------------------------
+    "qdcount_past_end": (header(qd=2) + question(), S.ERR_TRUNCATED),
+    "ancount_past_end": (header(qd=1, an=1) + question(), S.ERR_TRUNCATED),
+    # 30 bytes that announce 65535 answers: fails at the first, builds nothing.
+    "ancount_65535_in_30_bytes": (header(qd=1, an=65535) + question() + b"\x00",
+                                  S.ERR_TRUNCATED),
+    "qname_without_final_zero": (header(qd=1) + b"\x07example\x03com", S.ERR_TRUNCATED),
+    "label_runs_past_end": (header(qd=1) + b"\x20abc", S.ERR_TRUNCATED),
+    "question_fields_cut": (header(qd=1) + name("example", "com") + b"\x00\x01", S.ERR_TRUNCATED),
+    "record_fields_cut": (header(qd=1, an=1) + question() + AT_QNAME + b"\x00\x01\x00",
+                          S.ERR_TRUNCATED),
+    "rdlength_past_end": (header(qd=1, an=1) + question()
+                          + rr(AT_QNAME, 1, A_RDATA[:3], rdlength=4), S.ERR_TRUNCATED),
+    "tc_with_records_cut": (header(flags=QR | TC | RD_RA, qd=1, an=2) + question()
+                            + rr(AT_QNAME, 1, A_RDATA), S.ERR_TRUNCATED),
+
+    # ---- bytes left over ------------------------------------------------------
+    "trailing_one_byte": (GOOD + b"\x00", S.ERR_TRAILING_DATA),
+    "trailing_many_bytes": (GOOD + b"junk" * 100, S.ERR_TRAILING_DATA),
+
+    # ---- names ------------------------------------------------------------------
+    "pointer_to_itself": (header(qd=1) + pointer(12) + b"\x00\x01\x00\x01", S.ERR_BAD_NAME),
+    "pointer_forward": (header(qd=1) + pointer(14) + name("a") + b"\x00\x01\x00\x01",
+                        S.ERR_BAD_NAME),
+    "pointer_past_end": (header(qd=1) + pointer(0x3FFF) + b"\x00\x01\x00\x01", S.ERR_BAD_NAME),
+    # at 12: pointer to 14 (forward); at 14: pointer back to 12.
+    "pointer_loop_of_two": (header(qd=1) + pointer(14) + pointer(12) + b"\x00\x01\x00\x01",
+                            S.ERR_BAD_NAME),
+    # at 12: label "a", then a pointer back to 12: the name would never end.
+    "label_then_pointer_loop": (header(qd=1) + b"\x01a" + pointer(12) + b"\x00\x01\x00\x01",
+                                S.ERR_BAD_NAME),
+    "pointer_chain_17_hops": (pointer_chain(17), S.ERR_BAD_NAME),
+    "label_type_0x40": (header(qd=1) + b"\x41" + b"a" * 65 + b"\x00\x00\x01\x00\x01",
+                        S.ERR_BAD_NAME),
+    "label_type_0x80": (header(qd=1) + b"\x81a\x00\x00\x01\x00\x01", S.ERR_BAD_NAME),
+    "name_of_256_octets": (header(qd=1) + question(name(*_long_labels(4))), S.ERR_BAD_NAME),
+    # 2 labels of 63 in the owner, then the question's 3 labels of 63: 321.
+    "name_over_255_through_pointers": (
+        header(qd=1, an=1) + question(name(*_long_labels(3)))
+        + rr(b"\x3f" + b"y" * 63 + b"\x3f" + b"z" * 63 + pointer(12), 1, A_RDATA),
+        S.ERR_BAD_NAME),
+    "bad_pointer_inside_rdata": (header(qd=1, an=1) + question()
+                                 + rr(AT_QNAME, 5, pointer(0x3000)), S.ERR_BAD_NAME),
+
+    # ---- RDATA ----------------------------------------------------------------
+    "a_rdlength_3": (header(qd=1, an=1) + question() + rr(AT_QNAME, 1, A_RDATA[:3]),
+                     S.ERR_BAD_RDATA),
+    "a_rdlength_5": (header(qd=1, an=1) + question() + rr(AT_QNAME, 1, A_RDATA + b"\x00"),
+                     S.ERR_BAD_RDATA),
+    "aaaa_rdlength_4": (header(qd=1, an=1) + question() + rr(AT_QNAME, 28, bytes(4)),
+                        S.ERR_BAD_RDATA),
+    "aaaa_rdlength_15": (header(qd=1, an=1) + question() + rr(AT_QNAME, 28, bytes(15)),
+                         S.ERR_BAD_RDATA),
+    # priority, weight, port and no target at all.
+    "srv_rdlength_6": (header(qd=1, an=1) + question() + rr(AT_QNAME, 33, bytes(6)),
+                       S.ERR_BAD_RDATA),
+    # order, preference, and two of the three length octets (CVE-2017-1000381).
+    "naptr_rdlength_6": (header(qd=1, an=1) + question() + rr(AT_QNAME, 35, bytes(6)),
+                         S.ERR_BAD_RDATA),
+    "naptr_rdlength_1": (header(qd=1, an=1) + question() + rr(AT_QNAME, 35, bytes(1)),
+                         S.ERR_BAD_RDATA),
+    "mx_rdlength_2": (header(qd=1, an=1) + question() + rr(AT_QNAME, 15, b"\x00\x0a"),
+                      S.ERR_BAD_RDATA),
+    # mname and rname, then 10 of the 20 octets of numbers.
+    "soa_cut": (header(qd=1, an=1) + question() + rr(AT_QNAME, 6, b"\x00\x00" + bytes(10)),
+                S.ERR_BAD_RDATA),
+    # a character-string that claims 10 octets and has 3.
+    "txt_string_overruns": (header(qd=1, an=1) + question() + rr(AT_QNAME, 16, b"\x0aabc"),
+                            S.ERR_BAD_RDATA),
+    # flags "s", services claims 200 octets.
+    "naptr_services_overruns": (header(qd=1, an=1) + question()
+                                + rr(AT_QNAME, 35, b"\x00\x0a\x00\x0a\x01s\xc8SIP"),
+                                S.ERR_BAD_RDATA),
+    # a CNAME target, then one octet more than the target needs.
+    "rdata_longer_than_content": (header(qd=1, an=1) + question()
+                                  + rr(AT_QNAME, 5, name("t") + b"\x00"), S.ERR_BAD_RDATA),
+    # a CNAME target whose label runs to the end of the RDATA, not of the name.
+    "rdata_name_unterminated": (header(qd=1, an=1) + question() + rr(AT_QNAME, 5, b"\x03abc"),
+                                S.ERR_BAD_RDATA),
+    "opt_rdlength_1": (header(qd=1, ar=1) + question() + opt(rdata=b"\x00"), S.ERR_BAD_RDATA),
+
+    # ---- EDNS -------------------------------------------------------------------
+    "two_opt_records": (header(qd=1, ar=2) + question() + opt() + opt(), S.ERR_BAD_EDNS),
+    "opt_in_answer": (header(qd=1, an=1) + question() + opt(), S.ERR_BAD_EDNS),
+    "opt_in_authority": (header(qd=1, ns=1) + question() + opt(), S.ERR_BAD_EDNS),
+    "opt_owner_not_root": (header(qd=1, ar=1) + question() + opt(owner=AT_QNAME), S.ERR_BAD_EDNS),
+
+    # ---- structure ----------------------------------------------------------------
+    "tsig_not_last": (header(qd=1, ar=2) + question() + rr(name("key"), 250, TSIG, rclass=255, ttl=0)
+                      + rr(AT_QNAME, 1, A_RDATA), S.ERR_FORMAT),
+    "tsig_in_answer": (header(qd=1, an=1) + question() + rr(name("key"), 250, TSIG, rclass=255),
+                       S.ERR_FORMAT),
+    "tsig_class_in": (header(qd=1, ar=1) + question() + rr(name("key"), 250, TSIG, rclass=1),
+                      S.ERR_FORMAT),
+    # opcode UPDATE: the zone section must be one SOA "question".
+    "update_zone_not_soa": (header(flags=QR | (5 << 11), qd=1) + question(qtype=1), S.ERR_FORMAT),
+}
+
+#: Well-formed controls next to the malformed: each must parse.
+ACCEPTED = {
+    "good": GOOD,
+    "pointer_chain_16_hops": pointer_chain(16),
+    "tsig_last": header(qd=1, an=1, ar=1) + question() + rr(AT_QNAME, 1, A_RDATA)
+                 + rr(name("key"), 250, TSIG, rclass=255, ttl=0),
+    "name_of_255_octets": header(qd=1) + question(name(*_long_labels(3), "x" * 61)),
+    "update_response": header(flags=QR | (5 << 11), qd=1) + question(qtype=6),
+}

@@ -1,0 +1,272 @@
+"""The C programs: what a C program linked with -ldnsshim really sees.
+
+dnsshim_test prints every field of every callback; these tests compare its
+output with reference.expected_log (dnspython's own parse of the same bytes),
+over the test vectors, the malformed cases and the real corpus; run it under
+valgrind; in a minimal environment; and with a runtime that cannot start.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import malformed
+import reference
+import vectors
+from conftest import ROOT, corpus_files, run_test_prog, split_log
+from shim.status import Status
+
+STRERROR_OK = "status 0 success"
+
+
+@pytest.fixture(scope="module")
+def vector_files(tmp_path_factory):
+    """The vectors, the malformed cases and the accepted controls as files."""
+    d = tmp_path_factory.mktemp("messages")
+    files = {}
+    for name in vectors.NAMES:
+        files[name] = d / f"vector_{name}.bin"
+        files[name].write_bytes(vectors.wire(name))
+    for name, (wire, _) in malformed.CASES.items():
+        files[name] = d / f"bad_{name}.bin"
+        files[name].write_bytes(wire)
+    for name, wire in malformed.ACCEPTED.items():
+        files[name] = d / f"ok_{name}.bin"
+        files[name].write_bytes(wire)
+    return files
+
+
+def check_logs(stdout, files, **options):
+    """Each file's log equals what dnspython says, or, for a message the
+    library rejects, is only the expected status line: no callback ran."""
+    logs = split_log(stdout)
+    assert len(logs) == len(files)
+    for path, expected in files:
+        assert logs[str(path)] == expected, path
+
+
+def expected_for(wire, status=None, **options):
+    if status is None:
+        return reference.expected_log(wire, **options)
+    return [f"status {int(status)} {STRERROR[status]}"]
+
+
+STRERROR = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def strerror_texts(abi):
+    ffi, lib = abi
+    for s in Status:
+        STRERROR[s] = ffi.string(lib.dns_shim_strerror(s)).decode()
+
+
+def test_api_contract_from_c(built):
+    result = run_test_prog(built, "--api")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "api: 0 failed" in result.stdout
+    assert "FAIL" not in result.stdout
+
+
+@pytest.mark.parametrize("mode", [[], ["--registered"]], ids=["dns_shim_process", "registered"])
+def test_vectors_and_malformed_from_c(built, vector_files, mode):
+    files = []
+    for name in vectors.NAMES:
+        files.append((vector_files[name], expected_for(vectors.wire(name))))
+    for name, (wire, status) in malformed.CASES.items():
+        files.append((vector_files[name], expected_for(wire, status)))
+    for name, wire in malformed.ACCEPTED.items():
+        files.append((vector_files[name], expected_for(wire)))
+    result = run_test_prog(built, *mode, *[f for f, _ in files])
+    assert result.returncode == 0, result.stderr
+    check_logs(result.stdout, files)
+
+
+@pytest.mark.parametrize("options, kwargs", [
+    (["--sections", "0"], {"sections": 0}),
+    (["--sections", "6"], {"sections": 6}),
+    (["--no-typed"], {"typed": False}),
+    (["--no-typed", "--no-other"], {"typed": False, "other": False}),
+    (["--stop-at", "1"], {"stop_at": 1}),
+    (["--stop-at", "20"], {"stop_at": 20}),
+])
+def test_options_from_c(built, vector_files, options, kwargs):
+    wire = vectors.wire("every_type")
+    result = run_test_prog(built, *options, vector_files["every_type"])
+    assert result.returncode == 0, result.stderr
+    check_logs(result.stdout, [(vector_files["every_type"], reference.expected_log(wire, **kwargs))])
+
+
+def _corpus_expectation(path):
+    wire = path.read_bytes()
+    if len(wire) > 65535:  # dnsshim_test passes the real length: no DNS message is that long
+        return expected_for(wire, Status.ERR_BAD_LENGTH)
+    if len(wire) >= 12 and not wire[2] & 0x80:
+        return expected_for(wire, Status.ERR_NOT_RESPONSE)
+    try:
+        return reference.expected_log(wire)
+    except Exception:  # noqa: BLE001 - dnspython rejects it: so must we
+        return None
+
+
+@pytest.mark.parametrize("folder", ["good", "captures", "cares-fuzzinput"])
+def test_corpus_from_c(built, folder):
+    paths = corpus_files(folder)
+    result = run_test_prog(built, *paths)
+    assert result.returncode == 0, result.stderr
+    logs = split_log(result.stdout)
+    accepted = 0
+    for path in paths:
+        expected = _corpus_expectation(path)
+        log = logs[str(path)]
+        if expected is None:
+            assert len(log) == 1 and log[0].startswith("status -"), (path, log)
+        else:
+            assert log == expected, path
+            accepted += expected[-1] == STRERROR_OK
+    assert accepted > 0
+
+
+def test_bad_corpus_all_rejected_from_c(built):
+    paths = corpus_files("bad")
+    result = run_test_prog(built, *paths)
+    for path, log in split_log(result.stdout).items():
+        assert len(log) == 1 and log[0].startswith("status -"), (path, log)
+    assert len(split_log(result.stdout)) == len(paths)
+
+
+# ---- valgrind ----------------------------------------------------------------
+
+VALGRIND = ["valgrind", "-q", "--error-exitcode=99", "--leak-check=full",
+            "--errors-for-leak-kinds=definite,indirect", "--show-leak-kinds=definite,indirect"]
+
+
+def _require_valgrind():
+    if shutil.which("valgrind") is None:
+        if os.environ.get("CI"):
+            pytest.fail("valgrind is required in CI (.ci/run installs it)")
+        pytest.skip("valgrind is not installed (apt-get install valgrind)")
+
+
+def test_valgrind_whole_corpus(built, vector_files):
+    _require_valgrind()
+    files = list(vector_files.values())
+    for folder in ("good", "bad", "captures", "cares-fuzzinput"):
+        files += [p for p in corpus_files(folder) if p is not None]
+    result = subprocess.run([*VALGRIND, str(built.test_prog), "--registered", *files],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert len(split_log(result.stdout)) == len(files)
+    assert "status 0 success" in result.stdout
+
+
+def test_valgrind_api_and_stop(built, vector_files):
+    _require_valgrind()
+    result = subprocess.run([*VALGRIND, str(built.test_prog), "--api"],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    result = subprocess.run([*VALGRIND, str(built.test_prog), "--stop-at", "5",
+                             vector_files["every_type"], vector_files["ims"]],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert result.stdout.count("status -11 ") == 2
+
+
+# ---- environments --------------------------------------------------------------
+
+
+def test_minimal_environment(built, vector_files, tmp_path):
+    """No PYTHONPATH, no PYTHONHOME, no venv on PATH, no LD_LIBRARY_PATH,
+    another working directory: the pinned installation is found anyway."""
+    env = {"PATH": "/usr/bin:/bin"}
+    result = run_test_prog(built, vector_files["ims"], env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    check_logs(result.stdout, [(vector_files["ims"], reference.expected_log(vectors.wire("ims")))])
+
+
+def test_hostile_python_environment_is_ignored(built, vector_files, tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "PYTHONHOME": "/nonexistent", "PYTHONPATH": "/nonexistent",
+           "PYTHONSTARTUP": "/nonexistent", "PYTHONNOUSERSITE": "0"}
+    result = run_test_prog(built, vector_files["good"], env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == STRERROR_OK
+
+
+@pytest.fixture(scope="module")
+def venv_without_dnspython(tmp_path_factory):
+    d = tmp_path_factory.mktemp("venv") / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(d)], check=True)
+    return d / "bin" / "python"
+
+
+def test_init_failure_from_c_is_init_never_zero(built, vector_files, venv_without_dnspython):
+    """A Python where dnspython cannot be imported: every call is
+    DNS_SHIM_ERR_INIT, no callback runs, and stderr says why."""
+    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": str(venv_without_dnspython)}
+    files = [vector_files["good"], vector_files["ims"], vector_files["a_rdlength_3"]]
+    result = run_test_prog(built, *files, env=env)
+    logs = split_log(result.stdout)
+    for f in files:
+        assert logs[str(f)] == [f"status -14 {STRERROR[Status.ERR_INIT]}"]
+    # The bare virtualenv has neither cffi's backend nor dnspython.
+    assert "ModuleNotFoundError" in result.stderr and "Traceback" in result.stderr
+    assert "every call returns DNS_SHIM_ERR_INIT" in result.stderr
+
+
+def test_init_failure_from_c_api_mode(built, venv_without_dnspython):
+    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": str(venv_without_dnspython)}
+    result = run_test_prog(built, "--api", env=env)
+    assert "ok process_dns_response(NULL, 19) = -1" in result.stdout  # no runtime needed
+    assert "FAIL dns_shim_init() = -14" in result.stdout
+    assert result.returncode == 1
+
+
+INIT_FAILURE_SCRIPT = """
+import sys, cffi
+sys.modules["dns"] = None          # dnspython cannot be imported
+sys.path.insert(0, {root!r})
+import build_ffi
+ffi = cffi.FFI()
+ffi.cdef(build_ffi.header_cdef())
+lib = ffi.dlopen({lib!r})
+msg = bytes.fromhex({msg!r})
+print(lib.process_dns_response(ffi.NULL, -1))
+print(lib.process_dns_response(msg, len(msg)))
+print(lib.dns_shim_init())
+print(lib.process_dns_response(msg, len(msg)))
+"""
+
+
+def test_init_failure_in_a_python_host(built):
+    script = INIT_FAILURE_SCRIPT.format(root=str(ROOT), lib=str(built.lib), msg=malformed.GOOD.hex())
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["-2", "-14", "-14", "-14"]
+    assert "ModuleNotFoundError: No module named 'dns.ipv4'; 'dns' is not a package" in result.stderr
+    assert "every call returns DNS_SHIM_ERR_INIT" in result.stderr
+
+
+def test_dump_prints_the_ims_sample(built, tmp_path):
+    sample = tmp_path / "ims.bin"
+    subprocess.run([sys.executable, "-m", "shim.sample", str(sample)], check=True, cwd=ROOT)
+    result = subprocess.run([str(built.dump_prog), str(sample)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "status: NOERROR" in out and "QUERY: 1, ANSWER: 2, AUTHORITY: 0, ADDITIONAL: 8" in out
+    assert ('ims.mnc001.mcc001.3gppnetwork.org.\t300\tIN\tNAPTR\t10 50 "s" "SIP+D2T" "" '
+            '_sip._tcp.ims.mnc001.mcc001.3gppnetwork.org.') in out
+    assert ("_sip._tcp.ims.mnc001.mcc001.3gppnetwork.org.\t300\tIN\tSRV\t10 60 5060 "
+            "pcscf1.ims.mnc001.mcc001.3gppnetwork.org.") in out
+    assert "pcscf2.ims.mnc001.mcc001.3gppnetwork.org.\t3600\tIN\tAAAA\t2001:db8:2:0:0:0:0:10" in out
+    assert "; EDNS: version: 0, flags:; udp: 1232" in out
+
+
+def test_dump_rejects_malformed_with_strerror(built, vector_files):
+    result = subprocess.run([str(built.dump_prog), str(vector_files["pointer_loop_of_two"])],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert f"{STRERROR[Status.ERR_BAD_NAME]} (-6)" in result.stderr

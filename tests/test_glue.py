@@ -1,0 +1,119 @@
+"""The C glue alone: records to the header's structs to callbacks.
+
+These tests drive shim.glue.process with an ABI-mode ffi built from the same
+header and callbacks made with ffi.callback, without the library: what the
+glue hands to C, and how it turns every failure into a status.
+"""
+
+import pytest
+
+import malformed
+import reference
+import vectors
+from recorder import Recorder
+from shim import glue
+from shim.status import Status
+
+
+def run(ffi, wire, recorder):
+    buf = ffi.new("uint8_t[]", wire) if wire else ffi.new("uint8_t[1]")
+    return glue.process(ffi, buf, len(wire), recorder.struct if recorder else ffi.NULL)
+
+
+def test_order_and_sections(header_ffi):
+    wire = vectors.wire("every_type")
+    rec = Recorder(header_ffi, sections=0)  # 0 means the answer section only
+    assert run(header_ffi, wire, rec) == Status.OK
+    assert rec.calls[0][0] == "on_header"
+    assert [line.split()[1:3] for line in rec.lines[1:]] == [
+        ["sec=1", f"idx={i}"] for i in range(13)]
+    rec = Recorder(header_ffi, sections=4 | 2)
+    assert run(header_ffi, wire, rec) == Status.OK
+    assert [line.split()[1] for line in rec.lines[1:]] == ["sec=2"] * 13 + ["sec=4"] * 13
+
+
+def test_null_typed_callback_falls_back_to_on_other(header_ffi):
+    rec = Recorder(header_ffi, only={"on_a", "on_other"})
+    assert run(header_ffi, vectors.wire("every_type"), rec) == Status.OK
+    members = [m for m, _ in rec.calls]
+    assert members.count("on_a") == 3 and members.count("on_other") == 36
+
+
+def test_other_rdata_is_nul_terminated_wire_form(header_ffi):
+    rec = Recorder(header_ffi, only={"on_other"})
+    assert run(header_ffi, malformed.GOOD, rec) == Status.OK
+    assert rec.lines == ["other sec=1 idx=0 owner=example.com type=1 class=1 ttl=300 rdata=c0000201"]
+
+
+def test_nothing_called_without_callbacks_or_with_all_null(header_ffi):
+    assert run(header_ffi, malformed.GOOD, None) == Status.OK
+    rec = Recorder(header_ffi, only=set())
+    assert run(header_ffi, malformed.GOOD, rec) == Status.OK and rec.calls == []
+
+
+@pytest.mark.parametrize("name", vectors.NAMES)
+def test_vectors_field_by_field(header_ffi, name):
+    wire = vectors.wire(name)
+    rec = Recorder(header_ffi)
+    status = run(header_ffi, wire, rec)
+    assert rec.lines + [f"status {int(status)} success"] == reference.expected_log(wire)
+
+
+@pytest.mark.parametrize("result", [1, -1, -(2**31), 2**31 - 1])
+def test_nonzero_callback_result_stops_dispatch(header_ffi, result):
+    rec = Recorder(header_ffi, stop_at=2, result=result)
+    assert run(header_ffi, vectors.wire("every_type"), rec) == Status.ERR_CALLBACK
+    assert len(rec.calls) == 2
+
+
+@pytest.mark.parametrize("case", sorted(malformed.CASES))
+def test_malformed_calls_nothing(header_ffi, case):
+    wire, status = malformed.CASES[case]
+    rec = Recorder(header_ffi)
+    assert run(header_ffi, wire, rec) == status
+    assert rec.calls == []
+
+
+def test_unknown_section_bits(header_ffi):
+    rec = Recorder(header_ffi, sections=8)
+    assert run(header_ffi, malformed.GOOD, rec) == Status.ERR_BAD_ARGUMENT
+    assert rec.calls == []
+
+
+def test_unexpected_exception_is_internal_and_reported(header_ffi, monkeypatch, capsys):
+    def broken(*args):
+        raise RuntimeError("injected fault in the C glue")
+    monkeypatch.setitem(glue.TYPED, 1, ("on_a", broken))  # type 1: A
+    rec = Recorder(header_ffi)
+    assert run(header_ffi, malformed.GOOD, rec) == Status.ERR_INTERNAL
+    assert rec.calls == [], "the fault came before the first callback"
+    err = capsys.readouterr().err
+    assert "DNS_SHIM_ERR_INTERNAL" in err and "injected fault in the C glue" in err
+    assert "Traceback" in err
+
+
+def test_memory_error_while_converting_is_no_memory(header_ffi, monkeypatch, capsys):
+    real_new = glue._Converter.new
+    count = [0]
+
+    def failing_new(self, ctype, init):
+        count[0] += 1
+        if count[0] == 3:
+            raise MemoryError
+        return real_new(self, ctype, init)
+    monkeypatch.setattr(glue._Converter, "new", failing_new)
+    rec = Recorder(header_ffi)
+    assert run(header_ffi, vectors.wire("every_type"), rec) == Status.ERR_NO_MEMORY
+    assert rec.calls == [], "all or nothing: no callback before every struct is built"
+    assert "DNS_SHIM_ERR_NO_MEMORY" in capsys.readouterr().err
+
+
+def test_memory_error_inside_dnspython_rdata_parser_is_no_memory(header_ffi, monkeypatch):
+    import dns.rdtypes.IN.A
+
+    def oom(*args, **kwargs):
+        raise MemoryError
+    # dnspython wraps any exception of an rdata parser in FormError: the
+    # decoder must not report that as malformed RDATA.
+    monkeypatch.setattr(dns.rdtypes.IN.A.A, "from_wire_parser", classmethod(oom))
+    assert run(header_ffi, malformed.GOOD, Recorder(header_ffi)) == Status.ERR_NO_MEMORY

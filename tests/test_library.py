@@ -1,0 +1,174 @@
+"""libdnsshim.so through its C ABI, from this process.
+
+The library is loaded with cffi's ABI mode (ffi.dlopen of the built .so,
+declarations from the header) and fed messages through process_dns_response
+and dns_shim_process; callbacks are ffi.callback functions.  Inside, the
+library runs its Python half in this same interpreter, which lets the fault
+tests below inject failures into it.
+"""
+
+import pytest
+
+import malformed
+import reference
+import vectors
+from recorder import Recorder
+from shim import glue
+from shim.status import Status
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def process(abi, wire, recorder, length=None):
+    ffi, lib = abi
+    return lib.dns_shim_process(wire, len(wire) if length is None else length,
+                                recorder.struct if recorder else ffi.NULL)
+
+
+@pytest.fixture
+def registered(abi):
+    """process_dns_response with a Recorder registered; cleared afterwards."""
+    ffi, lib = abi
+    rec = Recorder(ffi)
+    assert lib.dns_shim_register_callbacks(rec.struct) == Status.OK
+    yield rec
+    assert lib.dns_shim_register_callbacks(ffi.NULL) == Status.OK
+
+
+@pytest.mark.parametrize("name", vectors.NAMES)
+def test_vectors_field_by_field(abi, name):
+    wire = vectors.wire(name)
+    rec = Recorder(abi[0])
+    status = process(abi, wire, rec)
+    assert rec.lines + [f"status {status} success"] == reference.expected_log(wire)
+
+
+@pytest.mark.parametrize("name", vectors.NAMES)
+def test_vectors_through_registered_callbacks(abi, registered, name):
+    wire = vectors.wire(name)
+    status = abi[1].process_dns_response(wire, len(wire))
+    assert registered.lines + [f"status {status} success"] == reference.expected_log(wire)
+
+
+@pytest.mark.parametrize("case", sorted(malformed.CASES))
+def test_malformed_exact_status_and_no_callback(abi, registered, case):
+    wire, status = malformed.CASES[case]
+    rec = Recorder(abi[0])
+    assert process(abi, wire, rec) == status
+    assert abi[1].process_dns_response(wire, len(wire)) == status
+    assert rec.calls == [] and registered.calls == []
+
+
+@pytest.mark.parametrize("case", sorted(malformed.ACCEPTED))
+def test_accepted_controls(abi, case):
+    wire = malformed.ACCEPTED[case]
+    rec = Recorder(abi[0])
+    assert process(abi, wire, rec) == Status.OK
+    assert rec.lines + ["status 0 success"] == reference.expected_log(wire)
+
+
+def test_nothing_registered_still_parses_and_checks(abi):
+    ffi, lib = abi
+    assert lib.dns_shim_register_callbacks(ffi.NULL) == Status.OK
+    assert lib.process_dns_response(malformed.GOOD, len(malformed.GOOD)) == Status.OK
+    bad, status = malformed.CASES["a_rdlength_5"]
+    assert lib.process_dns_response(bad, len(bad)) == status
+
+
+@pytest.mark.parametrize("length", [-1, INT32_MIN, 65536, 70000, INT32_MAX])
+def test_bad_length(abi, registered, length):
+    ffi, lib = abi
+    assert lib.process_dns_response(malformed.GOOD, length) == Status.ERR_BAD_LENGTH
+    assert lib.process_dns_response(ffi.NULL, length) == Status.ERR_BAD_LENGTH
+    assert process(abi, malformed.GOOD, Recorder(ffi), length) == Status.ERR_BAD_LENGTH
+    assert registered.calls == []
+
+
+def test_null_buffer(abi, registered):
+    ffi, lib = abi
+    assert lib.process_dns_response(ffi.NULL, 12) == Status.ERR_NULL_BUFFER
+    assert lib.dns_shim_process(ffi.NULL, 1, Recorder(ffi).struct) == Status.ERR_NULL_BUFFER
+    # NULL with length 0 is an empty message: too short for a header.
+    assert lib.process_dns_response(ffi.NULL, 0) == Status.ERR_SHORT_HEADER
+    assert registered.calls == []
+
+
+def test_length_zero_and_exact_length(abi):
+    ffi, lib = abi
+    assert lib.process_dns_response(malformed.GOOD, 0) == Status.ERR_SHORT_HEADER
+    # Only `length` bytes are read: one byte short is a cut message.
+    assert lib.process_dns_response(malformed.GOOD, len(malformed.GOOD) - 1) == Status.ERR_TRUNCATED
+
+
+def test_callbacks_argument(abi):
+    ffi, lib = abi
+    assert process(abi, malformed.GOOD, None) == Status.ERR_BAD_ARGUMENT
+    rec = Recorder(ffi)
+    size = ffi.sizeof("dns_shim_callbacks")
+    for wrong in (0, 4, size - 8, size + 8, 0xFFFFFFFF):
+        rec.struct.struct_size = wrong
+        assert process(abi, malformed.GOOD, rec) == Status.ERR_BAD_ARGUMENT
+        assert lib.dns_shim_register_callbacks(rec.struct) == Status.ERR_BAD_ARGUMENT
+    rec.struct.struct_size = size
+    for bits in (8, 0x80000000):
+        rec.struct.sections = bits
+        assert process(abi, malformed.GOOD, rec) == Status.ERR_BAD_ARGUMENT
+    assert rec.calls == []
+    # The argument check wins over a malformed message.
+    assert process(abi, b"\x00", None) == Status.ERR_BAD_ARGUMENT
+
+
+@pytest.mark.parametrize("result", [1, -1, INT32_MIN, INT32_MAX])
+def test_callback_stops_dispatch(abi, result):
+    wire = vectors.wire("every_type")
+    rec = Recorder(abi[0], stop_at=3, result=result)
+    assert process(abi, wire, rec) == Status.ERR_CALLBACK
+    assert rec.lines + ["status -11 a callback stopped processing"] == \
+        reference.expected_log(wire, stop_at=3)
+
+
+def test_sections_and_fallback(abi):
+    wire = vectors.wire("every_type")
+    rec = Recorder(abi[0], sections=2, only={"on_header", "on_other"})
+    assert process(abi, wire, rec) == Status.OK
+    assert rec.lines + ["status 0 success"] == \
+        reference.expected_log(wire, sections=2, typed=False)
+
+
+# ---- failures inside the library ------------------------------------------------
+
+
+def test_unexpected_exception_is_internal(abi, monkeypatch, capfd):
+    def broken(wire):
+        raise RuntimeError("injected: decoder bug")
+    monkeypatch.setattr(glue, "decode", broken)
+    rec = Recorder(abi[0])
+    assert process(abi, malformed.GOOD, rec) == Status.ERR_INTERNAL
+    assert rec.calls == []
+    err = capfd.readouterr().err
+    assert "DNS_SHIM_ERR_INTERNAL" in err and "injected: decoder bug" in err and "Traceback" in err
+
+
+def test_memory_error_is_no_memory(abi, monkeypatch, capfd):
+    def oom(wire):
+        raise MemoryError
+    monkeypatch.setattr(glue, "decode", oom)
+    assert process(abi, malformed.GOOD, Recorder(abi[0])) == Status.ERR_NO_MEMORY
+    assert "DNS_SHIM_ERR_NO_MEMORY" in capfd.readouterr().err
+
+
+def test_exception_escaping_the_glue_is_internal_not_zero(abi, monkeypatch, capfd):
+    # glue.process never raises; if it did, cffi's default would be 0.
+    def escaping(*args):
+        raise RuntimeError("injected: escaped the glue")
+    monkeypatch.setattr(glue, "process", escaping)
+    ffi, lib = abi
+    assert lib.process_dns_response(malformed.GOOD, len(malformed.GOOD)) == Status.ERR_INTERNAL
+    assert "injected: escaped the glue" in capfd.readouterr().err
+
+
+def test_out_of_range_python_result_is_internal(abi, monkeypatch):
+    # The C side passes on only the library's own codes.
+    monkeypatch.setattr(glue, "process", lambda *args: 7)
+    ffi, lib = abi
+    assert lib.process_dns_response(malformed.GOOD, len(malformed.GOOD)) == Status.ERR_INTERNAL
