@@ -55,8 +55,8 @@ def header_ffi():
     return ffi
 
 
-def corpus_files(folder: str) -> list:
-    """The files of ../shared/corpus/<folder>, for parametrize.
+def _corpus(folder: str):
+    """The files of ../shared/corpus/<folder>, or None where it is absent.
 
     A user's clone has no ../shared: the tests that read it are skipped there
     with a reason; CI (CI=true) always has it, so there a missing corpus fails.
@@ -65,9 +65,33 @@ def corpus_files(folder: str) -> list:
     if not path.is_dir():
         if os.environ.get("CI"):
             raise RuntimeError(f"CI must have the corpus at {path}")
-        return [pytest.param(None, marks=pytest.mark.skip(
-            reason=f"no corpus at {path} (it is beside the project in CI)"))]
+        return None
     return sorted(p for p in path.iterdir() if p.is_file() and p.suffix not in (".txt", ".tsv"))
+
+
+def _no_corpus_reason(folder: str) -> str:
+    return f"no corpus at {CORPUS / folder} (it is beside the project in CI)"
+
+
+def corpus_files(folder: str) -> list:
+    """The corpus files of a folder, for parametrize (one skipped case where absent)."""
+    files = _corpus(folder)
+    if files is None:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=_no_corpus_reason(folder)))]
+    return files
+
+
+def require_corpus(folder: str) -> list:
+    """The corpus files of a folder, inside a test: skips the test where absent."""
+    files = _corpus(folder)
+    if files is None:
+        pytest.skip(_no_corpus_reason(folder))
+    return files
+
+
+def available_corpus(*folders) -> list:
+    """The files of those folders that are present (all of them in CI)."""
+    return [p for folder in folders for p in (_corpus(folder) or [])]
 
 
 def run_test_prog(built: Built, *args, env=None, cwd=None):

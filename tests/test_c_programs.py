@@ -16,7 +16,7 @@ import pytest
 import malformed
 import reference
 import vectors
-from conftest import ROOT, corpus_files, run_test_prog, split_log
+from conftest import ROOT, available_corpus, require_corpus, run_test_prog, split_log
 from shim.status import Status
 
 STRERROR_OK = "status 0 success"
@@ -114,7 +114,7 @@ def _corpus_expectation(path):
 
 @pytest.mark.parametrize("folder", ["good", "captures", "cares-fuzzinput"])
 def test_corpus_from_c(built, folder):
-    paths = corpus_files(folder)
+    paths = require_corpus(folder)
     result = run_test_prog(built, *paths)
     assert result.returncode == 0, result.stderr
     logs = split_log(result.stdout)
@@ -131,7 +131,7 @@ def test_corpus_from_c(built, folder):
 
 
 def test_bad_corpus_all_rejected_from_c(built):
-    paths = corpus_files("bad")
+    paths = require_corpus("bad")
     result = run_test_prog(built, *paths)
     for path, log in split_log(result.stdout).items():
         assert len(log) == 1 and log[0].startswith("status -"), (path, log)
@@ -153,9 +153,8 @@ def _require_valgrind():
 
 def test_valgrind_whole_corpus(built, vector_files):
     _require_valgrind()
-    files = list(vector_files.values())
-    for folder in ("good", "bad", "captures", "cares-fuzzinput"):
-        files += [p for p in corpus_files(folder) if p is not None]
+    files = list(vector_files.values()) + available_corpus("good", "bad", "captures",
+                                                           "cares-fuzzinput")
     result = subprocess.run([*VALGRIND, str(built.test_prog), "--registered", *files],
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-5000:]
