@@ -9,7 +9,7 @@ declarations, with preprocessor lines (other than integer ``#define``\\s) and
 the export markers dropped, are what cffi is given.  The public functions are
 implemented in C (``csrc/dns_shim.c``, the module's preamble) around one
 internal ``extern "Python"`` function, attached at start-up by the init code,
-which only imports :mod:`shim.embedded`.
+which only imports :mod:`shim.embedded` and calls its ``attach()``.
 
 The library is linked by hand rather than through setuptools so that it gets
 exactly the flags a C library should have: hidden visibility, a version
@@ -50,6 +50,7 @@ import sys
 if {root!r} not in sys.path:
     sys.path.insert(0, {root!r})
 import shim.embedded
+shim.embedded.attach()
 """
 
 

@@ -149,8 +149,8 @@ static void dns_shim__init_once(void)
         dns_shim__log("runtime start-up failed; every call returns DNS_SHIM_ERR_INIT");
         return;
     }
-    /* Runs the init code: imports shim.embedded, which attaches the
-    ** extern "Python" function.  cffi prints the traceback on failure. */
+    /* Runs the init code: imports shim.embedded and calls its attach(), which gives the
+    ** extern "Python" function its body.  cffi prints the traceback on failure. */
     if (cffi_start_python() != 0) {
         dns_shim__log("the parser could not be loaded (traceback above); "
                       "every call returns DNS_SHIM_ERR_INIT");

@@ -1,24 +1,29 @@
-"""The entry point of libdnsshim.so; imported by the library's init code only.
+"""The entry point of libdnsshim.so; used by the library's init code only.
 
-``_dnsshim_cffi`` is the module that cffi creates inside the library when the
-runtime starts; this attaches the one ``extern "Python"`` function that the C
-wrappers of ``csrc/dns_shim.c`` call.  All the work is in :mod:`shim.glue`.
+The init code runs ``import shim.embedded; shim.embedded.attach()`` once,
+when the runtime starts.  ``_dnsshim_cffi`` is the module that cffi has just
+created for that library; :func:`attach` gives its one ``extern "Python"``
+function, which the C wrappers of ``csrc/dns_shim.c`` call, its body.  It is
+a function, not import-time code, so that a second library loaded into the
+same Python process gets its own attachment.  All the work is in
+:mod:`shim.glue`.
 
 The C side reads a return of 0 as "cffi could not run this function", so a
-success is returned as ``DNS_SHIM__PY_DONE`` (1) and the C side turns it
-back into ``DNS_SHIM_OK``.  An exception escaping ``glue.process`` (it
-catches everything, so this is the last line of defence) returns
+success is returned as ``DNS_SHIM__PY_DONE`` (1) and the C side turns it back
+into ``DNS_SHIM_OK``.  An exception escaping ``glue.process`` (it catches
+everything, so this is the last line of defence) returns
 ``DNS_SHIM_ERR_INTERNAL`` and is reported, never 0.
 """
-
-from _dnsshim_cffi import ffi, lib
 
 from shim import glue
 from shim.status import Status
 
-_DONE = lib.DNS_SHIM__PY_DONE
 
+def attach():
+    from _dnsshim_cffi import ffi, lib
 
-@ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=glue.report_unraisable)
-def dns_shim__py_process(buf, length, callbacks):
-    return glue.process(ffi, buf, length, callbacks) or _DONE
+    done = lib.DNS_SHIM__PY_DONE
+
+    @ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=glue.report_unraisable)
+    def dns_shim__py_process(buf, length, callbacks):
+        return glue.process(ffi, buf, length, callbacks) or done

@@ -249,6 +249,35 @@ def test_init_failure_in_a_python_host(built):
     assert "every call returns DNS_SHIM_ERR_INIT" in result.stderr
 
 
+NOT_ATTACHED_SCRIPT = """
+import sys, types, cffi
+fake = types.ModuleType("shim.embedded")
+fake.attach = lambda: None         # start-up succeeds, the function stays unattached
+sys.path.insert(0, {root!r})
+import shim
+sys.modules["shim.embedded"] = shim.embedded = fake
+import build_ffi
+ffi = cffi.FFI()
+ffi.cdef(build_ffi.header_cdef())
+lib = ffi.dlopen({lib!r})
+msg = bytes.fromhex({msg!r})
+print(lib.dns_shim_init())
+print(lib.process_dns_response(msg, len(msg)))
+"""
+
+
+def test_unattached_entry_point_is_init_never_zero(built):
+    """cffi returns 0 from an extern "Python" function with no body: the
+    library must not read that as success."""
+    script = NOT_ATTACHED_SCRIPT.format(root=str(ROOT), lib=str(built.lib),
+                                        msg=malformed.GOOD.hex())
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "-14"]
+    assert "not attached" in result.stderr
+
+
 def test_dump_prints_the_ims_sample(built, tmp_path):
     sample = tmp_path / "ims.bin"
     subprocess.run([sys.executable, "-m", "shim.sample", str(sample)], check=True, cwd=ROOT)
