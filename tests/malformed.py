@@ -82,12 +82,17 @@ CASES = {
     # at 12: pointer to 14 (forward); at 14: pointer back to 12.
     "pointer_loop_of_two": (header(qd=1) + pointer(14) + pointer(12) + b"\x00\x01\x00\x01",
                             S.ERR_BAD_NAME),
+    # at 12: pointer to 16; at 14: pointer to 12; at 16: pointer to 14.
+    "pointer_loop_of_three": (header(qd=1) + pointer(16) + pointer(12) + pointer(14)
+                              + b"\x00\x01\x00\x01", S.ERR_BAD_NAME),
     # at 12: label "a", then a pointer back to 12: the name would never end.
     "label_then_pointer_loop": (header(qd=1) + b"\x01a" + pointer(12) + b"\x00\x01\x00\x01",
                                 S.ERR_BAD_NAME),
     "pointer_chain_17_hops": (pointer_chain(17), S.ERR_BAD_NAME),
     "label_type_0x40": (header(qd=1) + b"\x41" + b"a" * 65 + b"\x00\x00\x01\x00\x01",
                         S.ERR_BAD_NAME),
+    # length octet 64 (0x40): over 63, and the reserved "extended label" type.
+    "label_of_64": (header(qd=1) + b"\x40" + b"a" * 64 + b"\x00\x00\x01\x00\x01", S.ERR_BAD_NAME),
     "label_type_0x80": (header(qd=1) + b"\x81a\x00\x00\x01\x00\x01", S.ERR_BAD_NAME),
     "name_of_256_octets": (header(qd=1) + question(name(*_long_labels(4))), S.ERR_BAD_NAME),
     # 2 labels of 63 in the owner, then the question's 3 labels of 63: 321.
@@ -127,6 +132,16 @@ CASES = {
     "naptr_services_overruns": (header(qd=1, an=1) + question()
                                 + rr(AT_QNAME, 35, b"\x00\x0a\x00\x0a\x01s\xc8SIP"),
                                 S.ERR_BAD_RDATA),
+    "naptr_flags_overrun": (header(qd=1, an=1) + question()
+                            + rr(AT_QNAME, 35, b"\x00\x0a\x00\x0a\x05s"), S.ERR_BAD_RDATA),
+    # flags "s", services "SIP", regexp claims 100 octets.
+    "naptr_regexp_overruns": (header(qd=1, an=1) + question()
+                              + rr(AT_QNAME, 35, b"\x00\x0a\x00\x0a\x01s\x03SIP\x64!^"),
+                              S.ERR_BAD_RDATA),
+    # MX: RDLENGTH says 10, the preference and the name "m" take 5.
+    "rdata_shorter_than_rdlength": (header(qd=1, an=1) + question()
+                                    + rr(AT_QNAME, 15, b"\x00\x0a" + name("m") + bytes(5)),
+                                    S.ERR_BAD_RDATA),
     # a CNAME target, then one octet more than the target needs.
     "rdata_longer_than_content": (header(qd=1, an=1) + question()
                                   + rr(AT_QNAME, 5, name("t") + b"\x00"), S.ERR_BAD_RDATA),
@@ -152,6 +167,25 @@ CASES = {
     "update_zone_not_soa": (header(flags=QR | (5 << 11), qd=1) + question(qtype=1), S.ERR_FORMAT),
 }
 
+def exactly_65535() -> bytes:
+    """A valid response of exactly 65535 octets: A records, then one TXT
+    record whose strings fill what is left."""
+    base = header(qd=1) + question()
+    a_record = rr(AT_QNAME, 1, A_RDATA)                  # 16 octets
+    count = (65535 - len(base) - 12 - 300) // len(a_record)
+    used = len(base) + count * len(a_record) + 12        # + the TXT's owner and fields
+    room = 65535 - used
+    strings = b""
+    while room > 0:
+        take = min(room - 1, 255)
+        strings += bytes([take]) + b"x" * take
+        room -= take + 1
+    body = b"".join([a_record] * count) + rr(AT_QNAME, 16, strings)
+    msg = header(qd=1, an=count + 1) + question() + body
+    assert len(msg) == 65535, len(msg)
+    return msg
+
+
 #: Well-formed controls next to the malformed: each must parse.
 ACCEPTED = {
     "good": GOOD,
@@ -160,4 +194,18 @@ ACCEPTED = {
                  + rr(name("key"), 250, TSIG, rclass=255, ttl=0),
     "name_of_255_octets": header(qd=1) + question(name(*_long_labels(3), "x" * 61)),
     "update_response": header(flags=QR | (5 << 11), qd=1) + question(qtype=6),
+    # RFC 2782 and RFC 3403 say SRV targets and NAPTR replacements are not
+    # compressed; dnspython decompresses them anyway, and so does the shim
+    # (decided: be liberal, the pointer is checked like any other).
+    "srv_target_compressed": header(qd=1, an=1) + question()
+                             + rr(AT_QNAME, 33, b"\x00\x01\x00\x02\x13\xc4" + AT_QNAME),
+    "naptr_replacement_compressed": header(qd=1, an=1) + question()
+                                    + rr(AT_QNAME, 35, b"\x00\x0a\x00\x0a\x01s\x00\x00" + AT_QNAME),
+    "exactly_65535_octets": exactly_65535(),
 }
+
+_BIG = exactly_65535()
+# The same 65535 octets announcing one answer more than they hold.
+CASES["exactly_65535_octets_one_count_too_many"] = (
+    _BIG[:6] + struct.pack("!H", struct.unpack_from("!H", _BIG, 6)[0] + 1) + _BIG[8:],
+    S.ERR_TRUNCATED)
