@@ -299,8 +299,8 @@ def decode(wire) -> Response:
                 header.edns_flags = ttl & 0xFFFF
                 header.rcode |= (ttl >> 24) << 4
                 continue
-            if rdtype == _TSIG:
-                ttl = 0  # as dnspython keeps it
+            if rdtype == _TSIG or rdata is None:
+                ttl = 0  # as dnspython keeps TSIG and RDATA-less UPDATE records
             elif ttl > 0x7FFFFFFF:
                 ttl = 0  # RFC 2181, section 8
             records.append(Record(section, index, name, rdtype, wire_class, ttl, rdata))

@@ -37,13 +37,15 @@ class _Converter:
     def __init__(self, ffi):
         self.ffi = ffi
         self.keep = []
-        self.names = {}  # dns.name.Name -> char[]: each distinct name once
+        # Each distinct name is converted once.  Keyed by the labels, not by
+        # the Name: Names compare without case, and the case must be kept.
+        self.names = {}  # labels tuple -> char[]
 
     def name(self, name):
-        text = self.names.get(name)
+        text = self.names.get(name.labels)
         if text is None:
             text = self.ffi.new("char[]", name.to_text(omit_final_dot=True).encode("ascii"))
-            self.names[name] = text
+            self.names[name.labels] = text
         return text
 
     def bytes(self, data):

@@ -25,6 +25,7 @@ class Built:
         self.dir = out
         self.lib = out / "libdnsshim.so"
         self.test_prog = out / "dnsshim_test"
+        self.stress_prog = out / "dnsshim_stress"
         self.dump_prog = out / "dnsshim_dump"
 
 

@@ -202,6 +202,14 @@ ACCEPTED = {
     "naptr_replacement_compressed": header(qd=1, an=1) + question()
                                     + rr(AT_QNAME, 35, b"\x00\x0a\x00\x0a\x01s\x00\x00" + AT_QNAME),
     "exactly_65535_octets": exactly_65535(),
+    # One name in two cases, uncompressed: each record keeps its own case
+    # (found by the mutator: the glue once shared the text of equal names).
+    "same_name_two_cases": header(qd=1, an=2) + question(name("Example", "COM"))
+                           + rr(name("example", "com"), 1, A_RDATA) + rr(AT_QNAME, 1, A_RDATA),
+    # An UPDATE prerequisite of class NONE has no RDATA; its wire TTL is not
+    # 0, yet dnspython (and so the shim) reports 0. Found by the mutator.
+    "update_rdataless_ttl": header(flags=QR | (5 << 11), qd=1, an=1) + question(qtype=6)
+                            + rr(AT_QNAME, 5, b"", rclass=254, ttl=16384),
 }
 
 _BIG = exactly_65535()
@@ -209,3 +217,19 @@ _BIG = exactly_65535()
 CASES["exactly_65535_octets_one_count_too_many"] = (
     _BIG[:6] + struct.pack("!H", struct.unpack_from("!H", _BIG, 6)[0] + 1) + _BIG[8:],
     S.ERR_TRUNCATED)
+
+
+def worst_case_64k() -> bytes:
+    """The most expensive valid message of at most 64 KiB we know how to build:
+    the most records that fit (12 octets each: an owner pointer, the fixed
+    fields, empty RDATA of a private type), each owner a 255-octet name of
+    127 one-octet labels reached through 16 compression pointer hops (the
+    most dnspython allows)."""
+    qname = b"\x01a" * 127 + b"\x00"                      # 255 octets at offset 12
+    qsection = qname + struct.pack("!HH", 1, 1)
+    chain_at = 12 + len(qsection) + 2 + 10                  # RDATA of the first record
+    chain = pointer(12) + b"".join(pointer(chain_at + 2 * (i - 1)) for i in range(1, 15))
+    first = rr(pointer(12), 65280, chain)                   # 15 pointers, as opaque RDATA
+    small = rr(pointer(chain_at + 2 * 14), 65280, b"")      # owner: 16 hops to the qname
+    count = (65535 - 12 - len(qsection) - len(first)) // len(small)
+    return header(qd=1, an=1 + count) + qsection + first + small * count

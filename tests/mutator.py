@@ -1,0 +1,231 @@
+"""A seeded mutator of DNS messages, and the agreement check with dnspython.
+
+    python tests/mutator.py [--mutants N] [--seed S] [--corpus DIR]
+
+runs N mutants (default 1,000,000) of every seed message and reports any
+disagreement between the shim and ``dns.message.from_wire``; the test suite
+runs a bounded number of them (tests/test_agreement.py).
+
+Mutations: bit flips, byte inserts and deletes, truncation, header count
+edits, label length edits, compression pointer rewrites and RDLENGTH edits;
+one to three per mutant.  The structural ones use the positions of labels,
+pointers and RDLENGTH fields found by walking the seed.
+
+Documented differences (the shim is meant to differ here):
+
+* QR clear: the shim rejects every query with ERR_NOT_RESPONSE;
+* TSIG: the shim does not verify it (dnspython without a keyring raises
+  UnknownTSIGKey); the reference is ``from_wire(keyring=False)``;
+* length over 65535: ERR_BAD_LENGTH at the C boundary (the decoder itself
+  does not look at the length).
+"""
+
+import argparse
+import random
+import struct
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+import dns.message  # noqa: E402
+
+import reference  # noqa: E402
+from shim.decode import decode  # noqa: E402
+from shim.status import DnsShimError  # noqa: E402
+
+
+def _walk_name(wire, p, labels, pointers):
+    while p < len(wire):
+        n = wire[p]
+        if n >= 0xC0:
+            pointers.append(p)
+            return p + 2
+        labels.append(p)
+        if n == 0:
+            return p + 1
+        p += n + 1
+    return p
+
+
+def positions(wire):
+    """(label length offsets, pointer offsets, RDLENGTH offsets) of a message
+    that parses (best effort: stops at the first thing it cannot walk)."""
+    labels, pointers, rdlengths = [], [], []
+    try:
+        counts = struct.unpack_from("!4H", wire, 4)
+        p = 12
+        for _ in range(counts[0]):
+            p = _walk_name(wire, p, labels, pointers) + 4
+        for _ in range(sum(counts[1:])):
+            p = _walk_name(wire, p, labels, pointers) + 8
+            rdlengths.append(p)
+            p += 2 + struct.unpack_from("!H", wire, p)[0]
+    except struct.error:
+        pass
+    return labels, pointers, rdlengths
+
+
+class Mutator:
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+
+    def mutate(self, wire: bytes, where) -> bytes:
+        out = bytearray(wire)
+        for _ in range(self.rng.randint(1, 3)):
+            op = self.rng.randrange(8)
+            getattr(self, ("flip", "insert", "delete", "truncate", "count", "label", "pointer",
+                           "rdlength")[op])(out, where)
+        return bytes(out)
+
+    def _pos(self, out, extra=0):
+        return self.rng.randrange(len(out) + extra) if len(out) + extra else 0
+
+    def flip(self, out, where):
+        if out:
+            out[self._pos(out)] ^= 1 << self.rng.randrange(8)
+
+    def insert(self, out, where):
+        p = self._pos(out, 1)
+        out[p:p] = bytes(self.rng.randrange(256) for _ in range(self.rng.randint(1, 4)))
+
+    def delete(self, out, where):
+        if out:
+            p = self._pos(out)
+            del out[p:p + self.rng.randint(1, 4)]
+
+    def truncate(self, out, where):
+        del out[self._pos(out, 1):]
+
+    def count(self, out, where):
+        if len(out) >= 12:
+            p = 4 + 2 * self.rng.randrange(4)
+            old = struct.unpack_from("!H", out, p)[0]
+            new = self.rng.choice((0, 1, old + 1, max(old - 1, 0), 65535, self.rng.randrange(65536)))
+            struct.pack_into("!H", out, p, new & 0xFFFF)
+
+    def label(self, out, where):
+        offsets = [p for p in where[0] if p < len(out)]
+        if offsets:
+            p = self.rng.choice(offsets)
+            out[p] = self.rng.choice((0, 1, 63, 64, 0x40 | self.rng.randrange(64),
+                                      0x80 | self.rng.randrange(64), (out[p] + 1) & 0xFF,
+                                      max(out[p] - 1, 0), self.rng.randrange(256)))
+
+    def pointer(self, out, where):
+        offsets = [p for p in where[1] if p + 1 < len(out)]
+        if offsets:
+            p = self.rng.choice(offsets)
+            target = self.rng.choice((p, p + 2, p - 1, 12, len(out), self.rng.randrange(0x4000),
+                                      max(((out[p] & 0x3F) << 8 | out[p + 1]) - 1, 0)))
+            struct.pack_into("!H", out, p, 0xC000 | (target & 0x3FFF))
+
+    def rdlength(self, out, where):
+        offsets = [p for p in where[2] if p + 1 < len(out)]
+        if offsets:
+            p = self.rng.choice(offsets)
+            old = struct.unpack_from("!H", out, p)[0]
+            new = self.rng.choice((0, old + 1, max(old - 1, 0), old + 16, 65535, old // 2))
+            struct.pack_into("!H", out, p, new & 0xFFFF)
+
+
+def verdicts(wire):
+    """(shim, reference): each the records as tuples, or the exception."""
+    try:
+        ref = reference.parse(wire)
+    except Exception as e:  # noqa: BLE001 - every rejection counts
+        ref = e
+    try:
+        mine = decode(wire)
+    except DnsShimError as e:
+        mine = e
+    return mine, ref
+
+
+def disagreement(wire, dispatch=None):
+    """None when the shim and dnspython agree on `wire`, else a description.
+
+    dispatch: optional, wire -> the callback lines the shim's C glue produces
+    (tests pass one built on cffi); compared with reference.expected_log.
+    """
+    mine, ref = verdicts(wire)
+    if len(wire) >= 12 and not wire[2] & 0x80:
+        if isinstance(mine, DnsShimError) and mine.status == -8:
+            return None
+        return f"QR clear but shim gave {mine!r}"
+    if isinstance(ref, Exception) or isinstance(mine, Exception):
+        if isinstance(ref, Exception) and isinstance(mine, Exception):
+            return None
+        return f"shim {mine!r} vs dnspython {ref!r}"
+    mine_tuples = [(int(r.section), r.index, r.name.to_text(omit_final_dot=True), r.rdtype,
+                    r.rdclass, r.ttl, r.rdata.to_wire() if r.rdata is not None else b"")
+                   for r in mine.records]
+    if mine_tuples != reference.record_tuples(ref):
+        return "records differ"
+    h = mine.header
+    if (h.rcode, h.edns_version, h.edns_flags) != (int(ref.rcode()), ref.edns,
+                                                   ref.ednsflags & 0xFFFF):
+        return "header differs"
+    if dispatch is not None and dispatch(wire) != reference.expected_log(wire):
+        return "dispatched records differ"
+    return None
+
+
+def seeds(corpus: Path = None):
+    """The seed messages: the test vectors, the malformed-input cases and
+    accepted controls, and the shared corpus when present."""
+    import malformed
+    import vectors
+    out = [vectors.wire(n) for n in vectors.NAMES]
+    out += [w for w, _ in malformed.CASES.values()] + list(malformed.ACCEPTED.values())
+    corpus = corpus or HERE.parent.parent / "shared" / "corpus"
+    for folder in ("good", "bad", "captures", "cares-fuzzinput"):
+        d = corpus / folder
+        if d.is_dir():
+            out += [p.read_bytes() for p in sorted(d.iterdir())
+                    if p.is_file() and p.suffix not in (".txt", ".tsv")]
+    return [w for w in out if len(w) <= 65535]
+
+
+BIG = 16384
+
+
+def run(mutants: int, seed: int, corpus: Path = None, report=print, dispatch=None):
+    """Mutate the seeds round-robin (those over 16 KiB, slow to parse, once
+    every 20 rounds); return (disagreements, count accepted by both)."""
+    mutator = Mutator(seed)
+    base = seeds(corpus)
+    where = [positions(w) for w in base]
+    small = [k for k, w in enumerate(base) if len(w) <= BIG]
+    schedule = small * 20 + [k for k, w in enumerate(base) if len(w) > BIG]
+    found, accepted = [], 0
+    for i in range(mutants):
+        k = schedule[i % len(schedule)]
+        wire = mutator.mutate(base[k], where[k])
+        problem = disagreement(wire, dispatch)
+        if problem is not None:
+            found.append((wire, problem))
+            report(f"DISAGREE {problem}: {wire.hex()}")
+        else:
+            try:
+                decode(wire)
+                accepted += 1
+            except DnsShimError:
+                pass
+    return found, accepted
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mutants", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--corpus", type=Path)
+    args = parser.parse_args(argv)
+    found, accepted = run(args.mutants, args.seed, args.corpus)
+    print(f"{args.mutants} mutants, {accepted} accepted by both, {len(found)} disagreements")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
