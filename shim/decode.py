@@ -158,6 +158,10 @@ class _Parser(dns.wire.Parser):
     The message's end means the message is cut; the end of an RDATA means
     the RDATA is malformed; any other end is one that name decompression set
     (a pointer target may not run into the name that points to it).
+
+    The read primitives are re-implemented with the same semantics (bounds
+    checked against ``end``, ``furthest`` kept) for speed; dnspython's name
+    and RDATA parsers, which call them, are unchanged.
     """
 
     def get_bytes(self, size):
@@ -170,12 +174,131 @@ class _Parser(dns.wire.Parser):
             self.furthest = stop
         return self.wire[start:stop]
 
+    def get_uint8(self):
+        start = self.current
+        if start >= self.end:
+            raise _Overrun(self.end)
+        self.current = start + 1
+        if start >= self.furthest:
+            self.furthest = start + 1
+        return self.wire[start]
+
+    def get_uint16(self):
+        return _U16.unpack(self.get_bytes(2))[0]
+
+    def get_uint32(self):
+        return _U32.unpack(self.get_bytes(4))[0]
+
+    def get_struct(self, format):
+        fields = _STRUCTS.get(format)
+        if fields is None:
+            fields = struct.Struct(format)
+            if len(_STRUCTS) < 64:
+                _STRUCTS[format] = fields
+        return fields.unpack(self.get_bytes(fields.size))
+
+    def get_counted_bytes(self, length_size=1):
+        if length_size == 1:
+            return self.get_bytes(self.get_uint8())
+        return self.get_bytes(int.from_bytes(self.get_bytes(length_size), "big"))
+
+    def restore_furthest(self):
+        return _RestoreFurthest(self)
+
+    def get_name(self, origin=None, decompress=False):
+        name = self.read_name(decompress)
+        if origin:
+            name = name.relativize(origin)
+        return name
+
+    def read_name(self, decompress=True):
+        """``dns.name.from_wire_parser``, remembering names that are a lone
+        compression pointer.
+
+        Responses point to the same few names again and again.  When the name
+        at the current position is one pointer to an offset whose name a
+        pointer earlier in the message already led to, dnspython's parse of
+        it would read the same bytes, under looser limits (the pointer is
+        further on, so the target still lies strictly before it and inside
+        the part of the message before it) and with the same number of hops:
+        it would give the same Name, which is reused.  Every other name, and
+        the first of each, is parsed by dnspython.
+        """
+        p = self.current
+        wire = self.wire
+        if not decompress or p + 2 > self.end or wire[p] < 0xC0:
+            return dns.name.from_wire_parser(self, decompress)
+        target = ((wire[p] & 0x3F) << 8) | wire[p + 1]
+        seen = self.pointed.get(target)
+        if seen is not None and seen[1] < p:
+            self.current = p + 2
+            if p + 2 > self.furthest:
+                self.furthest = p + 2
+            return seen[0]
+        name = dns.name.from_wire_parser(self, decompress)
+        self.pointed[target] = (name, p)
+        return name
+
+
+class _RestoreFurthest:
+    """``Parser.restore_furthest`` as a plain context manager (no generator)."""
+
+    __slots__ = ("parser", "end")
+
+    def __init__(self, parser):
+        self.parser = parser
+        self.end = parser.end
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        self.parser.current = self.parser.furthest
+        self.parser.end = self.end
+        return False
+
+
+_U16 = struct.Struct("!H")
+_U32 = struct.Struct("!I")
+_STRUCTS = {}
+
+# Which dnspython class parses the RDATA of a (class, type) pair: resolved as
+# dns.rdata.get_rdata_class resolves it, but without letting hostile values
+# grow dnspython's own registry, which keeps one entry (and costs failed
+# module imports) per distinct pair it is asked about.  A type dnspython does
+# not know has no module: GenericRdata.  A class it does not know has no
+# modules of its own: the class-independent (ANY) implementation or
+# GenericRdata.  Only pairs of known values are cached: a bounded set.
+_KNOWN_TYPES = frozenset(int(t) for t in dns.rdatatype.RdataType)
+_KNOWN_CLASSES = frozenset(int(c) for c in dns.rdataclass.RdataClass)
+_RDATA_PARSERS = {}
+
+
+def _rdata_parser(rdclass, rdtype):
+    """(parse function, RdataClass, RdataType) for a pair of wire values."""
+    key = (rdclass, rdtype)
+    entry = _RDATA_PARSERS.get(key)
+    if entry is not None:
+        return entry
+    rc = dns.rdataclass.RdataClass.make(rdclass)
+    rt = dns.rdatatype.RdataType.make(rdtype)
+    if rdtype not in _KNOWN_TYPES:
+        cls = dns.rdata.GenericRdata
+    elif rdclass not in _KNOWN_CLASSES:
+        cls = dns.rdata.get_rdata_class(dns.rdataclass.ANY, rt)
+    else:
+        cls = dns.rdata.get_rdata_class(rc, rt)
+    entry = (cls.from_wire_parser, rc, rt)
+    if rdtype in _KNOWN_TYPES and rdclass in _KNOWN_CLASSES:
+        _RDATA_PARSERS[key] = entry
+    return entry
+
 
 def _read_name(parser, wire_end):
     """A name outside RDATA: cut by the message's end is TRUNCATED."""
     start = parser.current
     try:
-        return dns.name.from_wire_parser(parser, True)
+        return parser.read_name()
     except _Overrun as e:
         if e.limit == wire_end:
             raise TruncatedError("name runs past the end of the message", start) from None
@@ -195,9 +318,15 @@ def _read_rdata(parser, rdclass, rdtype, rdlen):
     start = parser.current
     end = start + rdlen
     saved_end = parser.end
+    parse, rc, rt = _rdata_parser(rdclass, rdtype)
     parser.end = end
     try:
-        rdata = dns.rdata.from_wire_parser(rdclass, rdtype, parser, None)
+        try:
+            rdata = parse(rc, rt, parser, None)
+        except dns.exception.FormError:
+            raise
+        except Exception as e:  # what dns.rdata.from_wire_parser does: any failure is FormError
+            raise dns.exception.FormError(str(e)) from e
         if parser.current != end:
             raise BadRdataError(
                 f"{dns.rdatatype.to_text(rdtype)} RDATA is {rdlen} octets, "
@@ -243,6 +372,7 @@ def decode(wire) -> Response:
     zone_class = None  # UPDATE: the class of the zone (question) section
 
     parser = _Parser(wire)
+    parser.pointed = {}  # target offset -> (Name, offset of the pointer): see read_name
     parser.current = 12
     for i in range(qdcount):
         start = parser.current

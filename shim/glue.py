@@ -14,8 +14,10 @@ callbacks in order.  It never raises: every outcome is a :class:`Status`.
 import sys
 import traceback
 
-import dns.ipv4
-import dns.ipv6
+from socket import AF_INET as _AF_INET
+from socket import AF_INET6 as _AF_INET6
+from socket import inet_pton as _inet_pton
+
 import dns.rdataclass
 import dns.rdatatype
 
@@ -26,115 +28,145 @@ _IN = dns.rdataclass.IN
 _ALL_SECTIONS = Section.ANSWER | Section.AUTHORITY | Section.ADDITIONAL
 
 
+#: How many distinct names keep their C text between messages.  Responses
+#: repeat names (the same servers, the same domains), and converting a name
+#: to text is a large part of the glue's work; the texts are immutable and
+#: owned by the cache, so a callback sees the same bytes either way.  The
+#: cache is emptied when full: its memory is bounded.
+NAME_CACHE_SIZE = 2048
+
+
+class _Types:
+    """What the glue needs of one ffi, resolved once: the C types of the
+    header's structs and the name cache."""
+
+    def __init__(self, ffi):
+        self.ffi = ffi
+        t = ffi.typeof
+        self.header = t("dns_shim_header *")
+        self.a = t("dns_shim_a *")
+        self.aaaa = t("dns_shim_aaaa *")
+        self.target = t("dns_shim_target *")
+        self.mx = t("dns_shim_mx *")
+        self.txt = t("dns_shim_txt *")
+        self.srv = t("dns_shim_srv *")
+        self.naptr = t("dns_shim_naptr *")
+        self.soa = t("dns_shim_soa *")
+        self.raw = t("dns_shim_raw *")
+        self.bytes_array = t("dns_shim_bytes[]")
+        self.u8_array = t("uint8_t[]")
+        self.char_array = t("char[]")
+        self.names = {}  # labels tuple -> char[]
+
+
+_TYPES = {}  # id(ffi) -> _Types: the library's ffi, a test's
+
+
+def _types(ffi):
+    types = _TYPES.get(id(ffi))
+    if types is None or types.ffi is not ffi:
+        types = _TYPES[id(ffi)] = _Types(ffi)
+    return types
+
+
 class _Converter:
     """Builds the C structs of one message and owns their memory.
 
     Every cdata it creates is kept alive by this object, which lives until the
     last callback of the message has returned: that is the lifetime the header
     promises for pointers handed to callbacks.
+
+    The structs are initialised positionally, in the order of their members
+    in csrc/dns_shim.h (members are only ever appended, and those a tuple
+    leaves out are zero); each method names the members it fills.
     """
 
     def __init__(self, ffi):
         self.ffi = ffi
+        self.new = ffi.new
+        self.t = _types(ffi)
+        self.names = self.t.names
         self.keep = []
-        # Each distinct name is converted once.  Keyed by the labels, not by
-        # the Name: Names compare without case, and the case must be kept.
-        self.names = {}  # labels tuple -> char[]
 
     def name(self, name):
+        # Keyed by the labels, not by the Name: Names compare without case,
+        # and each record must keep its own.
         text = self.names.get(name.labels)
         if text is None:
-            text = self.ffi.new("char[]", name.to_text(omit_final_dot=True).encode("ascii"))
+            text = self.new(self.t.char_array, name.to_text(omit_final_dot=True).encode("ascii"))
+            if len(self.names) >= NAME_CACHE_SIZE:
+                self.names.clear()
             self.names[name.labels] = text
         return text
 
     def bytes(self, data):
-        """A dns_shim_bytes initialiser; data[len] is a NUL (char[] adds it)."""
-        buf = self.ffi.new("char[]", data)
+        """A dns_shim_bytes {data, len}; data[len] is a NUL."""
+        buf = self.new(self.t.u8_array, data + b"\0")
         self.keep.append(buf)
-        return {"data": self.ffi.cast("const uint8_t *", buf), "len": len(data)}
+        return (buf, len(data))
 
-    def rr(self, record):
-        return {
-            "owner": self.name(record.name),
-            "type": record.rdtype,
-            "rclass": record.rdclass,
-            "ttl": record.ttl,
-            "section": record.section,
-            "index": record.index,
-        }
+    def rr(self, rec):
+        """dns_shim_rr {owner, type, rclass, ttl, section, index}"""
+        return (self.name(rec.name), rec.rdtype, rec.rdclass, rec.ttl, rec.section, rec.index)
 
-    def new(self, ctype, init):
-        obj = self.ffi.new(ctype, init)
-        self.keep.append(obj)
-        return obj
-
-    def header(self, header):
-        return self.new("dns_shim_header *", {
-            "id": header.id,
-            "flags": header.flags,
-            "opcode": header.opcode,
-            "rcode": header.rcode,
-            "qdcount": header.qdcount,
-            "ancount": header.ancount,
-            "nscount": header.nscount,
-            "arcount": header.arcount,
-            "qname": self.name(header.qname) if header.qname is not None else self.ffi.NULL,
-            "qtype": header.qtype,
-            "qclass": header.qclass,
-            "edns_version": header.edns_version,
-            "edns_payload": header.edns_payload,
-            "edns_do": 1 if header.edns_do else 0,
-            "edns_flags": header.edns_flags,
-        })
+    def header(self, h):
+        """dns_shim_header {id, flags, opcode, rcode, qdcount, ancount, nscount,
+        arcount, qname, qtype, qclass, edns_version, edns_payload, edns_do,
+        edns_flags}"""
+        qname = self.name(h.qname) if h.qname is not None else self.ffi.NULL
+        return self.new(self.t.header, (
+            h.id, h.flags, h.opcode, h.rcode, h.qdcount, h.ancount, h.nscount, h.arcount,
+            qname, h.qtype, h.qclass, h.edns_version, h.edns_payload, 1 if h.edns_do else 0,
+            h.edns_flags))
 
     # One method per typed struct: (record) -> cdata pointer.
 
     def a(self, rec):
-        return self.new("dns_shim_a *", {
-            "rr": self.rr(rec), "address": list(dns.ipv4.inet_aton(rec.rdata.address))})
+        """dns_shim_a {rr, address[4]}"""
+        return self.new(self.t.a, (self.rr(rec), _inet_pton(_AF_INET, rec.rdata.address)))
 
     def aaaa(self, rec):
-        return self.new("dns_shim_aaaa *", {
-            "rr": self.rr(rec), "address": list(dns.ipv6.inet_aton(rec.rdata.address))})
+        """dns_shim_aaaa {rr, address[16]}"""
+        return self.new(self.t.aaaa, (self.rr(rec), _inet_pton(_AF_INET6, rec.rdata.address)))
 
     def target(self, rec):
-        return self.new("dns_shim_target *", {
-            "rr": self.rr(rec), "target": self.name(rec.rdata.target)})
+        """dns_shim_target {rr, target}: CNAME, NS, PTR, DNAME"""
+        return self.new(self.t.target, (self.rr(rec), self.name(rec.rdata.target)))
 
     def mx(self, rec):
+        """dns_shim_mx {rr, preference, exchange}"""
         rd = rec.rdata
-        return self.new("dns_shim_mx *", {
-            "rr": self.rr(rec), "preference": rd.preference, "exchange": self.name(rd.exchange)})
+        return self.new(self.t.mx, (self.rr(rec), rd.preference, self.name(rd.exchange)))
 
     def txt(self, rec):
-        strings = self.new("dns_shim_bytes[]", [self.bytes(s) for s in rec.rdata.strings])
-        return self.new("dns_shim_txt *", {
-            "rr": self.rr(rec), "count": len(strings), "strings": strings})
+        """dns_shim_txt {rr, count, strings}"""
+        strings = self.new(self.t.bytes_array, [self.bytes(s) for s in rec.rdata.strings])
+        self.keep.append(strings)
+        return self.new(self.t.txt, (self.rr(rec), len(strings), strings))
 
     def srv(self, rec):
+        """dns_shim_srv {rr, priority, weight, port, target}"""
         rd = rec.rdata
-        return self.new("dns_shim_srv *", {
-            "rr": self.rr(rec), "priority": rd.priority, "weight": rd.weight,
-            "port": rd.port, "target": self.name(rd.target)})
+        return self.new(self.t.srv, (self.rr(rec), rd.priority, rd.weight, rd.port,
+                                     self.name(rd.target)))
 
     def naptr(self, rec):
+        """dns_shim_naptr {rr, order, preference, flags, services, regexp, replacement}"""
         rd = rec.rdata
-        return self.new("dns_shim_naptr *", {
-            "rr": self.rr(rec), "order": rd.order, "preference": rd.preference,
-            "flags": self.bytes(rd.flags), "services": self.bytes(rd.service),
-            "regexp": self.bytes(rd.regexp), "replacement": self.name(rd.replacement)})
+        return self.new(self.t.naptr, (self.rr(rec), rd.order, rd.preference, self.bytes(rd.flags),
+                                       self.bytes(rd.service), self.bytes(rd.regexp),
+                                       self.name(rd.replacement)))
 
     def soa(self, rec):
+        """dns_shim_soa {rr, mname, rname, serial, refresh, retry, expire, minimum}"""
         rd = rec.rdata
-        return self.new("dns_shim_soa *", {
-            "rr": self.rr(rec), "mname": self.name(rd.mname), "rname": self.name(rd.rname),
-            "serial": rd.serial, "refresh": rd.refresh, "retry": rd.retry,
-            "expire": rd.expire, "minimum": rd.minimum})
+        return self.new(self.t.soa, (self.rr(rec), self.name(rd.mname), self.name(rd.rname),
+                                     rd.serial, rd.refresh, rd.retry, rd.expire, rd.minimum))
 
     def raw(self, rec):
+        """dns_shim_raw {rr, rdata}"""
         wire = rec.rdata.to_wire() if rec.rdata is not None else b""
-        return self.new("dns_shim_raw *", {"rr": self.rr(rec), "rdata": self.bytes(wire)})
+        return self.new(self.t.raw, (self.rr(rec), self.bytes(wire)))
 
 
 #: Class IN types with a typed callback: type -> (callback member, converter).

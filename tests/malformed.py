@@ -221,15 +221,16 @@ CASES["exactly_65535_octets_one_count_too_many"] = (
 
 def worst_case_64k() -> bytes:
     """The most expensive valid message of at most 64 KiB we know how to build:
-    the most records that fit (12 octets each: an owner pointer, the fixed
-    fields, empty RDATA of a private type), each owner a 255-octet name of
-    127 one-octet labels reached through 16 compression pointer hops (the
-    most dnspython allows)."""
-    qname = b"\x01a" * 127 + b"\x00"                      # 255 octets at offset 12
+    as many records as fit (14 octets each: an owner of one label and a
+    pointer, the fixed fields, empty RDATA of a private type), each owner a
+    255-octet name of 127 labels reached through 16 compression pointer hops
+    (the most dnspython allows).  The owner is a label before the pointer, not
+    a lone pointer, so each one is decompressed anew."""
+    qname = b"\x01a" * 126 + b"\x00"                      # 253 octets at offset 12
     qsection = qname + struct.pack("!HH", 1, 1)
     chain_at = 12 + len(qsection) + 2 + 10                  # RDATA of the first record
     chain = pointer(12) + b"".join(pointer(chain_at + 2 * (i - 1)) for i in range(1, 15))
     first = rr(pointer(12), 65280, chain)                   # 15 pointers, as opaque RDATA
-    small = rr(pointer(chain_at + 2 * 14), 65280, b"")      # owner: 16 hops to the qname
+    small = rr(b"\x01b" + pointer(chain_at + 2 * 14), 65280, b"")  # 16 hops, 255 octets
     count = (65535 - 12 - len(qsection) - len(first)) // len(small)
     return header(qd=1, an=1 + count) + qsection + first + small * count

@@ -245,7 +245,8 @@ def test_init_failure_in_a_python_host(built):
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["-2", "-14", "-14", "-14"]
-    assert "ModuleNotFoundError: No module named 'dns.ipv4'; 'dns' is not a package" in result.stderr
+    assert "ModuleNotFoundError: No module named 'dns." in result.stderr
+    assert "'dns' is not a package" in result.stderr
     assert "every call returns DNS_SHIM_ERR_INIT" in result.stderr
 
 

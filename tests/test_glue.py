@@ -11,6 +11,7 @@ import malformed
 import reference
 import vectors
 from recorder import Recorder
+from shim import decode as decode_module
 from shim import glue
 from shim.status import Status
 
@@ -93,17 +94,23 @@ def test_unexpected_exception_is_internal_and_reported(header_ffi, monkeypatch, 
 
 
 def test_memory_error_while_converting_is_no_memory(header_ffi, monkeypatch, capsys):
-    real_new = glue._Converter.new
+    real_init = glue._Converter.__init__
     count = [0]
 
-    def failing_new(self, ctype, init):
-        count[0] += 1
-        if count[0] == 3:
-            raise MemoryError
-        return real_new(self, ctype, init)
-    monkeypatch.setattr(glue._Converter, "new", failing_new)
+    def init(self, ffi):
+        real_init(self, ffi)
+        real_new = self.new
+
+        def failing_new(ctype, init):
+            count[0] += 1
+            if count[0] == 3:
+                raise MemoryError
+            return real_new(ctype, init)
+        self.new = failing_new
+    monkeypatch.setattr(glue._Converter, "__init__", init)
     rec = Recorder(header_ffi)
     assert run(header_ffi, vectors.wire("every_type"), rec) == Status.ERR_NO_MEMORY
+    assert count[0] == 3
     assert rec.calls == [], "all or nothing: no callback before every struct is built"
     assert "DNS_SHIM_ERR_NO_MEMORY" in capsys.readouterr().err
 
@@ -116,4 +123,5 @@ def test_memory_error_inside_dnspython_rdata_parser_is_no_memory(header_ffi, mon
     # dnspython wraps any exception of an rdata parser in FormError: the
     # decoder must not report that as malformed RDATA.
     monkeypatch.setattr(dns.rdtypes.IN.A.A, "from_wire_parser", classmethod(oom))
+    monkeypatch.setattr(decode_module, "_RDATA_PARSERS", {})  # forget the real one
     assert run(header_ffi, malformed.GOOD, Recorder(header_ffi)) == Status.ERR_NO_MEMORY

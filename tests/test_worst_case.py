@@ -3,7 +3,7 @@ of parsing per octet, and the most expensive 64 KiB message parses fully.
 
 The work is counted, not timed (timings are the benchmark's business, see
 the README): every read the parsers make goes through the decoder's
-_Parser.get_bytes, so counting its calls counts the work.
+_Parser.get_bytes or get_uint8, so counting their calls counts the work.
 """
 
 import pytest
@@ -15,19 +15,25 @@ from shim.decode import decode
 from shim.status import DnsShimError
 
 #: Reads per message octet that no input may exceed.  The worst case below
-#: needs 24 (a 12-octet record whose owner is 127 labels and 16 hops).
+#: needs 20.6 (a 14-octet record whose owner is 127 labels and 16 hops).
 MAX_READS_PER_OCTET = 25
 
 
 @pytest.fixture
 def reads(monkeypatch):
     count = [0]
-    original = decode_module._Parser.get_bytes
+    get_bytes = decode_module._Parser.get_bytes
+    get_uint8 = decode_module._Parser.get_uint8
 
-    def counting(self, size):
+    def counting_bytes(self, size):
         count[0] += 1
-        return original(self, size)
-    monkeypatch.setattr(decode_module._Parser, "get_bytes", counting)
+        return get_bytes(self, size)
+
+    def counting_uint8(self):
+        count[0] += 1
+        return get_uint8(self)
+    monkeypatch.setattr(decode_module._Parser, "get_bytes", counting_bytes)
+    monkeypatch.setattr(decode_module._Parser, "get_uint8", counting_uint8)
     return count
 
 
@@ -44,8 +50,8 @@ def test_worst_case_parses_and_agrees_with_dnspython(reads):
     wire = malformed.worst_case_64k()
     assert len(wire) <= 65535
     response = decode(wire)
-    assert len(response.records) > 5400
-    assert all(len(r.name.to_wire()) == 255 for r in response.records)
+    assert len(response.records) > 4600
+    assert all(len(r.name.to_wire()) == 255 for r in response.records[1:])
     assert [r.name for r in response.records] == [rrset.name for rrset in reference.parse(wire).answer]
     assert parse_counting(wire, reads) <= MAX_READS_PER_OCTET * len(wire)
 

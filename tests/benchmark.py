@@ -1,0 +1,271 @@
+"""The benchmark: libdnsshim against what a user would use instead, in one run.
+
+    python tests/benchmark.py [--rounds N] [--json FILE] [--smoke]
+
+For each message of a fixed set it measures, interleaved round by round (the
+order of the methods shuffled each round, so machine noise hits all alike):
+
+* ``shim``: ``process_dns_response`` called from C (csrc/dnsshim_bench.c),
+  with registered callbacks that copy every field;
+* ``from_wire``: ``dns.message.from_wire`` in Python on the same bytes;
+* ``dnslib``: ``dnslib.DNSRecord.parse`` in Python;
+* ``c-ares``: c-ares's ``ares_parse_*_reply`` in C, where one applies (when
+  the benchmark was built with Debian's libc-ares-dev);
+
+then the bare call (a call rejected before parsing, length -1; and a
+header-only response), the cold start (the first call in a fresh process,
+and the resident memory the runtime adds), and thread scaling (aggregate
+calls per second from 1, 2 and 4 C threads).
+
+It prints one table of medians and ratios and can write everything as JSON.
+``--smoke`` runs a couple of iterations of everything, only to keep the
+benchmark working (the test suite does that); its numbers mean nothing.
+
+It builds the library and the C programs into build/ first if they are not
+there (python build_ffi.py; make -C csrc).
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE), str(ROOT)]
+
+import dns.message  # noqa: E402
+import dns.rrset  # noqa: E402
+import dns.version  # noqa: E402
+
+from shim.sample import ims_wire  # noqa: E402
+from wire import AT_QNAME, header, question, rr  # noqa: E402
+
+try:
+    import dnslib
+except ImportError:  # a benchmark dependency: the column is left out without it
+    dnslib = None
+
+
+def _response(qname, qtype, answer=(), authority=(), additional=(), rcode=0, edns=False,
+              want_dnssec=False):
+    query = dns.message.make_query(qname, qtype, use_edns=0 if edns else None,
+                                   want_dnssec=want_dnssec)
+    query.id = 0x2A2A
+    resp = dns.message.make_response(query)
+    resp.set_rcode(rcode)
+    for section, records in ((resp.answer, answer), (resp.authority, authority),
+                             (resp.additional, additional)):
+        for name, ttl, rdtype, text in records:
+            section.append(dns.rrset.from_text(name, ttl, "IN", rdtype, text))
+    return resp.to_wire(max_size=65535)
+
+
+_SIG = ("A" * 86 + "==")  # a 64-octet signature (ECDSA P-256 size), base64
+_KEY = ("B" * 86 + "==")
+
+
+def messages():
+    """name -> (wire, c-ares parser or None)."""
+    www = "www.example.com."
+    out = {
+        "A": (_response(www, "A", [(www, 300, "A", "192.0.2.1")]), "cares_a"),
+        "CNAME+4A": (_response(www, "A", [(www, 300, "CNAME", "cdn.example.net.")]
+                               + [("cdn.example.net.", 60, "A", f"198.51.100.{i}")
+                                  for i in range(1, 5)]), "cares_a"),
+        "IMS NAPTR/SRV/AAAA": (ims_wire(), "cares_naptr"),
+        "DNSSEC ~2KB": (_response(
+            "example.com.", "DNSKEY",
+            [("example.com.", 3600, "DNSKEY", f"{flags} 3 13 {_KEY}")
+             for flags in (256, 256, 257, 257)]
+            + [("example.com.", 3600, "RRSIG",
+                f"DNSKEY 13 2 3600 20300101000000 20250101000000 {tag} example.com. {_SIG}")
+               for tag in (1111, 2222, 3333, 4444, 5555, 6666, 7777, 8888)],
+            authority=[("example.com.", 3600, "NS", f"ns{i}.example.com.") for i in (1, 2)]
+            + [("example.com.", 3600, "RRSIG",
+                f"NS 13 2 3600 20300101000000 20250101000000 1111 example.com. {_SIG}")],
+            additional=[(f"ns{i}.example.com.", 3600, "A", f"192.0.2.{i}") for i in (1, 2)]
+            + [(f"ns{i}.example.com.", 3600, "RRSIG",
+                f"A 13 3 3600 20300101000000 20250101000000 1111 example.com. {_SIG}")
+               for i in (1, 2)],
+            edns=True, want_dnssec=True), None),
+        "NXDOMAIN+SOA": (_response(
+            "nope.example.com.", "A",
+            authority=[("example.com.", 900, "SOA",
+                        "ns1.example.com. hostmaster.example.com. 2024010101 7200 3600 "
+                        "1209600 300")], rcode=3), None),
+    }
+    # As many records as fit in 64 KiB: A records of 16 octets, owners compressed.
+    count = (65535 - 12 - 17) // 16
+    wire = header(qd=1, an=count) + question() + rr(AT_QNAME, 1, bytes([192, 0, 2, 1])) * count
+    out[f"64 KiB, {count} A"] = (wire, "cares_a")
+    return out
+
+
+class CBench:
+    """The long-lived C process that times the C methods on request."""
+
+    def __init__(self, program, files):
+        self.proc = subprocess.Popen([str(program), "serve", *map(str, files)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def time(self, method, index, iterations):
+        self.proc.stdin.write(f"{method} {index} {iterations}\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().split()
+        if not answer or answer[0] == "error":
+            return None
+        return int(answer[0]) / 1e9
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def py_time(fn, wire, iterations):
+    t0 = time.perf_counter()
+    for _ in range(iterations):
+        fn(wire)
+    return time.perf_counter() - t0
+
+
+def ensure_built(build: Path):
+    if not (build / "libdnsshim.so").exists():
+        subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--out", str(build)],
+                       check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["make", "-s", "-C", str(ROOT / "csrc"), f"BUILD={build}"], check=True)
+
+
+def run(build: Path, rounds: int, smoke: bool):
+    msgs = messages()
+    names = list(msgs)
+    tmp = Path(tempfile.mkdtemp(prefix="dnsshim-bench-"))
+    files = []
+    for i, name in enumerate(names):
+        files.append(tmp / f"{i}.bin")
+        files[-1].write_bytes(msgs[name][0])
+    header_only = tmp / "header_only.bin"
+    header_only.write_bytes(header())
+    files.append(header_only)
+    cbench = CBench(build / "dnsshim_bench", files)
+
+    py_methods = {"from_wire": dns.message.from_wire}
+    if dnslib is not None:
+        py_methods["dnslib"] = dnslib.DNSRecord.parse
+
+    # Iterations per batch: about 20 ms of from_wire per batch.
+    iterations = {}
+    for name in names:
+        wire = msgs[name][0]
+        once = py_time(dns.message.from_wire, wire, 3) / 3
+        iterations[name] = 2 if smoke else max(3, int(0.02 / once))
+
+    samples = {name: {} for name in names}
+    bare = {"reject (length -1)": [], "header-only response": []}
+    for _ in range(rounds):
+        for index, name in enumerate(names):
+            wire, cares = msgs[name]
+            n = iterations[name]
+            methods = ["shim"] + list(py_methods) + (["c-ares"] if cares else [])
+            random.shuffle(methods)
+            for method in methods:
+                if method == "shim":
+                    elapsed = cbench.time("shim", index, n)
+                elif method == "c-ares":
+                    elapsed = cbench.time(cares, index, n)
+                else:
+                    elapsed = py_time(py_methods[method], wire, n)
+                if elapsed is not None:
+                    samples[name].setdefault(method, []).append(elapsed / n)
+        n = 2 if smoke else 200000
+        bare["reject (length -1)"].append(cbench.time("reject", 0, n) / n)
+        n = 2 if smoke else 2000
+        bare["header-only response"].append(cbench.time("shim", len(names), n) / n)
+    cbench.close()
+
+    cold = {"first_call_ms": [], "rss_added_mib": []}
+    for _ in range(2 if smoke else 7):
+        out = subprocess.run([str(build / "dnsshim_bench"), "cold", str(files[2])],
+                             capture_output=True, text=True, check=True).stdout.split()
+        fields = dict(zip(out[::2], out[1::2]))
+        cold["first_call_ms"].append(float(fields["first_call_us"]) / 1000)
+        cold["rss_added_mib"].append((int(fields["rss_after_kib"]) - int(fields["rss_before_kib"]))
+                                     / 1024)
+
+    scaling = {}
+    for threads in (1, 2, 4):
+        out = subprocess.run([str(build / "dnsshim_bench"), "threads", str(threads),
+                              "0.2" if smoke else "3", str(files[1])],
+                             capture_output=True, text=True, check=True).stdout.split()
+        scaling[threads] = float(out[out.index("calls_per_second") + 1])
+
+    result = {"messages": {}, "bare_us": {}, "cold": {}, "threads_calls_per_second": scaling,
+              "rounds": rounds, "python": sys.version.split()[0],
+              "dnspython": dns.version.version,
+              "dnslib": getattr(dnslib, "version", None) if dnslib else None}
+    for name in names:
+        medians = {m: statistics.median(v) * 1e6 for m, v in samples[name].items()}
+        entry = {"bytes": len(msgs[name][0]), "median_us": medians}
+        shim = medians["shim"]
+        for peer in ("from_wire", "dnslib", "c-ares"):
+            if peer in medians:
+                entry[f"shim/{peer}"] = shim / medians[peer]
+        result["messages"][name] = entry
+    result["bare_us"] = {k: statistics.median(v) * 1e6 for k, v in bare.items()}
+    result["cold"] = {k: statistics.median(v) for k, v in cold.items()}
+    return result
+
+
+def table(result) -> str:
+    lines = []
+    head = (f"{'message':<22}{'bytes':>7}{'shim µs':>10}{'from_wire':>11}{'dnslib':>9}"
+            f"{'c-ares':>9}{'shim/from_wire':>16}{'shim/dnslib':>13}{'shim/c-ares':>13}")
+    lines.append(head)
+    lines.append("-" * len(head))
+    for name, e in result["messages"].items():
+        m = e["median_us"]
+
+        def cell(key, width, fmt="{:.1f}", d=m):
+            return (fmt.format(d[key]) if key in d else "n/a").rjust(width)
+        lines.append(f"{name:<22}{e['bytes']:>7}{cell('shim', 10)}{cell('from_wire', 11)}"
+                     f"{cell('dnslib', 9)}{cell('c-ares', 9, '{:.2f}')}"
+                     f"{cell('shim/from_wire', 16, '{:.2f}', e)}{cell('shim/dnslib', 13, '{:.2f}', e)}"
+                     f"{cell('shim/c-ares', 13, '{:.0f}', e)}")
+    b = result["bare_us"]
+    lines.append("")
+    lines.append(f"bare call, rejected before parsing (length -1): {b['reject (length -1)']:.3f} µs")
+    lines.append(f"header-only response:                          {b['header-only response']:.1f} µs")
+    c = result["cold"]
+    lines.append(f"cold start: first call {c['first_call_ms']:.1f} ms, "
+                 f"resident memory added by the runtime {c['rss_added_mib']:.1f} MiB")
+    s = result["threads_calls_per_second"]
+    lines.append("threads (CNAME+4A): " + ", ".join(f"{k}: {v:.0f} calls/s" for k, v in s.items())
+                 + f"; 2 threads / 1 thread = {s[2] / s[1]:.2f}")
+    lines.append(f"(medians of {result['rounds']} interleaved rounds; CPython {result['python']}, "
+                 f"dnspython {result['dnspython']}, dnslib {result['dnslib']})")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--smoke", action="store_true", help="a few iterations: keeps it working")
+    parser.add_argument("--build", type=Path, default=ROOT / "build")
+    args = parser.parse_args(argv)
+    ensure_built(args.build)
+    result = run(args.build, 2 if args.smoke else args.rounds, args.smoke)
+    print(table(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
