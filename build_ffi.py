@@ -38,11 +38,20 @@ LIBNAME = "libdnsshim.so"
 _MARKERS = re.compile(r"\b(DNS_SHIM_API|DNS_SHIM_BEGIN_DECLS|DNS_SHIM_END_DECLS)\b")
 _INT_DEFINE = re.compile(r"^#\s*define\s+DNS_SHIM_\w+\s+-?\d+\s*$")
 
-# The internal entry point: not ABI, so not in the header.
+# The internal entry points (csrc/dns_shim.c says how they are used): not ABI,
+# so not in the header.
 _INTERNAL_CDEF = """
 #define DNS_SHIM__PY_DONE ...
+typedef struct dns_shim__step {
+    size_t member;
+    const void *arg;
+} dns_shim__step;
 extern "Python" int32_t dns_shim__py_process(const uint8_t *buf, int32_t len,
-                                             const dns_shim_callbacks *callbacks);
+                                             const dns_shim_callbacks *callbacks,
+                                             const uint64_t *done, size_t n_done,
+                                             dns_shim__step **steps, size_t *count,
+                                             uint64_t *token);
+extern "Python" void dns_shim__py_release(uint64_t token);
 """
 
 INIT_CODE = """\

@@ -15,6 +15,7 @@
 #include "dns_shim.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +31,66 @@
 #define DNS_SHIM_VERSION_TEXT(a, b, c) DNS_SHIM_VERSION_TEXT_(a, b, c)
 
 /*
-** The internal entry point, written in Python (shim/embedded.py).  It
-** returns DNS_SHIM__PY_DONE when the message parsed and dispatched fully,
-** or a negative status.  It never returns 0 itself: cffi returns 0 from an
-** extern "Python" function it could not run, so 0 here means "not run".
+** The internal entry points, written in Python (shim/embedded.py, which
+** calls shim.glue.plan and shim.glue.release).
+**
+** dns_shim__py_process parses the message and, when it is good, builds
+** every struct the callbacks will get and the ordered list of calls to
+** make: *steps, *count, each step naming its callback by the member's offset
+** in dns_shim_callbacks.  It returns DNS_SHIM__PY_DONE or a negative
+** status, never 0 itself: cffi returns 0 from an extern "Python" function it
+** could not run, so 0 here means "not run".  C then makes the calls without
+** holding the interpreter's lock.
+**
+** *token names the memory the steps point to (0: none).  When the calls are
+** made, C queues the token; the next call into Python, from any thread,
+** passes the queue (done, n_done) and Python frees those plans first.  One
+** lock hand-over per call, not two.  When the queue is full, the token goes
+** to dns_shim__py_release at once.
 */
 #define DNS_SHIM__PY_DONE 1
+typedef struct dns_shim__step {
+    size_t member;   /* offsetof(dns_shim_callbacks, on_...) */
+    const void *arg; /* the struct for that callback */
+} dns_shim__step;
 static int32_t dns_shim__py_process(const uint8_t *buf, int32_t len,
-                                    const dns_shim_callbacks *callbacks);
+                                    const dns_shim_callbacks *callbacks,
+                                    const uint64_t *done, size_t n_done,
+                                    dns_shim__step **steps, size_t *count, uint64_t *token);
+static void dns_shim__py_release(uint64_t token);
+
+#define DNS_SHIM__QUEUE 64
+static pthread_mutex_t dns_shim__queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t dns_shim__queue[DNS_SHIM__QUEUE];
+static size_t dns_shim__queued = 0;
+
+/* A plan whose calls are made: queue its token for the next call to free. */
+static void dns_shim__finished(uint64_t token)
+{
+    int queued = 0;
+    if (token == 0)
+        return;
+    pthread_mutex_lock(&dns_shim__queue_lock);
+    if (dns_shim__queued < DNS_SHIM__QUEUE) {
+        dns_shim__queue[dns_shim__queued++] = token;
+        queued = 1;
+    }
+    pthread_mutex_unlock(&dns_shim__queue_lock);
+    if (!queued)
+        dns_shim__py_release(token);
+}
+
+/* Takes the queued tokens into done[]; returns how many. */
+static size_t dns_shim__take_finished(uint64_t *done)
+{
+    size_t n;
+    pthread_mutex_lock(&dns_shim__queue_lock);
+    n = dns_shim__queued;
+    memcpy(done, dns_shim__queue, n * sizeof *done);
+    dns_shim__queued = 0;
+    pthread_mutex_unlock(&dns_shim__queue_lock);
+    return n;
+}
 
 /* The sizes of dns_shim_callbacks that this library accepts.  When the
 ** struct grows, the old size is kept here so older callers still work. */
@@ -173,25 +226,75 @@ DNS_SHIM_API int32_t dns_shim_init(void)
 /* ------------------------------------------------------------------ */
 /* Processing                                                           */
 
+/* One step of a plan: calls the callback the member offset names, with its
+** struct, and stores what it returned in *result.  Returns 0, or -1 for an
+** offset that names no callback (a bug). */
+static int dns_shim__call(const dns_shim_callbacks *cb, const dns_shim__step *step,
+                          int32_t *result)
+{
+#define DNS_SHIM__CASE(member, type)                                \
+    case offsetof(dns_shim_callbacks, member):                      \
+        *result = cb->member(cb->ctx, (const type *)step->arg);     \
+        return 0;
+    switch (step->member) {
+    DNS_SHIM__CASE(on_header, dns_shim_header)
+    DNS_SHIM__CASE(on_a, dns_shim_a)
+    DNS_SHIM__CASE(on_aaaa, dns_shim_aaaa)
+    DNS_SHIM__CASE(on_cname, dns_shim_target)
+    DNS_SHIM__CASE(on_ns, dns_shim_target)
+    DNS_SHIM__CASE(on_ptr, dns_shim_target)
+    DNS_SHIM__CASE(on_dname, dns_shim_target)
+    DNS_SHIM__CASE(on_mx, dns_shim_mx)
+    DNS_SHIM__CASE(on_txt, dns_shim_txt)
+    DNS_SHIM__CASE(on_srv, dns_shim_srv)
+    DNS_SHIM__CASE(on_naptr, dns_shim_naptr)
+    DNS_SHIM__CASE(on_soa, dns_shim_soa)
+    DNS_SHIM__CASE(on_other, dns_shim_raw)
+    }
+#undef DNS_SHIM__CASE
+    return -1;
+}
+
 static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_callbacks *callbacks)
 {
     static const uint8_t empty[1] = {0};
+    dns_shim__step *steps = NULL;
+    size_t count = 0, i, n_done;
+    uint64_t token = 0, done[DNS_SHIM__QUEUE];
     int32_t rc = dns_shim__runtime();
 
     if (rc != DNS_SHIM_OK)
         return rc;
     if (buf == NULL)
         buf = empty; /* only with len == 0: checked by the callers */
-    rc = dns_shim__py_process(buf, len, callbacks);
-    if (rc == DNS_SHIM__PY_DONE)
-        return DNS_SHIM_OK;
+    n_done = dns_shim__take_finished(done);
+    rc = dns_shim__py_process(buf, len, callbacks, done, n_done, &steps, &count, &token);
     if (rc == 0) {
         /* cffi could not run the Python function: it is not attached. */
         dns_shim__log("the parser is not attached to the library; returning DNS_SHIM_ERR_INIT");
         return DNS_SHIM_ERR_INIT;
     }
-    if (rc < DNS_SHIM_ERR_INTERNAL || rc > 0)
-        return DNS_SHIM_ERR_INTERNAL; /* never pass on a value that is not ours */
+    if (rc != DNS_SHIM__PY_DONE) {
+        if (rc < DNS_SHIM_ERR_INTERNAL || rc > 0)
+            return DNS_SHIM_ERR_INTERNAL; /* never pass on a value that is not ours */
+        return rc;
+    }
+    /* The message is good and every struct is built: call the callbacks,
+    ** in order, without the interpreter's lock. */
+    rc = DNS_SHIM_OK;
+    for (i = 0; i < count; i++) {
+        int32_t result = 0;
+        if (dns_shim__call(callbacks, &steps[i], &result) != 0) {
+            dns_shim__log("the parser planned a call to no callback; returning DNS_SHIM_ERR_INTERNAL");
+            rc = DNS_SHIM_ERR_INTERNAL;
+            break;
+        }
+        if (result != 0) {
+            rc = DNS_SHIM_ERR_CALLBACK;
+            break;
+        }
+    }
+    dns_shim__finished(token);
     return rc;
 }
 

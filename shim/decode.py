@@ -217,17 +217,25 @@ class _Parser(dns.wire.Parser):
 
         Responses point to the same few names again and again.  When the name
         at the current position is one pointer to an offset whose name a
-        pointer earlier in the message already led to, dnspython's parse of
-        it would read the same bytes, under looser limits (the pointer is
-        further on, so the target still lies strictly before it and inside
-        the part of the message before it) and with the same number of hops:
-        it would give the same Name, which is reused.  Every other name, and
-        the first of each, is parsed by dnspython.
+        pointer earlier in the message already led to, or where a name
+        without any pointer was read, dnspython's parse of it would read the
+        same bytes, under looser limits (the pointer is further on, so the
+        target still lies strictly before it and inside the part of the
+        message before it) and with the same number of hops: it would give
+        the same Name, which is reused.  Every other name, and the first of
+        each, is parsed by dnspython.
         """
         p = self.current
         wire = self.wire
         if not decompress or p + 2 > self.end or wire[p] < 0xC0:
-            return dns.name.from_wire_parser(self, decompress)
+            name = dns.name.from_wire_parser(self, decompress)
+            labels = name.labels
+            if self.current - p == len(labels) + sum(map(len, labels)):
+                # No pointer in it: a pointer to it later is one hop, and the
+                # name lies before that pointer.  Remembered as if a pointer
+                # at its last octet had led to it.
+                self.pointed[p] = (name, self.current - 1)
+            return name
         target = ((wire[p] & 0x3F) << 8) | wire[p + 1]
         seen = self.pointed.get(target)
         if seen is not None and seen[1] < p:

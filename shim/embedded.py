@@ -6,7 +6,9 @@ created for that library; :func:`attach` gives its one ``extern "Python"``
 function, which the C wrappers of ``csrc/dns_shim.c`` call, its body.  It is
 a function, not import-time code, so that a second library loaded into the
 same Python process gets its own attachment.  All the work is in
-:mod:`shim.glue`.
+:mod:`shim.glue`: ``dns_shim__py_process`` first frees the plans C has
+finished with, then returns the plan of callbacks that C is to call; the
+rare plan C cannot queue it hands to ``dns_shim__py_release``.
 
 The C side reads a return of 0 as "cffi could not run this function", so a
 success is returned as ``DNS_SHIM__PY_DONE`` (1) and the C side turns it back
@@ -25,5 +27,10 @@ def attach():
     done = lib.DNS_SHIM__PY_DONE
 
     @ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=glue.report_unraisable)
-    def dns_shim__py_process(buf, length, callbacks):
-        return glue.process(ffi, buf, length, callbacks) or done
+    def dns_shim__py_process(buf, length, callbacks, finished, n_finished, steps, count, token):
+        glue.release_all(finished, n_finished)
+        return glue.plan(ffi, buf, length, callbacks, steps, count, token) or done
+
+    @ffi.def_extern(onerror=glue.report_unraisable)
+    def dns_shim__py_release(token):
+        glue.release(token)

@@ -5,14 +5,17 @@ Every function takes the cffi ``ffi`` it works with, so the same code runs
 inside ``libdnsshim.so`` (:mod:`shim.embedded` passes the library's own) and
 in tests (an ABI-mode ``ffi`` built from the same header).
 
-:func:`process` is the whole job of one call: decode, convert every record
+:func:`plan` is the library's job for one call: decode, convert every record
 that will be dispatched (all of them, before the first callback: a failure
-while converting must not leave the program half updated), then call the
-callbacks in order.  It never raises: every outcome is a :class:`Status`.
+while converting must not leave the program half updated), and give C the
+ordered list of callbacks to call with their arguments; C calls them, then
+:func:`release` frees the memory.  :func:`process` does the same and calls
+the callbacks itself, for tests and tools.  Neither raises: every outcome
+is a :class:`Status`.
 """
 
+import itertools
 import sys
-import traceback
 
 from socket import AF_INET as _AF_INET
 from socket import AF_INET6 as _AF_INET6
@@ -57,6 +60,11 @@ class _Types:
         self.u8_array = t("uint8_t[]")
         self.char_array = t("char[]")
         self.names = {}  # labels tuple -> char[]
+        # Each callback member by its offset in dns_shim_callbacks: how a plan
+        # names the callback C is to call (the struct is the one source).
+        self.member_offset = {
+            name: ffi.offsetof("dns_shim_callbacks", name)
+            for name, _ in ffi.typeof("dns_shim_callbacks").fields if name.startswith("on_")}
 
 
 _TYPES = {}  # id(ffi) -> _Types: the library's ffi, a test's
@@ -186,18 +194,18 @@ TYPED = {
 
 
 def prepare(ffi, response, callbacks):
-    """Every (callback, argument) pair of a message, in order, and the
-    converter that owns the arguments.  Records whose callback is NULL (with
-    no on_other to fall back on) or whose section is not asked for are left
-    out; nothing is called yet."""
+    """Every (callback member, argument) pair of a message, in order, and
+    the converter that owns the arguments.  Records whose callback is NULL
+    (with no on_other to fall back on) or whose section is not asked for are
+    left out; nothing is called yet: every struct is built first."""
     conv = _Converter(ffi)
     null = ffi.NULL
     calls = []
     if callbacks.on_header != null:
-        calls.append((callbacks.on_header, conv.header(response.header)))
+        calls.append(("on_header", conv.header(response.header)))
     wanted = callbacks.sections or Section.ANSWER
-    on_other = callbacks.on_other
-    chosen = {}  # rdtype -> (callback, converter), for class IN
+    other = "on_other" if callbacks.on_other != null else None
+    chosen = {}  # rdtype -> (member, converter), for class IN
     for rec in response.records:
         if not rec.section & wanted:
             continue
@@ -205,51 +213,107 @@ def prepare(ffi, response, callbacks):
             pick = chosen.get(rec.rdtype)
             if pick is None:
                 member, convert = TYPED.get(rec.rdtype, (None, None))
-                fn = getattr(callbacks, member) if member else null
-                pick = (fn, convert) if fn != null else (on_other, _Converter.raw)
-                chosen[rec.rdtype] = pick
-            fn, convert = pick
+                if member is None or getattr(callbacks, member) == null:
+                    member, convert = other, _Converter.raw
+                pick = chosen[rec.rdtype] = (member, convert)
+            member, convert = pick
         else:
-            fn, convert = on_other, _Converter.raw
-        if fn != null:
-            calls.append((fn, convert(conv, rec)))
+            member, convert = other, _Converter.raw
+        if member is not None:
+            calls.append((member, convert(conv, rec)))
     return conv, calls
 
 
-def dispatch(ffi, response, callbacks) -> Status:
-    """Convert everything, then call the callbacks in order.  The converter
-    stays alive until this returns, so every pointer a callback got is valid
-    for as long as that callback runs."""
-    conv, calls = prepare(ffi, response, callbacks)
-    ctx = callbacks.ctx
-    for fn, arg in calls:
-        if fn(ctx, arg) != 0:
-            return Status.ERR_CALLBACK
-    return Status.OK
+def _decode_for(ffi, buf, length, callbacks):
+    """The checks and the decoding both paths below start with."""
+    if callbacks != ffi.NULL and callbacks.sections & ~_ALL_SECTIONS:
+        raise _BadArgument
+    return decode(ffi.buffer(buf, length)[:])
+
+
+class _BadArgument(Exception):
+    pass
+
+
+def _status_of_failure(exc) -> Status:
+    if isinstance(exc, _BadArgument):
+        return Status.ERR_BAD_ARGUMENT
+    status = status_of(exc)
+    if not isinstance(exc, DnsShimError):
+        report(status, exc)
+    return status
 
 
 def process(ffi, buf, length, callbacks) -> Status:
-    """One call of the library: ``length`` bytes at ``buf`` (a cdata
-    pointer), with ``callbacks`` (a ``dns_shim_callbacks *`` or NULL: parse
-    and check only).  Never raises."""
+    """A whole call, driven from Python: ``length`` bytes at ``buf`` (a
+    cdata pointer), with ``callbacks`` (a ``dns_shim_callbacks *``, or NULL
+    to parse and check only); the callbacks are called from here.  This is
+    the glue on its own, for tests and tools; the library uses plan() and
+    calls the callbacks from C.  Never raises."""
     try:
-        if callbacks != ffi.NULL and callbacks.sections & ~_ALL_SECTIONS:
-            return Status.ERR_BAD_ARGUMENT
-        response = decode(ffi.buffer(buf, length)[:])
+        response = _decode_for(ffi, buf, length, callbacks)
         if callbacks == ffi.NULL:
             return Status.OK
-        return dispatch(ffi, response, callbacks)
-    except DnsShimError as e:
-        return e.status
+        conv, calls = prepare(ffi, response, callbacks)
+        ctx = callbacks.ctx
+        for member, arg in calls:
+            if getattr(callbacks, member)(ctx, arg) != 0:
+                return Status.ERR_CALLBACK
+        return Status.OK
     except BaseException as e:  # noqa: B902 - nothing may escape into C
-        status = status_of(e)
-        report(status, e)
-        return status
+        return _status_of_failure(e)
+
+
+# Plans handed to C and not yet released: token -> what their pointers point to.
+_PENDING = {}
+_TOKENS = itertools.count(1)
+
+
+def plan(ffi, buf, length, callbacks, out_steps, out_count, out_token) -> Status:
+    """The library's call: decode, convert, and hand C the list of calls to
+    make, so that C calls the callbacks without holding the interpreter's
+    lock (one lock hand-over per message rather than one per callback, and
+    threads do not convoy).
+
+    On OK, ``*out_steps`` points to ``*out_count`` dns_shim__step
+    {member offset, argument}; everything they point to stays alive until C
+    calls release(``*out_token``) (0: nothing to release).  Never raises."""
+    try:
+        response = _decode_for(ffi, buf, length, callbacks)
+        out_count[0] = 0
+        out_token[0] = 0
+        if callbacks == ffi.NULL:
+            return Status.OK
+        conv, calls = prepare(ffi, response, callbacks)
+        if calls:
+            offset = _types(ffi).member_offset
+            steps = ffi.new("dns_shim__step[]", [(offset[m], arg) for m, arg in calls])
+            token = next(_TOKENS)
+            _PENDING[token] = (conv, calls, steps)
+            out_steps[0] = steps
+            out_count[0] = len(calls)
+            out_token[0] = token
+        return Status.OK
+    except BaseException as e:  # noqa: B902 - nothing may escape into C
+        return _status_of_failure(e)
+
+
+def release(token) -> None:
+    """C is done with the plan of ``token``: its memory may go."""
+    _PENDING.pop(token, None)
+
+
+def release_all(tokens, count) -> None:
+    """C is done with these ``count`` plans (a ``uint64_t *``).  Never raises."""
+    for i in range(count):
+        _PENDING.pop(tokens[i], None)
 
 
 def report(status, exc) -> None:
     """Write an unexpected failure, with its traceback, to stderr, flushed."""
     try:
+        import traceback  # only when something went wrong: keeps start-up light
+
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         message = f"dnsshim: {status.c_name}: unexpected error in the parser:\n{text}"
         stream = sys.stderr if sys.stderr is not None else sys.__stderr__

@@ -158,10 +158,10 @@ def test_memory_error_is_no_memory(abi, monkeypatch, capfd):
 
 
 def test_exception_escaping_the_glue_is_internal_not_zero(abi, monkeypatch, capfd):
-    # glue.process never raises; if it did, cffi's default would be 0.
+    # glue.plan never raises; if it did, cffi's default would be 0.
     def escaping(*args):
         raise RuntimeError("injected: escaped the glue")
-    monkeypatch.setattr(glue, "process", escaping)
+    monkeypatch.setattr(glue, "plan", escaping)
     ffi, lib = abi
     assert lib.process_dns_response(malformed.GOOD, len(malformed.GOOD)) == Status.ERR_INTERNAL
     assert "injected: escaped the glue" in capfd.readouterr().err
@@ -169,6 +169,36 @@ def test_exception_escaping_the_glue_is_internal_not_zero(abi, monkeypatch, capf
 
 def test_out_of_range_python_result_is_internal(abi, monkeypatch):
     # The C side passes on only the library's own codes.
-    monkeypatch.setattr(glue, "process", lambda *args: 7)
+    monkeypatch.setattr(glue, "plan", lambda *args: 7)
     ffi, lib = abi
     assert lib.process_dns_response(malformed.GOOD, len(malformed.GOOD)) == Status.ERR_INTERNAL
+
+
+def test_plan_naming_no_callback_is_internal(abi, monkeypatch, capfd):
+    kept = []
+
+    def bad_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token):
+        steps = ffi.new("dns_shim__step[]", [(3, ffi.NULL)])  # offset 3: no member
+        kept.append(steps)
+        out_steps[0], out_count[0], out_token[0] = steps, 1, 0
+        return Status.OK
+    monkeypatch.setattr(glue, "plan", bad_plan)
+    rec = Recorder(abi[0])
+    assert process(abi, malformed.GOOD, rec) == Status.ERR_INTERNAL
+    assert rec.calls == []
+    assert "planned a call to no callback" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("stop_at", [0, 1, 3])
+def test_every_plan_is_released(abi, stop_at):
+    # A plan's memory is freed by the next call into the library, whichever
+    # thread makes it: so at most the last one is still held.
+    for _ in range(5):
+        rec = Recorder(abi[0], stop_at=stop_at)
+        status = process(abi, vectors.wire("every_type"), rec)
+        assert status == (Status.ERR_CALLBACK if stop_at else Status.OK)
+        assert len(glue._PENDING) <= 1
+    last = set(glue._PENDING)
+    assert process(abi, malformed.CASES["qr_clear"][0], None) == Status.ERR_BAD_ARGUMENT
+    assert abi[1].process_dns_response(b"\x00", 1) == Status.ERR_SHORT_HEADER
+    assert not last & set(glue._PENDING), "released by the next call, even a failing one"

@@ -1,0 +1,25 @@
+"""The benchmark in smoke mode: a few iterations of everything, only to keep
+it working (numbers are the benchmark's business, never a test's)."""
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_benchmark_smoke(built, tmp_path):
+    out = tmp_path / "bench.json"
+    result = subprocess.run([sys.executable, str(ROOT / "tests" / "benchmark.py"), "--smoke",
+                             "--build", str(built.dir), "--json", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert set(data["messages"]) == {"A", "CNAME+4A", "IMS NAPTR/SRV/AAAA", "DNSSEC ~2KB",
+                                     "NXDOMAIN+SOA", "64 KiB, 4094 A"}
+    for name, entry in data["messages"].items():
+        assert entry["median_us"]["shim"] > 0 and entry["median_us"]["from_wire"] > 0
+        assert entry["shim/from_wire"] > 0
+    assert set(data["threads_calls_per_second"]) == {"1", "2", "4"}
+    assert data["cold"]["first_call_ms"] > 0
+    assert "shim/from_wire" in result.stdout and "cold start" in result.stdout
