@@ -115,11 +115,13 @@ class Record:
 
     ``rdata`` is the dnspython Rdata, or None for the RDATA-less records of
     an UPDATE message (class ANY, or a prerequisite of class NONE).
+    ``rdata_wire`` is the RDATA as it stood on the wire when no name inside it
+    was compressed (else None).
     """
 
-    __slots__ = ("section", "index", "name", "rdtype", "rdclass", "ttl", "rdata")
+    __slots__ = ("section", "index", "name", "rdtype", "rdclass", "ttl", "rdata", "rdata_wire")
 
-    def __init__(self, section, index, name, rdtype, rdclass, ttl, rdata):
+    def __init__(self, section, index, name, rdtype, rdclass, ttl, rdata, rdata_wire=None):
         self.section = section
         self.index = index
         self.name = name
@@ -127,6 +129,7 @@ class Record:
         self.rdclass = rdclass
         self.ttl = ttl
         self.rdata = rdata
+        self.rdata_wire = rdata_wire
 
     def __repr__(self):
         return (f"Record({self.section.name}#{self.index} {self.name} "
@@ -205,6 +208,8 @@ class _Parser(dns.wire.Parser):
     def restore_furthest(self):
         return _RestoreFurthest(self)
 
+    compressed = False  # whether a name read since it was last cleared used a pointer
+
     def get_name(self, origin=None, decompress=False):
         name = self.read_name(decompress)
         if origin:
@@ -235,7 +240,10 @@ class _Parser(dns.wire.Parser):
                 # name lies before that pointer.  Remembered as if a pointer
                 # at its last octet had led to it.
                 self.pointed[p] = (name, self.current - 1)
+            else:
+                self.compressed = True
             return name
+        self.compressed = True
         target = ((wire[p] & 0x3F) << 8) | wire[p + 1]
         seen = self.pointed.get(target)
         if seen is not None and seen[1] < p:
@@ -328,6 +336,7 @@ def _read_rdata(parser, rdclass, rdtype, rdlen):
     saved_end = parser.end
     parse, rc, rt = _rdata_parser(rdclass, rdtype)
     parser.end = end
+    parser.compressed = False
     try:
         try:
             rdata = parse(rc, rt, parser, None)
@@ -339,7 +348,7 @@ def _read_rdata(parser, rdclass, rdtype, rdlen):
             raise BadRdataError(
                 f"{dns.rdatatype.to_text(rdtype)} RDATA is {rdlen} octets, "
                 f"its content {parser.current - start}", start)
-        return rdata
+        return rdata, None if parser.compressed else parser.wire[start:end]
     except BadRdataError:
         raise
     except _Overrun as e:
@@ -424,12 +433,12 @@ def decode(wire) -> Response:
             if empty:
                 if rdlen:
                     raise FormatError("UPDATE record of this class must have no RDATA", start)
-                rdata = None
+                rdata = rdata_wire = None
             else:
                 if rdlen > wire_end - parser.current:
                     raise TruncatedError(
                         f"RDLENGTH {rdlen} runs past the end of the message", start)
-                rdata = _read_rdata(parser, rdclass, rdtype, rdlen)
+                rdata, rdata_wire = _read_rdata(parser, rdclass, rdtype, rdlen)
             if rdtype == _OPT:
                 have_opt = True
                 header.edns_payload = wire_class
@@ -441,7 +450,7 @@ def decode(wire) -> Response:
                 ttl = 0  # as dnspython keeps TSIG and RDATA-less UPDATE records
             elif ttl > 0x7FFFFFFF:
                 ttl = 0  # RFC 2181, section 8
-            records.append(Record(section, index, name, rdtype, wire_class, ttl, rdata))
+            records.append(Record(section, index, name, rdtype, wire_class, ttl, rdata, rdata_wire))
             index += 1
 
     if parser.current != wire_end:

@@ -125,3 +125,36 @@ def test_memory_error_inside_dnspython_rdata_parser_is_no_memory(header_ffi, mon
     monkeypatch.setattr(dns.rdtypes.IN.A.A, "from_wire_parser", classmethod(oom))
     monkeypatch.setattr(decode_module, "_RDATA_PARSERS", {})  # forget the real one
     assert run(header_ffi, malformed.GOOD, Recorder(header_ffi)) == Status.ERR_NO_MEMORY
+
+
+def _all_accepted_messages():
+    from conftest import available_corpus
+    out = [vectors.wire(n) for n in vectors.NAMES] + list(malformed.ACCEPTED.values())
+    for path in available_corpus("good", "captures", "cares-fuzzinput"):
+        out.append(path.read_bytes())
+    return out
+
+
+def test_verbatim_rdata_is_what_dnspython_re_encodes():
+    from shim.decode import decode
+    from shim.status import DnsShimError
+    checked = 0
+    for wire in _all_accepted_messages():
+        try:
+            records = decode(wire).records
+        except DnsShimError:
+            continue
+        for rec in records:
+            if rec.rdata is not None and rec.rdata_wire is not None \
+                    and isinstance(rec.rdata, glue._verbatim_types()):
+                assert rec.rdata_wire == rec.rdata.to_wire(), rec
+                checked += 1
+    assert checked >= 30
+
+
+def test_rdata_with_a_compressed_name_has_no_wire_copy():
+    from shim.decode import decode
+    cname = decode(malformed.ACCEPTED["srv_target_compressed"]).records[0]
+    assert cname.rdata_wire is None
+    a = decode(malformed.GOOD).records[0]
+    assert a.rdata_wire == bytes([192, 0, 2, 1])
