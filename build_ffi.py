@@ -1,8 +1,10 @@
 """Build libdnsshim.so with cffi's embedding mode.
 
-    python build_ffi.py [--out DIR]
+    python build_ffi.py [--out DIR]      libraries into DIR (default: build/)
+    python build_ffi.py --prefix DIR     lib/, include/, lib/pkgconfig/ under DIR
 
-writes DIR/libdnsshim.so (default: build/ beside this file).
+builds libdnsshim.so.N (and the libdnsshim.so link) and libdnsshim.a.  A
+``pip install .`` builds them into the installed package (setup.py).
 
 ``csrc/dns_shim.h`` is the one place the ABI is written down: its
 declarations, with preprocessor lines (other than integer ``#define``\\s) and
@@ -21,6 +23,7 @@ run time).
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -52,14 +55,31 @@ extern "Python" int32_t dns_shim__py_process(const uint8_t *buf, int32_t len,
                                              dns_shim__step **steps, size_t *count,
                                              uint64_t *token);
 extern "Python" void dns_shim__py_release(uint64_t token);
+const char *dns_shim__package_root(void);
+int32_t dns_shim__owns_interpreter(void);
+void dns_shim__report_start_failure(const char *why);
+void dns_shim__log_message(int32_t level, const char *message);
 """
 
+# The init code cffi runs once the interpreter is up: make the shim package
+# importable, import it, attach the extern "Python" functions.  A failure is
+# reported to the C side (which logs it and returns DNS_SHIM_ERR_INIT from
+# then on) instead of raised, so that it takes the program's log handler.
 INIT_CODE = """\
-import sys
-if {root!r} not in sys.path:
-    sys.path.insert(0, {root!r})
-import shim.embedded
-shim.embedded.attach()
+from _dnsshim_cffi import ffi, lib
+def _start():
+    import sys
+    root = ffi.string(lib.dns_shim__package_root()).decode()
+    if root and root not in sys.path:
+        sys.path.insert(0, root)
+    import shim.embedded
+    shim.embedded.attach()
+try:
+    _start()
+except BaseException:
+    import traceback
+    lib.dns_shim__report_start_failure(
+        ("the parser could not be loaded:\\n" + traceback.format_exc()).encode("utf-8", "replace"))
 """
 
 
@@ -102,27 +122,93 @@ def make_ffi() -> cffi.FFI:
     ffi.cdef(_INTERNAL_CDEF)
     with open(os.path.join(CSRC, "dns_shim.c"), encoding="utf-8") as f:
         ffi.set_source(MODULE, f.read())
-    ffi.embedding_init_code(INIT_CODE.format(root=ROOT))
+    ffi.embedding_init_code(INIT_CODE)
     return ffi
 
 
-def _python_link_flags() -> list:
-    libdir = sysconfig.get_config_var("LIBDIR")
-    ver = sysconfig.get_config_var("LDVERSION") or sysconfig.get_python_version()
+def _python_lib() -> tuple:
+    """(libdir, -l name) of this interpreter's shared libpython."""
     if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
         raise SystemExit(f"{sys.executable} has no shared libpython: libdnsshim needs one "
                          "(build CPython with --enable-shared)")
-    return [f"-L{libdir}", f"-Wl,-rpath,{libdir}", f"-lpython{ver}"]
+    ver = sysconfig.get_config_var("LDVERSION") or sysconfig.get_python_version()
+    return sysconfig.get_config_var("LIBDIR"), f"python{ver}"
 
 
-def build(out_dir: str, verbose: bool = False) -> str:
-    """Generate, compile and link the library; return its path."""
+def _python_link_flags() -> list:
+    libdir, name = _python_lib()
+    return [f"-L{libdir}", f"-Wl,-rpath,{libdir}", f"-l{name}"]
+
+
+def header_version(path: str = HEADER) -> str:
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    parts = [re.search(rf"#define DNS_SHIM_VERSION_{p}\s+(\d+)", text).group(1)
+             for p in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(parts)
+
+
+def package_version() -> str:
+    """shim.__version__, read without importing the package."""
+    with open(os.path.join(ROOT, "shim", "__init__.py"), encoding="utf-8") as f:
+        return re.search(r'^__version__ = "([^"]+)"', f.read(), re.M).group(1)
+
+
+def check_version() -> str:
+    """The version, in one place (shim/__init__.py), checked against the header."""
+    version = package_version()
+    if header_version() != version:
+        raise SystemExit(f"shim.__version__ is {version} but csrc/dns_shim.h says "
+                         f"{header_version()}: change both together")
+    return version
+
+
+SONAME = "libdnsshim.so." + package_version().split(".")[0]
+
+
+def _cc() -> str:
+    return os.environ.get("CC") or (sysconfig.get_config_var("CC") or "cc").split()[0]
+
+
+def _defines(python: str, root: str, in_package: bool) -> list:
+    return [
+        f'-DDNS_SHIM_DEFAULT_PYTHON="{python}"',
+        f'-DDNS_SHIM_DEFAULT_ROOT="{root}"',
+        f'-DDNS_SHIM_PYTHON_TAG="{sysconfig.get_python_version()}"',
+        f"-DDNS_SHIM_IN_PACKAGE={1 if in_package else 0}",
+    ]
+
+
+def _run(cmd, verbose):
+    if verbose:
+        print(" ".join(cmd))
+    subprocess.run(cmd, check=True)
+
+
+def build(out_dir: str, verbose: bool = False, in_package: bool = False,
+          python: str = None, root: str = None) -> str:
+    """Generate, compile and link the library into out_dir:
+
+    * libdnsshim.so.N (SONAME libdnsshim.so.N, N the ABI's major version)
+      and the link libdnsshim.so -> libdnsshim.so.N;
+    * libdnsshim.a, the same code for static linking.
+
+    python: the interpreter to pin (default: the one running this);
+    root: the directory holding the shim package to import (default: this
+    source tree; "" when that Python finds it on its own sys.path);
+    in_package: the shared object is installed as shim/lib/ inside the
+    package and finds the package and its Python from its own path.
+    Returns the shared object's path."""
     ffi = make_ffi()
     check_status_table()
+    check_version()
+    python = python or sys.executable
+    root = ROOT if root is None else root
     os.makedirs(out_dir, exist_ok=True)
-    target = os.path.join(out_dir, LIBNAME)
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC").split()[0] or "cc"
-    tag = sysconfig.get_python_version()
+    shared = os.path.join(out_dir, SONAME)
+    static = os.path.join(out_dir, "libdnsshim.a")
+    common = ["-fPIC", "-O2", "-g", "-Wall", "-fvisibility=hidden", f"-I{CSRC}",
+              f"-I{sysconfig.get_paths()['include']}", "-pthread"]
     with tempfile.TemporaryDirectory(prefix="dnsshim-build-") as tmp:
         c_file = os.path.join(tmp, MODULE + ".c")
         ffi.emit_c_code(c_file)
@@ -130,29 +216,71 @@ def build(out_dir: str, verbose: bool = False) -> str:
         with open(version_script, "w", encoding="utf-8") as f:
             f.write("{\n  global:\n    process_dns_response;\n    dns_shim_*;\n"
                     f"    PyInit_{MODULE};\n  local:\n    *;\n}};\n")
-        cmd = [
-            cc, "-shared", "-fPIC", "-O2", "-g", "-Wall", "-fvisibility=hidden",
-            f"-I{CSRC}", f"-I{sysconfig.get_paths()['include']}",
-            f'-DDNS_SHIM_DEFAULT_PYTHON="{sys.executable}"',
-            f'-DDNS_SHIM_PYTHON_TAG="{tag}"',
-            c_file, "-o", target + ".tmp",
-            f"-Wl,--version-script={version_script}", f"-Wl,-soname,{LIBNAME}",
-            "-Wl,--no-undefined", "-pthread",
-        ] + _python_link_flags()
-        if verbose:
-            print(" ".join(cmd))
-        subprocess.run(cmd, check=True)
-        os.replace(target + ".tmp", target)
-    return target
+        _run([_cc(), "-shared", *common, *_defines(python, root, in_package), c_file,
+              "-o", shared + ".tmp", f"-Wl,--version-script={version_script}",
+              f"-Wl,-soname,{SONAME}", "-Wl,--no-undefined", *_python_link_flags()], verbose)
+        os.replace(shared + ".tmp", shared)
+        link = os.path.join(out_dir, LIBNAME)
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(SONAME, link)
+        # The static archive cannot find itself: it uses the pinned Python
+        # and, inside the package, that Python's own sys.path.
+        obj = os.path.join(tmp, "dns_shim.o")
+        _run([_cc(), "-c", *common, *_defines(python, "" if in_package else root, False),
+              c_file, "-o", obj], verbose)
+        if os.path.exists(static):
+            os.remove(static)
+        _run(["ar", "rcs", static, obj], verbose)
+    return shared
+
+
+def pkgconfig_text(version: str, prefix: str) -> str:
+    """dnsshim.pc: -ldnsshim with an rpath, and libpython for static links."""
+    libdir, pylib = _python_lib()
+    return (f"prefix={prefix}\n"
+            "libdir=${prefix}/lib\n"
+            "includedir=${prefix}/include\n\n"
+            "Name: dnsshim\n"
+            "Description: DNS response parsing for C programs, done by dnspython in an "
+            "embedded CPython\n"
+            f"Version: {version}\n"
+            "Cflags: -I${includedir}\n"
+            "Libs: -L${libdir} -Wl,-rpath,${libdir} -ldnsshim\n"
+            f"Libs.private: -L{libdir} -Wl,-rpath,{libdir} -l{pylib} -lpthread -ldl -lm\n")
+
+
+def install(prefix: str, verbose: bool = False, in_package: bool = False) -> str:
+    """A complete tree under prefix: lib/ (the libraries), include/dns_shim.h,
+    lib/pkgconfig/dnsshim.pc.  Inside the package (in_package), prefix is the
+    shim/ directory itself and the .pc file finds it relative to itself."""
+    version = check_version()
+    lib = os.path.join(prefix, "lib")
+    shared = build(lib, verbose, in_package=in_package,
+                   root=("" if in_package else None))
+    include = os.path.join(prefix, "include")
+    os.makedirs(include, exist_ok=True)
+    shutil.copyfile(HEADER, os.path.join(include, "dns_shim.h"))
+    pkgconfig = os.path.join(lib, "pkgconfig")
+    os.makedirs(pkgconfig, exist_ok=True)
+    with open(os.path.join(pkgconfig, "dnsshim.pc"), "w", encoding="utf-8") as f:
+        f.write(pkgconfig_text(version, "${pcfiledir}/../.." if in_package
+                               else os.path.abspath(prefix)))
+    return shared
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=os.path.join(ROOT, "build"),
-                        help="directory for libdnsshim.so (default: build/)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", help="directory for the libraries (default: build/)")
+    where.add_argument("--prefix", help="install lib/, include/ and lib/pkgconfig/ under PREFIX "
+                                        "for system-wide use")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
-    print(build(os.path.abspath(args.out), args.verbose))
+    if args.prefix:
+        print(install(os.path.abspath(args.prefix), args.verbose))
+    else:
+        print(build(os.path.abspath(args.out or os.path.join(ROOT, "build")), args.verbose))
     return 0
 
 

@@ -14,18 +14,36 @@
 #define DNS_SHIM_BUILDING 1
 #include "dns_shim.h"
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* Supplied by build_ffi.py on the compiler's command line. */
+/* Supplied by build_ffi.py on the compiler's command line:
+**   DNS_SHIM_DEFAULT_PYTHON  the python executable pinned at build time
+**   DNS_SHIM_DEFAULT_ROOT    the directory holding the shim package it was
+**                            built from ("" when that Python finds it)
+**   DNS_SHIM_PYTHON_TAG      the CPython minor version embedded, "3.11"
+**   DNS_SHIM_IN_PACKAGE      1 when this shared object is installed as
+**                            shim/lib/ inside the Python package: the
+**                            package and its Python are then found from
+**                            this file's own path */
 #ifndef DNS_SHIM_DEFAULT_PYTHON
 #  error "build with -DDNS_SHIM_DEFAULT_PYTHON=\"/path/to/python\""
 #endif
+#ifndef DNS_SHIM_DEFAULT_ROOT
+#  define DNS_SHIM_DEFAULT_ROOT ""
+#endif
 #ifndef DNS_SHIM_PYTHON_TAG
 #  error "build with -DDNS_SHIM_PYTHON_TAG=\"3.x\""
+#endif
+#ifndef DNS_SHIM_IN_PACKAGE
+#  define DNS_SHIM_IN_PACKAGE 0
 #endif
 #define DNS_SHIM_VERSION_TEXT_(a, b, c) #a "." #b "." #c
 #define DNS_SHIM_VERSION_TEXT(a, b, c) DNS_SHIM_VERSION_TEXT_(a, b, c)
@@ -101,10 +119,57 @@ static const uint32_t dns_shim__known_sizes[] = {
 #define DNS_SHIM__ALL_SECTIONS \
     (DNS_SHIM_SECTION_ANSWER | DNS_SHIM_SECTION_AUTHORITY | DNS_SHIM_SECTION_ADDITIONAL)
 
-static void dns_shim__log(const char *what)
+/* ------------------------------------------------------------------ */
+/* Logging                                                              */
+
+static pthread_mutex_t dns_shim__log_lock = PTHREAD_MUTEX_INITIALIZER;
+static dns_shim_log_handler dns_shim__log_handler = NULL;
+static void *dns_shim__log_ctx = NULL;
+
+DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx)
 {
-    fprintf(stderr, "dnsshim: %s\n", what);
-    fflush(stderr);
+    pthread_mutex_lock(&dns_shim__log_lock);
+    dns_shim__log_handler = handler;
+    dns_shim__log_ctx = handler ? ctx : NULL;
+    pthread_mutex_unlock(&dns_shim__log_lock);
+}
+
+/* Sends one message to the handler, or to stderr. */
+static void dns_shim__log_level(int32_t level, const char *message)
+{
+    dns_shim_log_handler handler;
+    void *ctx;
+    pthread_mutex_lock(&dns_shim__log_lock);
+    handler = dns_shim__log_handler;
+    ctx = dns_shim__log_ctx;
+    pthread_mutex_unlock(&dns_shim__log_lock);
+    if (handler != NULL) {
+        handler(ctx, level, message);
+    } else {
+        fprintf(stderr, "dnsshim: %s\n", message);
+        fflush(stderr);
+    }
+}
+
+static void dns_shim__log(const char *message)
+{
+    dns_shim__log_level(DNS_SHIM_LOG_ERROR, message);
+}
+
+static void dns_shim__logf(int32_t level, const char *fmt, ...)
+{
+    char message[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    dns_shim__log_level(level, message);
+}
+
+/* For the Python side (shim/embedded.py): its reports take the same road. */
+static void dns_shim__log_message(int32_t level, const char *message)
+{
+    dns_shim__log_level(level, message);
 }
 
 /* ------------------------------------------------------------------ */
@@ -159,19 +224,98 @@ DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callb
 
 static pthread_once_t dns_shim__once = PTHREAD_ONCE_INIT;
 static int32_t dns_shim__init_status = DNS_SHIM_ERR_INIT;
+static int dns_shim__owns = 0;         /* we started the interpreter */
+static int dns_shim__start_failed = 0; /* the init code could not load the parser */
+static char dns_shim__root[4096];      /* where the shim package is ("" : on sys.path) */
+static char dns_shim__derived_python[4096 + 64];
 
-/* Starts CPython from the pinned installation, unless the process already
+/* The directory of this shared object, or "" (a static build: there is no
+** file of our own). */
+static void dns_shim__own_dir(char *out, size_t size)
+{
+    Dl_info info;
+    char *slash;
+    out[0] = '\0';
+    if (!DNS_SHIM_IN_PACKAGE || dladdr((void *)&dns_shim_version, &info) == 0 ||
+        info.dli_fname == NULL || realpath(info.dli_fname, out) == NULL)
+        return;
+    slash = strrchr(out, '/');
+    if (slash != NULL)
+        *slash = '\0';
+}
+
+/* Where the shim package is, and the Python installation it belongs to,
+** for a library installed in it: <site-packages>/shim/lib/libdnsshim.so.N,
+** <prefix>/lib/pythonX.Y/site-packages, <prefix>/bin/pythonX.Y. */
+static void dns_shim__locate(void)
+{
+    char dir[4096];
+    size_t n;
+    snprintf(dns_shim__root, sizeof dns_shim__root, "%s", DNS_SHIM_DEFAULT_ROOT);
+    dns_shim__own_dir(dir, sizeof dir);
+    n = strlen(dir);
+    if (n > strlen("/shim/lib") && strcmp(dir + n - strlen("/shim/lib"), "/shim/lib") == 0) {
+        char python[4096 + 64];
+        dir[n - strlen("/shim/lib")] = '\0'; /* site-packages */
+        snprintf(dns_shim__root, sizeof dns_shim__root, "%s", dir);
+        snprintf(python, sizeof python, "%s/../../../bin/python" DNS_SHIM_PYTHON_TAG, dir);
+        if (access(python, X_OK) == 0)
+            snprintf(dns_shim__derived_python, sizeof dns_shim__derived_python, "%s", python);
+    }
+}
+
+/* The CPython minor version ("3.12") of a python executable, read from its
+** virtualenv's pyvenv.cfg or its file name; "" when neither says. */
+static void dns_shim__python_version(const char *python, char *out, size_t size)
+{
+    char path[4096], line[512], real[4096];
+    const char *name;
+    FILE *f;
+    out[0] = '\0';
+    snprintf(path, sizeof path, "%s", python);
+    if (strrchr(path, '/'))
+        *strrchr(path, '/') = '\0';
+    strncat(path, "/../pyvenv.cfg", sizeof path - strlen(path) - 1);
+    if ((f = fopen(path, "r")) != NULL) {
+        while (fgets(line, sizeof line, f)) {
+            unsigned major, minor;
+            if ((sscanf(line, "version = %u.%u", &major, &minor) == 2 ||
+                 sscanf(line, "version_info = %u.%u", &major, &minor) == 2)) {
+                snprintf(out, size, "%u.%u", major, minor);
+                break;
+            }
+        }
+        fclose(f);
+        if (out[0])
+            return;
+    }
+    name = realpath(python, real) ? real : python;
+    name = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+    if (strncmp(name, "python", 6) == 0 && strchr(name + 6, '.'))
+        snprintf(out, size, "%s", name + 6);
+}
+
+/* Starts CPython from the chosen installation, unless the process already
 ** runs an interpreter.  Returns 0 on success. */
 static int dns_shim__start_interpreter(void)
 {
     PyStatus st;
     PyConfig config;
+    char version[64];
     const char *python = getenv("DNS_SHIM_PYTHON");
 
     if (Py_IsInitialized())
         return 0;
     if (python == NULL || python[0] == '\0')
-        python = DNS_SHIM_DEFAULT_PYTHON;
+        python = dns_shim__derived_python[0] ? dns_shim__derived_python : DNS_SHIM_DEFAULT_PYTHON;
+    dns_shim__python_version(python, version, sizeof version);
+    if (version[0] && strcmp(version, DNS_SHIM_PYTHON_TAG) != 0) {
+        dns_shim__logf(DNS_SHIM_LOG_ERROR,
+                       "this library embeds CPython " DNS_SHIM_PYTHON_TAG " but the Python it was "
+                       "given, %s, is CPython %s: rebuild the library with that Python, or set "
+                       "DNS_SHIM_PYTHON to a CPython " DNS_SHIM_PYTHON_TAG, python, version);
+        return -1;
+    }
 
     /* Isolated: no PYTHON* variables, no user site, no current directory on
     ** sys.path; the installation is the one of `python`, a virtualenv's
@@ -185,28 +329,47 @@ static int dns_shim__start_interpreter(void)
         st = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);
     if (PyStatus_Exception(st)) {
-        fprintf(stderr, "dnsshim: the embedded Python (%s) did not start: %s%s%s\n",
-                python, st.func ? st.func : "", st.func ? ": " : "",
-                st.err_msg ? st.err_msg : "unknown error");
-        fflush(stderr);
+        dns_shim__logf(DNS_SHIM_LOG_ERROR, "the embedded CPython " DNS_SHIM_PYTHON_TAG
+                       " (%s) did not start: %s%s%s", python, st.func ? st.func : "",
+                       st.func ? ": " : "", st.err_msg ? st.err_msg : "unknown error");
         return -1;
     }
+    dns_shim__owns = 1;
     /* Release the GIL, as cffi does after starting Python itself. */
     PyEval_SaveThread();
     return 0;
 }
 
+/* For the init code (build_ffi.py's INIT_CODE). */
+static const char *dns_shim__package_root(void)
+{
+    return dns_shim__root;
+}
+
+static int32_t dns_shim__owns_interpreter(void)
+{
+    return dns_shim__owns;
+}
+
+static void dns_shim__report_start_failure(const char *why)
+{
+    dns_shim__start_failed = 1;
+    dns_shim__log(why);
+}
+
 static void dns_shim__init_once(void)
 {
+    dns_shim__locate();
     if (dns_shim__start_interpreter() != 0) {
         dns_shim__log("runtime start-up failed; every call returns DNS_SHIM_ERR_INIT");
         return;
     }
-    /* Runs the init code: imports shim.embedded and calls its attach(), which gives the
-    ** extern "Python" function its body.  cffi prints the traceback on failure. */
-    if (cffi_start_python() != 0) {
-        dns_shim__log("the parser could not be loaded (traceback above); "
-                      "every call returns DNS_SHIM_ERR_INIT");
+    /* Runs the init code: imports shim.embedded and calls its attach(), which
+    ** gives the extern "Python" functions their bodies; a failure there is
+    ** reported through dns_shim__report_start_failure.  cffi's own start-up
+    ** failures (its backend missing) it prints itself. */
+    if (cffi_start_python() != 0 || dns_shim__start_failed) {
+        dns_shim__log("the parser could not be loaded; every call returns DNS_SHIM_ERR_INIT");
         return;
     }
     dns_shim__init_status = DNS_SHIM_OK;

@@ -54,19 +54,22 @@
 **   The runtime.  The first call that needs it starts an embedded CPython (the
 **   one the library was built with: see DNS_SHIM_PYTHON below), imports the
 **   parser, and keeps it for the life of the process.  If that fails, that call
-**   and every later one return DNS_SHIM_ERR_INIT and the reason is written to
-**   stderr.  Call dns_shim_init() at start-up to pay this cost (tens of
-**   milliseconds) up front and learn about a failure early.
+**   and every later one return DNS_SHIM_ERR_INIT and the reason is logged
+**   (stderr unless dns_shim_set_log_handler says otherwise).  Call
+**   dns_shim_init() at start-up to pay this cost (tens of milliseconds) up
+**   front and learn about a failure early.
 **
 **   Environment.  The library ignores PYTHONHOME, PYTHONPATH and every other
 **   PYTHON* variable when it starts its own interpreter, so the program's
 **   environment cannot change which Python parses its messages.  One variable
 **   is read: DNS_SHIM_PYTHON, the path of a python executable (a virtualenv's
-**   bin/python, say) whose installation and site-packages to use instead of
-**   the one pinned at build time; it is meant for relocated installs.
-**   When the library is loaded into a process that already runs Python, it
-**   uses that interpreter and its sys.path (plus the directory of the shim
-**   package it was built from).
+**   bin/python, say) whose installation and site-packages to use, of the
+**   CPython version the library embeds.  Without it, a library installed
+**   inside the shim Python package uses the Python installation it sits in
+**   (found from its own path), and any other uses the one pinned at build
+**   time.  When the library is loaded into a process that already runs
+**   Python, it uses that interpreter and its sys.path (plus the directory of
+**   the shim package it belongs to).
 **
 **   fork().  Forking while no thread is inside the library is fine; the child
 **   keeps using the library normally.  Forking while another thread is inside
@@ -96,10 +99,17 @@
 
 DNS_SHIM_BEGIN_DECLS
 
-/* The version of this header; dns_shim_version() gives the library's. */
-#define DNS_SHIM_VERSION_MAJOR 0
-#define DNS_SHIM_VERSION_MINOR 1
+/*
+** The version of this header; dns_shim_version() gives the library's.  The
+** major version is the ABI: the shared object is libdnsshim.so.MAJOR, and
+** within a major version nothing is removed or changed, only added.  The
+** package's version (shim.__version__) is checked against these at build.
+*/
+#define DNS_SHIM_VERSION_MAJOR 1
+#define DNS_SHIM_VERSION_MINOR 0
 #define DNS_SHIM_VERSION_PATCH 0
+/* One number to compare: 0xMMmmpp, e.g. 0x010000 for 1.0.0. */
+#define DNS_SHIM_VERSION_NUMBER ((DNS_SHIM_VERSION_MAJOR << 16) | (DNS_SHIM_VERSION_MINOR << 8) | DNS_SHIM_VERSION_PATCH)
 
 /*
 ** Status codes.  0 is success, every failure is negative.  The values are
@@ -154,7 +164,8 @@ typedef enum dns_shim_status {
     /* The embedded Python runtime or its packages could not start. */
     DNS_SHIM_ERR_INIT = -14,
     /* Anything unexpected inside the library (a bug): the details, with the
-    ** Python traceback, are written to stderr; the caller is never crashed. */
+    ** Python traceback, are logged (see dns_shim_set_log_handler); the caller
+    ** is never crashed. */
     DNS_SHIM_ERR_INTERNAL = -15
 } dns_shim_status;
 
@@ -380,8 +391,8 @@ DNS_SHIM_API int32_t dns_shim_process(const uint8_t *dns_response, int32_t respo
 /*
 ** dns_shim_init: start the embedded runtime now rather than on the first
 ** call that needs it.  Optional; safe to call more than once, from any
-** thread.  Returns DNS_SHIM_OK or DNS_SHIM_ERR_INIT (the reason is written
-** to stderr).
+** thread.  Returns DNS_SHIM_OK or DNS_SHIM_ERR_INIT (the reason is
+** logged).
 */
 DNS_SHIM_API int32_t dns_shim_init(void);
 
@@ -394,10 +405,41 @@ DNS_SHIM_API const char *dns_shim_strerror(int32_t status);
 
 /*
 ** dns_shim_version: the library's version, "MAJOR.MINOR.PATCH", followed by
-** the CPython it embeds, e.g. "0.1.0 (CPython 3.11)".  Static text.  Never
-** starts the runtime.
+** the CPython it embeds, e.g. "1.0.0 (CPython 3.11)".  Static text.  Never
+** starts the runtime.  A library embeds one CPython minor version: pointed
+** at another (DNS_SHIM_PYTHON), it refuses to start with DNS_SHIM_ERR_INIT
+** and a message that names both.
 */
 DNS_SHIM_API const char *dns_shim_version(void);
+
+/*
+** Log levels, the syslog severities of the same names.
+*/
+typedef enum dns_shim_log_level {
+    DNS_SHIM_LOG_ERROR = 3,   /* the runtime did not start; an internal error
+                              ** (with its Python traceback) */
+    DNS_SHIM_LOG_WARNING = 4, /* a Python warning raised inside the library */
+    DNS_SHIM_LOG_INFO = 6,
+    DNS_SHIM_LOG_DEBUG = 7
+} dns_shim_log_level;
+
+/*
+** A log handler: called with the ctx given to dns_shim_set_log_handler, a
+** dns_shim_log_level and one message (NUL-terminated UTF-8, possibly several
+** lines, no final newline), valid during the call only.  It may be called
+** from any thread that calls the library, concurrently; it must not call
+** back into the library.
+*/
+typedef void (*dns_shim_log_handler)(void *ctx, int32_t level, const char *message);
+
+/*
+** dns_shim_set_log_handler: where the library's diagnostics go: start-up
+** failures, internal errors with their traceback, and, in an interpreter
+** the library started itself, Python's warnings and unraisable exceptions.
+** NULL restores the default, stderr (each message flushed at once).  Takes
+** effect for messages logged after it returns.  Never starts the runtime.
+*/
+DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx);
 
 DNS_SHIM_END_DECLS
 

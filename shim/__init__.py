@@ -8,4 +8,4 @@ The package is the Python half of ``libdnsshim.so``:
   program's callbacks (used inside the library through cffi).
 """
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
