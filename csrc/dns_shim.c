@@ -335,9 +335,49 @@ static int dns_shim__start_interpreter(void)
         return -1;
     }
     dns_shim__owns = 1;
-    /* Release the GIL, as cffi does after starting Python itself. */
-    PyEval_SaveThread();
     return 0;
+}
+
+/* While cffi loads the parser in an interpreter we started, what it prints
+** (its own start-up failures, with their traceback) is caught and logged,
+** so that it reaches the program's log handler.  Called with the GIL held;
+** on(1) returns the catching stream, off(stream) logs what it caught. */
+static PyObject *dns_shim__catch_stderr(void)
+{
+    PyObject *io = PyImport_ImportModule("io"), *stream = NULL;
+    if (io != NULL) {
+        stream = PyObject_CallMethod(io, "StringIO", NULL);
+        Py_DECREF(io);
+    }
+    if (stream == NULL || PySys_SetObject("stderr", stream) != 0) {
+        PyErr_Clear();
+        Py_CLEAR(stream);
+    }
+    return stream;
+}
+
+static void dns_shim__release_stderr(PyObject *stream)
+{
+    PyObject *text;
+    const char *utf8;
+    if (stream == NULL)
+        return;
+    PySys_SetObject("stderr", PySys_GetObject("__stderr__"));
+    text = PyObject_CallMethod(stream, "getvalue", NULL);
+    utf8 = text ? PyUnicode_AsUTF8(text) : NULL;
+    if (utf8 != NULL && utf8[0] != '\0') {
+        char *copy = strdup(utf8);
+        if (copy != NULL) {
+            size_t n = strlen(copy);
+            while (n > 0 && copy[n - 1] == '\n')
+                copy[--n] = '\0';
+            dns_shim__log(copy);
+            free(copy);
+        }
+    }
+    PyErr_Clear();
+    Py_XDECREF(text);
+    Py_DECREF(stream);
 }
 
 /* For the init code (build_ffi.py's INIT_CODE). */
@@ -368,7 +408,21 @@ static void dns_shim__init_once(void)
     ** gives the extern "Python" functions their bodies; a failure there is
     ** reported through dns_shim__report_start_failure.  cffi's own start-up
     ** failures (its backend missing) it prints itself. */
-    if (cffi_start_python() != 0 || dns_shim__start_failed) {
+    if (dns_shim__owns) {
+        /* We hold the GIL since Py_InitializeFromConfig. */
+        PyObject *caught = dns_shim__catch_stderr();
+        /* Release the GIL, as cffi does after starting Python itself. */
+        PyThreadState *ts = PyEval_SaveThread();
+        int rc = cffi_start_python();
+        PyEval_RestoreThread(ts);
+        dns_shim__release_stderr(caught);
+        PyEval_SaveThread();
+        if (rc != 0)
+            dns_shim__start_failed = 1;
+    } else if (cffi_start_python() != 0) {
+        dns_shim__start_failed = 1;
+    }
+    if (dns_shim__start_failed) {
         dns_shim__log("the parser could not be loaded; every call returns DNS_SHIM_ERR_INIT");
         return;
     }

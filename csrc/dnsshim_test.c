@@ -13,6 +13,8 @@
 **   --no-typed      leave every typed callback NULL (all go to on_other)
 **   --no-other      leave on_other NULL
 **   --hex           the files hold hex text
+**   --log           install a log handler that prints each message to stdout
+**                   as "log LEVEL: LINE" (one per line of the message)
 **
 ** For each file it prints "# FILE", one line per callback with every field,
 ** then "status N NAME".  The Python tests compare these lines with what
@@ -178,6 +180,20 @@ static int32_t on_other(void *ctx, const dns_shim_raw *r)
     return count_call(ctx);
 }
 
+static void print_log(void *ctx, int32_t level, const char *message)
+{
+    const char *line = message;
+    if (ctx != (void *)print_log)
+        printf("log with a wrong ctx\n");
+    while (*line) {
+        const char *end = strchr(line, '\n');
+        int n = end ? (int)(end - line) : (int)strlen(line);
+        printf("log %" PRId32 ": %.*s\n", level, n, line);
+        line += n + (end ? 1 : 0);
+    }
+    fflush(stdout);
+}
+
 /* ------------------------------------------------------------------ */
 /* --api: the argument contract, checked from C                        */
 
@@ -319,13 +335,15 @@ int main(int argc, char **argv)
             other = 0;
         else if (strcmp(argv[i], "--hex") == 0)
             hex = 1;
+        else if (strcmp(argv[i], "--log") == 0)
+            dns_shim_set_log_handler(print_log, (void *)print_log);
         else if (strcmp(argv[i], "--sections") == 0 && i + 1 < argc)
             sections = (uint32_t)strtoul(argv[++i], NULL, 0);
         else if (strcmp(argv[i], "--stop-at") == 0 && i + 1 < argc)
             log.stop_at = strtol(argv[++i], NULL, 0);
         else {
             fprintf(stderr, "usage: %s [--api] [--registered] [--sections N] [--stop-at N] "
-                            "[--no-typed] [--no-other] [--hex] FILE...\n", argv[0]);
+                            "[--no-typed] [--no-other] [--hex] [--log] FILE...\n", argv[0]);
             return 2;
         }
     }

@@ -15,7 +15,11 @@ success is returned as ``DNS_SHIM__PY_DONE`` (1) and the C side turns it back
 into ``DNS_SHIM_OK``.  An exception escaping ``glue.process`` (it catches
 everything, so this is the last line of defence) returns
 ``DNS_SHIM_ERR_INTERNAL`` and is reported, never 0.
+
+Reports go to the C side's log: the program's handler, or stderr.
 """
+
+import sys
 
 from shim import glue
 from shim.status import Status
@@ -26,6 +30,13 @@ def attach():
 
     done = lib.DNS_SHIM__PY_DONE
 
+    def log(level, text):
+        lib.dns_shim__log_message(level, text.encode("utf-8", "replace"))
+
+    glue.log = log
+    if lib.dns_shim__owns_interpreter():
+        install_log_hooks(log)
+
     @ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=glue.report_unraisable)
     def dns_shim__py_process(buf, length, callbacks, finished, n_finished, steps, count, token):
         glue.release_all(finished, n_finished)
@@ -34,3 +45,25 @@ def attach():
     @ffi.def_extern(onerror=glue.report_unraisable)
     def dns_shim__py_release(token):
         glue.release(token)
+
+
+def install_log_hooks(log):
+    """In an interpreter the library started itself (and only there: a host
+    Python's hooks are its own), Python's warnings and unraisable exceptions
+    go to the library's log too."""
+    import warnings
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        log(glue.LOG_WARNING, warnings.formatwarning(message, category, filename, lineno,
+                                                     line).rstrip())
+
+    def unraisablehook(unraisable):
+        import traceback
+
+        text = "".join(traceback.format_exception(unraisable.exc_type, unraisable.exc_value,
+                                                  unraisable.exc_traceback)).rstrip()
+        what = unraisable.err_msg or "Exception ignored in"
+        log(glue.LOG_ERROR, f"{what}: {unraisable.object!r}\n{text}")
+
+    warnings.showwarning = showwarning
+    sys.unraisablehook = unraisablehook

@@ -344,16 +344,29 @@ def release_all(tokens, count) -> None:
         _PENDING.pop(tokens[i], None)
 
 
+LOG_ERROR = 3    # DNS_SHIM_LOG_ERROR
+LOG_WARNING = 4  # DNS_SHIM_LOG_WARNING
+
+
+def _log_to_stderr(level, text) -> None:
+    stream = sys.stderr if sys.stderr is not None else sys.__stderr__
+    stream.write(f"dnsshim: {text}\n")
+    stream.flush()
+
+
+#: Where reports go: (level, text) -> None.  Inside the library,
+#: shim.embedded.attach points it at the C side's log (the program's handler
+#: or stderr).
+log = _log_to_stderr
+
+
 def report(status, exc) -> None:
-    """Write an unexpected failure, with its traceback, to stderr, flushed."""
+    """Log an unexpected failure, with its traceback."""
     try:
         import traceback  # only when something went wrong: keeps start-up light
 
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        message = f"dnsshim: {status.c_name}: unexpected error in the parser:\n{text}"
-        stream = sys.stderr if sys.stderr is not None else sys.__stderr__
-        stream.write(message)
-        stream.flush()
+        log(LOG_ERROR, f"{status.c_name}: unexpected error in the parser:\n{text.rstrip()}")
     except BaseException:  # noqa: B902 - the report itself must not fail the call
         pass
 

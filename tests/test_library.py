@@ -7,6 +7,8 @@ library runs its Python half in this same interpreter, which lets the fault
 tests below inject failures into it.
 """
 
+import sys
+
 import pytest
 
 import malformed
@@ -202,3 +204,53 @@ def test_every_plan_is_released(abi, stop_at):
     assert process(abi, malformed.CASES["qr_clear"][0], None) == Status.ERR_BAD_ARGUMENT
     assert abi[1].process_dns_response(b"\x00", 1) == Status.ERR_SHORT_HEADER
     assert not last & set(glue._PENDING), "released by the next call, even a failing one"
+
+
+def test_internal_error_goes_to_the_log_handler(abi, monkeypatch, capfd):
+    ffi, lib = abi
+    got = []
+
+    @ffi.callback("void(void *, int32_t, const char *)")
+    def handler(ctx, level, message):
+        got.append((ctx, level, ffi.string(message).decode()))
+
+    marker = ffi.new("int *")
+
+    def broken(wire):
+        raise RuntimeError("injected: for the log")
+    monkeypatch.setattr(glue, "decode", broken)
+    lib.dns_shim_set_log_handler(handler, marker)
+    try:
+        assert process(abi, malformed.GOOD, Recorder(ffi)) == Status.ERR_INTERNAL
+    finally:
+        lib.dns_shim_set_log_handler(ffi.NULL, ffi.NULL)
+    assert len(got) == 1
+    ctx, level, message = got[0]
+    assert ctx == marker and level == 3  # DNS_SHIM_LOG_ERROR
+    assert message.startswith("DNS_SHIM_ERR_INTERNAL: unexpected error in the parser:\nTraceback")
+    assert message.endswith("RuntimeError: injected: for the log")
+    assert capfd.readouterr().err == ""
+    # NULL restored stderr.
+    assert process(abi, malformed.GOOD, Recorder(ffi)) == Status.ERR_INTERNAL
+    assert "dnsshim: DNS_SHIM_ERR_INTERNAL: unexpected error" in capfd.readouterr().err
+
+
+def test_warnings_and_unraisable_hooks():
+    import gc
+    import warnings
+    from shim import embedded
+    logged = []
+    saved = (warnings.showwarning, sys.unraisablehook)
+    try:
+        embedded.install_log_hooks(lambda level, text: logged.append((level, text)))
+        warnings.warn("injected warning", RuntimeWarning)
+
+        class Noisy:
+            def __del__(self):
+                raise ValueError("injected from __del__")
+        Noisy()
+        gc.collect()
+    finally:
+        warnings.showwarning, sys.unraisablehook = saved
+    assert logged[0][0] == 4 and "RuntimeWarning: injected warning" in logged[0][1]
+    assert logged[1][0] == 3 and "ValueError: injected from __del__" in logged[1][1]
