@@ -116,12 +116,27 @@ def check_status_table() -> None:
                          f"and shim/status.py {in_python}")
 
 
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def strerror_defines() -> str:
+    """dns_shim_strerror's cases, from the one table of texts (shim.status)."""
+    sys.path.insert(0, ROOT)
+    from shim.status import TEXTS, UNKNOWN_TEXT
+
+    cases = " ".join(f"case {status.c_name}: return {_c_string(text)};"
+                     for status, text in TEXTS.items())
+    return (f"#define DNS_SHIM__STRERROR_CASES {cases}\n"
+            f"#define DNS_SHIM__STRERROR_UNKNOWN {_c_string(UNKNOWN_TEXT)}\n")
+
+
 def make_ffi() -> cffi.FFI:
     ffi = cffi.FFI()
     ffi.cdef(header_cdef())
     ffi.cdef(_INTERNAL_CDEF)
     with open(os.path.join(CSRC, "dns_shim.c"), encoding="utf-8") as f:
-        ffi.set_source(MODULE, f.read())
+        ffi.set_source(MODULE, strerror_defines() + f.read())
     ffi.embedding_init_code(INIT_CODE)
     return ffi
 
@@ -252,7 +267,7 @@ def pkgconfig_text(version: str, prefix: str) -> str:
 
 def install(prefix: str, verbose: bool = False, in_package: bool = False) -> str:
     """A complete tree under prefix: lib/ (the libraries), include/dns_shim.h,
-    lib/pkgconfig/dnsshim.pc.  Inside the package (in_package), prefix is the
+    lib/pkgconfig/dnsshim.pc, bin/dnsshim-dump.  Inside the package (in_package), prefix is the
     shim/ directory itself and the .pc file finds it relative to itself."""
     version = check_version()
     lib = os.path.join(prefix, "lib")
@@ -261,6 +276,12 @@ def install(prefix: str, verbose: bool = False, in_package: bool = False) -> str
     include = os.path.join(prefix, "include")
     os.makedirs(include, exist_ok=True)
     shutil.copyfile(HEADER, os.path.join(include, "dns_shim.h"))
+    # dnsshim-dump, finding the library beside it wherever the tree is moved.
+    bindir = os.path.join(prefix, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    _run([_cc(), "-O2", "-Wall", f"-I{CSRC}", os.path.join(CSRC, "dnsshim-dump.c"),
+          "-o", os.path.join(bindir, "dnsshim-dump"), f"-L{lib}", "-ldnsshim",
+          "-Wl,-rpath,$ORIGIN/../lib"], verbose)
     pkgconfig = os.path.join(lib, "pkgconfig")
     os.makedirs(pkgconfig, exist_ok=True)
     with open(os.path.join(pkgconfig, "dnsshim.pc"), "w", encoding="utf-8") as f:

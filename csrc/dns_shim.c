@@ -558,43 +558,14 @@ DNS_SHIM_API int32_t process_dns_response(uint8_t *dns_response, int32_t respons
 /* ------------------------------------------------------------------ */
 /* Text                                                                 */
 
+/* The texts are shim/status.py's TEXTS, the one table of them:
+** build_ffi.py writes the cases here (DNS_SHIM__STRERROR_CASES). */
 DNS_SHIM_API const char *dns_shim_strerror(int32_t status)
 {
     switch (status) {
-    case DNS_SHIM_OK:
-        return "success";
-    case DNS_SHIM_ERR_NULL_BUFFER:
-        return "buffer pointer is NULL";
-    case DNS_SHIM_ERR_BAD_LENGTH:
-        return "length is negative or over 65535";
-    case DNS_SHIM_ERR_SHORT_HEADER:
-        return "message shorter than the 12-byte DNS header";
-    case DNS_SHIM_ERR_TRUNCATED:
-        return "message ends inside a question or record";
-    case DNS_SHIM_ERR_TRAILING_DATA:
-        return "bytes after the last record";
-    case DNS_SHIM_ERR_BAD_NAME:
-        return "malformed domain name or compression pointer";
-    case DNS_SHIM_ERR_BAD_RDATA:
-        return "record data malformed for its type";
-    case DNS_SHIM_ERR_NOT_RESPONSE:
-        return "message is not a response (QR bit clear)";
-    case DNS_SHIM_ERR_BAD_EDNS:
-        return "misplaced, repeated or misnamed OPT record";
-    case DNS_SHIM_ERR_FORMAT:
-        return "malformed message structure";
-    case DNS_SHIM_ERR_CALLBACK:
-        return "a callback stopped processing";
-    case DNS_SHIM_ERR_BAD_ARGUMENT:
-        return "invalid callbacks argument";
-    case DNS_SHIM_ERR_NO_MEMORY:
-        return "out of memory";
-    case DNS_SHIM_ERR_INIT:
-        return "the embedded Python runtime could not start";
-    case DNS_SHIM_ERR_INTERNAL:
-        return "internal error in the DNS shim";
+    DNS_SHIM__STRERROR_CASES
     }
-    return "unknown dnsshim status";
+    return DNS_SHIM__STRERROR_UNKNOWN;
 }
 
 DNS_SHIM_API const char *dns_shim_version(void)

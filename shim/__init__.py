@@ -5,7 +5,28 @@ The package is the Python half of ``libdnsshim.so``:
 * :mod:`shim.status`: the status codes and the exceptions that carry them;
 * :mod:`shim.decode`: wire bytes to records, pure Python over dnspython;
 * :mod:`shim.glue`: records to the C structs of ``csrc/dns_shim.h`` and the
-  program's callbacks (used inside the library through cffi).
+  program's callbacks (used inside the library through cffi);
+* :mod:`shim.api`: ``shim.parse_response(wire)`` for Python programs, the
+  same parser and statuses without C.
+
+``import shim`` stays light (the library imports it at start-up): the API's
+names are loaded on first use.
 """
 
 __version__ = "1.0.0"
+
+_API = {"parse_response", "Response", "Header", "Record", "A", "AAAA", "Target", "MX", "TXT",
+        "SRV", "NAPTR", "SOA", "Raw", "Section"}
+_STATUS = {"Status", "DnsShimError"}
+
+__all__ = sorted(_API | _STATUS)
+
+
+def __getattr__(name):
+    if name in _API:
+        from shim import api
+        return getattr(api, name)
+    if name in _STATUS:
+        from shim import status
+        return getattr(status, name)
+    raise AttributeError(f"module 'shim' has no attribute {name!r}")

@@ -43,6 +43,18 @@ def flags(option: str) -> str:
                 "libdir": LIBDIR}[option])
 
 
+def dnsshim_dump() -> int:
+    """The dnsshim-dump command: the C program installed in the package, or,
+    where it is not (an editable install), the same output from Python."""
+    import os
+
+    program = HERE / "bin" / "dnsshim-dump"
+    if program.exists():
+        os.execv(program, [str(program), *sys.argv[1:]])
+    from shim.dump import main as dump_main
+    return dump_main(sys.argv[1:])
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "dump":

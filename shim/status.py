@@ -2,8 +2,9 @@
 
 The values are the ABI of ``csrc/dns_shim.h`` (``enum dns_shim_status``);
 ``build_ffi.py`` refuses to build when the two disagree.  The text of each
-code lives in C (``dns_shim_strerror``); here each code has the exception
-class that the decoding layer raises for it.
+code is here (``TEXTS``), and ``build_ffi.py`` writes it into the library's
+``dns_shim_strerror``; each code has the exception class that the decoding
+layer raises for it.
 """
 
 import enum
@@ -33,6 +34,37 @@ class Status(enum.IntEnum):
         return "DNS_SHIM_" + self.name
 
 
+#: What dns_shim_strerror() says for each status (build_ffi.py writes these
+#: into the library), and for a code the library does not know.
+TEXTS = {
+    Status.OK: "success",
+    Status.ERR_NULL_BUFFER: "buffer pointer is NULL",
+    Status.ERR_BAD_LENGTH: "length is negative or over 65535",
+    Status.ERR_SHORT_HEADER: "message shorter than the 12-byte DNS header",
+    Status.ERR_TRUNCATED: "message ends inside a question or record",
+    Status.ERR_TRAILING_DATA: "bytes after the last record",
+    Status.ERR_BAD_NAME: "malformed domain name or compression pointer",
+    Status.ERR_BAD_RDATA: "record data malformed for its type",
+    Status.ERR_NOT_RESPONSE: "message is not a response (QR bit clear)",
+    Status.ERR_BAD_EDNS: "misplaced, repeated or misnamed OPT record",
+    Status.ERR_FORMAT: "malformed message structure",
+    Status.ERR_CALLBACK: "a callback stopped processing",
+    Status.ERR_BAD_ARGUMENT: "invalid callbacks argument",
+    Status.ERR_NO_MEMORY: "out of memory",
+    Status.ERR_INIT: "the embedded Python runtime could not start",
+    Status.ERR_INTERNAL: "internal error in the DNS shim",
+}
+UNKNOWN_TEXT = "unknown dnsshim status"
+
+
+def strerror(status: int) -> str:
+    """The text of a status, as dns_shim_strerror() gives it."""
+    try:
+        return TEXTS[Status(status)]
+    except ValueError:
+        return UNKNOWN_TEXT
+
+
 class DnsShimError(Exception):
     """A message the library rejects; ``status`` is its negative code."""
 
@@ -47,6 +79,12 @@ class DnsShimError(Exception):
         if offset is not None:
             text += f" (at offset {offset})"
         super().__init__(text)
+
+
+class BadLengthError(DnsShimError):
+    """A length below 0 or over 65535 (the Python API: over 65535)."""
+
+    status = Status.ERR_BAD_LENGTH
 
 
 class ShortHeaderError(DnsShimError):
@@ -101,6 +139,7 @@ class FormatError(DnsShimError):
 ERROR_CLASSES = {
     cls.status: cls
     for cls in (
+        BadLengthError,
         ShortHeaderError,
         TruncatedError,
         TrailingDataError,

@@ -26,7 +26,7 @@ class Built:
         self.lib = out / "libdnsshim.so"
         self.test_prog = out / "dnsshim_test"
         self.stress_prog = out / "dnsshim_stress"
-        self.dump_prog = out / "dnsshim_dump"
+        self.dump_prog = out / "dnsshim-dump"
 
 
 @pytest.fixture(scope="session")

@@ -39,14 +39,16 @@ def test_status_of(exc, status):
     assert st.status_of(exc) == status
 
 
-def test_strerror_from_c(abi):
+def test_strerror_from_c_is_the_python_table(abi):
     ffi, lib = abi
     texts = {s: ffi.string(lib.dns_shim_strerror(s)).decode() for s in Status}
+    assert texts == st.TEXTS
     assert len(set(texts.values())) == len(texts), "each status has its own text"
     assert texts[Status.OK] == "success"
     assert texts[Status.ERR_TRUNCATED] == "message ends inside a question or record"
     for unknown in (1, -16, 1000, -(2**31), 2**31 - 1):
         assert ffi.string(lib.dns_shim_strerror(unknown)) == b"unknown dnsshim status"
+        assert st.strerror(unknown) == "unknown dnsshim status"
 
 
 def test_version_from_c(abi):

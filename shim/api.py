@@ -1,0 +1,211 @@
+"""The Python API: ``shim.parse_response(wire)`` for Python programs.
+
+The same parser and the same semantics as the C ABI, without C or cffi:
+typed records for class IN (the C callbacks' structs, as frozen dataclasses),
+:class:`Raw` for everything else, all sections in wire order, and the same
+statuses, raised as :class:`shim.status.DnsShimError` subclasses that carry
+the code (``exc.status``)::
+
+    try:
+        response = shim.parse_response(wire)
+    except shim.DnsShimError as e:
+        print(e.status, e)          # e.g. Status.ERR_BAD_NAME
+    for rec in response.answer:
+        if isinstance(rec, shim.SRV):
+            print(rec.target, rec.port)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from _socket import AF_INET, AF_INET6, inet_pton
+
+import dns.rdataclass
+import dns.rdatatype
+
+from shim.decode import Section, decode
+from shim.status import BadLengthError
+
+__all__ = ["parse_response", "Response", "Header", "Record", "A", "AAAA", "Target", "MX", "TXT",
+           "SRV", "NAPTR", "SOA", "Raw", "Section"]
+
+
+def _text(name) -> str:
+    return name.to_text(omit_final_dot=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Header:
+    """dns_shim_header: the header, the first question, the OPT fields."""
+
+    id: int
+    flags: int
+    opcode: int
+    rcode: int
+    qdcount: int
+    ancount: int
+    nscount: int
+    arcount: int
+    qname: str | None
+    qtype: int
+    qclass: int
+    edns_version: int
+    edns_payload: int
+    edns_do: bool
+    edns_flags: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """dns_shim_rr: what every record carries."""
+
+    owner: str
+    type: int
+    rclass: int
+    ttl: int
+    section: Section
+    index: int
+
+
+@dataclasses.dataclass(frozen=True)
+class A(Record):
+    address: bytes  # 4 octets, network order
+
+
+@dataclasses.dataclass(frozen=True)
+class AAAA(Record):
+    address: bytes  # 16 octets, network order
+
+
+@dataclasses.dataclass(frozen=True)
+class Target(Record):
+    """CNAME, NS, PTR and DNAME."""
+
+    target: str
+
+
+@dataclasses.dataclass(frozen=True)
+class MX(Record):
+    preference: int
+    exchange: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TXT(Record):
+    strings: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class SRV(Record):
+    priority: int
+    weight: int
+    port: int
+    target: str
+
+
+@dataclasses.dataclass(frozen=True)
+class NAPTR(Record):
+    order: int
+    preference: int
+    flags: bytes
+    services: bytes
+    regexp: bytes
+    replacement: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SOA(Record):
+    mname: str
+    rname: str
+    serial: int
+    refresh: int
+    retry: int
+    expire: int
+    minimum: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Raw(Record):
+    """Any other record (other types, other classes): its RDATA as dnspython
+    re-encodes it, names expanded."""
+
+    rdata: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class Response:
+    header: Header
+    records: list  # every record, in wire order
+
+    def section(self, section: Section) -> list:
+        return [r for r in self.records if r.section == section]
+
+    @property
+    def answer(self) -> list:
+        return self.section(Section.ANSWER)
+
+    @property
+    def authority(self) -> list:
+        return self.section(Section.AUTHORITY)
+
+    @property
+    def additional(self) -> list:
+        return self.section(Section.ADDITIONAL)
+
+
+def _typed(rr: tuple, rd) -> Record:
+    t = rr[1]
+    if t == dns.rdatatype.A:
+        return A(*rr, inet_pton(AF_INET, rd.address))
+    if t == dns.rdatatype.AAAA:
+        return AAAA(*rr, inet_pton(AF_INET6, rd.address))
+    if t in (dns.rdatatype.CNAME, dns.rdatatype.NS, dns.rdatatype.PTR, dns.rdatatype.DNAME):
+        return Target(*rr, _text(rd.target))
+    if t == dns.rdatatype.MX:
+        return MX(*rr, rd.preference, _text(rd.exchange))
+    if t == dns.rdatatype.TXT:
+        return TXT(*rr, tuple(rd.strings))
+    if t == dns.rdatatype.SRV:
+        return SRV(*rr, rd.priority, rd.weight, rd.port, _text(rd.target))
+    if t == dns.rdatatype.NAPTR:
+        return NAPTR(*rr, rd.order, rd.preference, rd.flags, rd.service, rd.regexp,
+                     _text(rd.replacement))
+    if t == dns.rdatatype.SOA:
+        return SOA(*rr, _text(rd.mname), _text(rd.rname), rd.serial, rd.refresh, rd.retry,
+                   rd.expire, rd.minimum)
+    return None
+
+
+#: The types with a typed record (class IN), as the C ABI has typed callbacks.
+TYPED_TYPES = frozenset((dns.rdatatype.A, dns.rdatatype.AAAA, dns.rdatatype.CNAME,
+                         dns.rdatatype.NS, dns.rdatatype.PTR, dns.rdatatype.DNAME,
+                         dns.rdatatype.MX, dns.rdatatype.TXT, dns.rdatatype.SRV,
+                         dns.rdatatype.NAPTR, dns.rdatatype.SOA))
+
+
+def parse_response(wire) -> Response:
+    """Parse a whole DNS response (bytes-like, without a TCP length prefix).
+
+    :raises shim.status.DnsShimError: the subclass for the first defect, with
+        ``.status`` the code the C ABI returns for the same bytes (a length
+        over 65535 is :class:`BadLengthError`).
+    :raises TypeError: if ``wire`` is not bytes-like.
+    """
+    wire = bytes(memoryview(wire))
+    if len(wire) > 65535:
+        raise BadLengthError(f"{len(wire)} octets")
+    decoded = decode(wire)
+    h = decoded.header
+    header = Header(h.id, h.flags, h.opcode, h.rcode, h.qdcount, h.ancount, h.nscount,
+                    h.arcount, _text(h.qname) if h.qname is not None else None, h.qtype,
+                    h.qclass, h.edns_version, h.edns_payload, h.edns_do, h.edns_flags)
+    records = []
+    for rec in decoded.records:
+        rr = (_text(rec.name), rec.rdtype, rec.rdclass, rec.ttl, Section(rec.section), rec.index)
+        typed = None
+        if rec.rdclass == dns.rdataclass.IN and rec.rdata is not None:
+            typed = _typed(rr, rec.rdata)
+        if typed is None:
+            typed = Raw(*rr, rec.rdata.to_wire() if rec.rdata is not None else b"")
+        records.append(typed)
+    return Response(header, records)
