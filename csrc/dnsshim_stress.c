@@ -687,17 +687,6 @@ static int mode_fork(void)
 /* ------------------------------------------------------------------ */
 /* soak                                                                 */
 
-static long rss_kib(void)
-{
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f == NULL || fscanf(f, "%ld %ld", &pages, &resident) != 2)
-        resident = -1;
-    if (f)
-        fclose(f);
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static int mode_soak(void)
 {
     ctx c;

@@ -1,6 +1,6 @@
 /*
-** file_util.h: reading a DNS message from a file, for the C programs of this
-** directory (not part of the library's API).
+** file_util.h: helpers of the C programs of this directory (not part of the
+** library's API): reading a DNS message from a file, and resident memory.
 */
 #ifndef DNSSHIM_FILE_UTIL_H
 #define DNSSHIM_FILE_UTIL_H
@@ -9,12 +9,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* This process's resident memory in KiB, from /proc; -1 if unknown. */
+static inline long rss_kib(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL || fscanf(f, "%ld %ld", &pages, &resident) != 2)
+        resident = -1;
+    if (f)
+        fclose(f);
+    return resident < 0 ? -1 : resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
 
 /* Reads all of `path` ("-" for stdin) into a malloc'd buffer; with `hex`,
 ** the file holds hex digits (whitespace and '#' comments to end of line
 ** allowed) and the buffer gets the bytes they spell.  Returns the buffer
 ** (free it) and sets *len, or returns NULL with a message on stderr. */
-static unsigned char *read_message(const char *path, int hex, long *len)
+static inline unsigned char *read_message(const char *path, int hex, long *len)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     unsigned char *buf = NULL;
