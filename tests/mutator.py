@@ -172,6 +172,13 @@ def disagreement(wire, dispatch=None):
     return None
 
 
+DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
+
+
+def corpus_present(corpus: Path = None) -> bool:
+    return (corpus or DEFAULT_CORPUS).is_dir()
+
+
 def seeds(corpus: Path = None):
     """The seed messages: the test vectors, the malformed-input cases and
     accepted controls, and the shared corpus when present."""
@@ -179,7 +186,7 @@ def seeds(corpus: Path = None):
     import vectors
     out = [vectors.wire(n) for n in vectors.NAMES]
     out += [w for w, _ in malformed.CASES.values()] + list(malformed.ACCEPTED.values())
-    corpus = corpus or HERE.parent.parent / "shared" / "corpus"
+    corpus = corpus or DEFAULT_CORPUS
     for folder in ("good", "bad", "captures", "cares-fuzzinput"):
         d = corpus / folder
         if d.is_dir():

@@ -26,7 +26,9 @@ def test_twenty_thousand_mutants_agree(header_ffi):
     found, accepted = mutator.run(20_000, seed=20240601, report=lambda line: None,
                                   dispatch=dispatch)
     assert found == [], found[:5]
-    assert accepted > 1000, "the mutants must not all be rejected"
+    # Enough mutants parse for the comparison of records to mean something
+    # (about 7% of them with the corpus, 2.5% from the test messages alone).
+    assert accepted > (1000 if mutator.corpus_present() else 400), accepted
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
