@@ -288,44 +288,50 @@ static int same(const message *m, int32_t status, const log_buf *log)
 static long opt_calls = 0;
 static int opt_threads = 8;
 
-/* The registered set has one ctx for all threads; its callbacks must write
-** to the calling thread's own log, so its ctx is a marker and the log is
-** thread-local. */
+/*
+** Sets for process_dns_response: the registered set is shared by every
+** thread, so its ctx only names the set (set_a, set_b); its callbacks log to
+** the calling thread's own ctx, each line marked with the set's letter.
+*/
+static ctx set_a = {{0, 0, 0}, 'A', 0, 0, 0, 0}, set_b = {{0, 0, 0}, 'B', 0, 0, 0, 0};
 static __thread ctx thread_ctx;
-static ctx shared_marker;
 
-static int32_t reg_on_header(void *p, const dns_shim_header *h)
+static int32_t fwd_header(void *p, const dns_shim_header *h)
 {
-    if (p != &shared_marker)
-        fail("registered ctx is %p, not %p", p, (void *)&shared_marker);
+    if (p != &set_a && p != &set_b)
+        fail("a registered set's ctx is %p, neither set A nor set B", p);
+    thread_ctx.set = ((ctx *)p)->set;
     return on_header(&thread_ctx, h);
 }
-static int32_t reg_on_a(void *p, const dns_shim_a *r) { (void)p; return on_a(&thread_ctx, r); }
-static int32_t reg_on_aaaa(void *p, const dns_shim_aaaa *r) { (void)p; return on_aaaa(&thread_ctx, r); }
-static int32_t reg_on_target(void *p, const dns_shim_target *r) { (void)p; return on_target(&thread_ctx, r); }
-static int32_t reg_on_mx(void *p, const dns_shim_mx *r) { (void)p; return on_mx(&thread_ctx, r); }
-static int32_t reg_on_txt(void *p, const dns_shim_txt *r) { (void)p; return on_txt(&thread_ctx, r); }
-static int32_t reg_on_srv(void *p, const dns_shim_srv *r) { (void)p; return on_srv(&thread_ctx, r); }
-static int32_t reg_on_naptr(void *p, const dns_shim_naptr *r) { (void)p; return on_naptr(&thread_ctx, r); }
-static int32_t reg_on_soa(void *p, const dns_shim_soa *r) { (void)p; return on_soa(&thread_ctx, r); }
-static int32_t reg_on_other(void *p, const dns_shim_raw *r) { (void)p; return on_other(&thread_ctx, r); }
+#define FORWARD(name, type, inner)                                    \
+    static int32_t name(void *p, const type *r)                       \
+    {                                                                 \
+        thread_ctx.set = ((ctx *)p)->set;                             \
+        return inner(&thread_ctx, r);                                 \
+    }
+FORWARD(fwd_a, dns_shim_a, on_a)
+FORWARD(fwd_aaaa, dns_shim_aaaa, on_aaaa)
+FORWARD(fwd_target, dns_shim_target, on_target)
+FORWARD(fwd_mx, dns_shim_mx, on_mx)
+FORWARD(fwd_txt, dns_shim_txt, on_txt)
+FORWARD(fwd_srv, dns_shim_srv, on_srv)
+FORWARD(fwd_naptr, dns_shim_naptr, on_naptr)
+FORWARD(fwd_soa, dns_shim_soa, on_soa)
+FORWARD(fwd_other, dns_shim_raw, on_other)
 
-static void fill_registered(dns_shim_callbacks *cb)
+static void fill_forwarding(dns_shim_callbacks *cb, ctx *set)
 {
-    memset(cb, 0, sizeof *cb);
-    cb->struct_size = sizeof *cb;
-    cb->sections = 7;
-    cb->ctx = &shared_marker;
-    cb->on_header = reg_on_header;
-    cb->on_a = reg_on_a;
-    cb->on_aaaa = reg_on_aaaa;
-    cb->on_cname = cb->on_ns = cb->on_ptr = cb->on_dname = reg_on_target;
-    cb->on_mx = reg_on_mx;
-    cb->on_txt = reg_on_txt;
-    cb->on_srv = reg_on_srv;
-    cb->on_naptr = reg_on_naptr;
-    cb->on_soa = reg_on_soa;
-    cb->on_other = reg_on_other;
+    fill_callbacks(cb, set);
+    cb->on_header = fwd_header;
+    cb->on_a = fwd_a;
+    cb->on_aaaa = fwd_aaaa;
+    cb->on_cname = cb->on_ns = cb->on_ptr = cb->on_dname = fwd_target;
+    cb->on_mx = fwd_mx;
+    cb->on_txt = fwd_txt;
+    cb->on_srv = fwd_srv;
+    cb->on_naptr = fwd_naptr;
+    cb->on_soa = fwd_soa;
+    cb->on_other = fwd_other;
 }
 
 static void *thread_main(void *arg)
@@ -364,7 +370,7 @@ static int mode_threads(void)
     dns_shim_callbacks reg;
     long t, bad = 0;
     compute_references();
-    fill_registered(&reg);
+    fill_forwarding(&reg, &set_a);
     dns_shim_register_callbacks(&reg);
     for (t = 0; t < opt_threads; t++)
         pthread_create(&threads[t], NULL, thread_main, (void *)t);
@@ -425,46 +431,7 @@ static int mode_first_call(void)
 /* ------------------------------------------------------------------ */
 /* register                                                             */
 
-static ctx set_a = {{0, 0, 0}, 'A', 0, 0, 0, 0}, set_b = {{0, 0, 0}, 'B', 0, 0, 0, 0};
 static int dispatchers_done = 0;
-static __thread ctx *race_ctx;
-
-/* Both sets log into the calling thread's buffer, each with its own letter. */
-static int32_t race_header(void *p, const dns_shim_header *h)
-{
-    race_ctx->set = ((ctx *)p)->set;
-    return on_header(race_ctx, h);
-}
-#define RACE(name, type, inner)                                       \
-    static int32_t name(void *p, const type *r)                       \
-    {                                                                 \
-        race_ctx->set = ((ctx *)p)->set;                              \
-        return inner(race_ctx, r);                                    \
-    }
-RACE(race_a, dns_shim_a, on_a)
-RACE(race_aaaa, dns_shim_aaaa, on_aaaa)
-RACE(race_target, dns_shim_target, on_target)
-RACE(race_mx, dns_shim_mx, on_mx)
-RACE(race_txt, dns_shim_txt, on_txt)
-RACE(race_srv, dns_shim_srv, on_srv)
-RACE(race_naptr, dns_shim_naptr, on_naptr)
-RACE(race_soa, dns_shim_soa, on_soa)
-RACE(race_other, dns_shim_raw, on_other)
-
-static void fill_race(dns_shim_callbacks *cb, ctx *set)
-{
-    fill_callbacks(cb, set);
-    cb->on_header = race_header;
-    cb->on_a = race_a;
-    cb->on_aaaa = race_aaaa;
-    cb->on_cname = cb->on_ns = cb->on_ptr = cb->on_dname = race_target;
-    cb->on_mx = race_mx;
-    cb->on_txt = race_txt;
-    cb->on_srv = race_srv;
-    cb->on_naptr = race_naptr;
-    cb->on_soa = race_soa;
-    cb->on_other = race_other;
-}
 
 /* The log of a set: the reference log with every line's letter replaced. */
 static int is_whole_set(const char *log, const char *ref)
@@ -486,21 +453,19 @@ static int is_whole_set(const char *log, const char *ref)
 static void *race_main(void *arg)
 {
     long t = (long)arg, i = 0, bad = 0;
-    ctx mine;
-    memset(&mine, 0, sizeof mine);
-    race_ctx = &mine;
+    ctx *mine = &thread_ctx;
     for (i = 0; i < opt_calls; i++) {
         const message *m = &messages[(i + t) % n_messages];
         int32_t status;
-        log_reset(&mine.log);
+        log_reset(&mine->log);
         status = process_dns_response(m->wire, m->len);
-        if (status != m->status || !is_whole_set(mine.log.data ? mine.log.data : "", m->log)) {
+        if (status != m->status || !is_whole_set(mine->log.data ? mine->log.data : "", m->log)) {
             if (bad++ < 3)
                 fail("thread %ld call %ld (%s) saw a mixed or broken set: status %d\n%s", t, i,
-                     m->path, status, mine.log.data ? mine.log.data : "");
+                     m->path, status, mine->log.data ? mine->log.data : "");
         }
     }
-    free(mine.log.data);
+    free(mine->log.data);
     __atomic_add_fetch(&dispatchers_done, 1, __ATOMIC_SEQ_CST);
     return (void *)bad;
 }
@@ -518,8 +483,8 @@ static int mode_register(void)
         ** must have copied it. */
         dns_shim_callbacks *tmp = malloc(sizeof *tmp);
         switch (round % 3) {
-        case 0: fill_race(tmp, &set_a); dns_shim_register_callbacks(tmp); break;
-        case 1: fill_race(tmp, &set_b); dns_shim_register_callbacks(tmp); break;
+        case 0: fill_forwarding(tmp, &set_a); dns_shim_register_callbacks(tmp); break;
+        case 1: fill_forwarding(tmp, &set_b); dns_shim_register_callbacks(tmp); break;
         default: dns_shim_register_callbacks(NULL); break;
         }
         memset(tmp, 0xA5, sizeof *tmp);
