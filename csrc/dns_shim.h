@@ -38,18 +38,20 @@
 **   Names.  Owner names, targets, qname, mname... are NUL-terminated
 **   presentation format exactly as dnspython's
 **   Name.to_text(omit_final_dot=True) writes them: no final dot, the root is
-**   ".", case kept as on the wire, and bytes outside letters, digits and '-'
-**   escaped ("\." for a dot inside a label, "\032" for a space, "\000" for a
-**   NUL...), so a name never contains a NUL, space or control byte.
+**   ".", case kept as on the wire; the characters "().;\@$ inside a label
+**   escaped with a backslash ("\." for a dot), and bytes outside printable
+**   ASCII as \DDD ("\032" for a space, "\000" for a NUL), so a name never
+**   contains a NUL, space or control byte.
 **
 **   Byte strings.  dns_shim_bytes is binary safe: use len, not strlen.  For
 **   convenience data[len] is always a NUL byte.
 **
 **   Threads.  Every function may be called from any thread, concurrently.
 **   Parsing runs under the embedded interpreter's global lock, so calls from
-**   several threads are serialised while they are inside the parser; the lock
-**   is released while your callbacks run.  A callback may call
-**   dns_shim_process() (re-entry) and dns_shim_register_callbacks().
+**   several threads are serialised while they are inside the parser (more
+**   threads do not parse faster); the callbacks are called from C after the
+**   parse, without that lock.  A callback may call dns_shim_process()
+**   (re-entry) and dns_shim_register_callbacks().
 **
 **   The runtime.  The first call that needs it starts an embedded CPython (the
 **   one the library was built with: see DNS_SHIM_PYTHON below), imports the
