@@ -209,3 +209,18 @@ def test_only_our_symbols_are_exported(built, installed, where):
     soname = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True,
                             check=True).stdout
     assert "Library soname: [libdnsshim.so.1]" in soname
+
+
+@pytest.mark.parametrize("compiler, flags", [
+    ("cc", ["-x", "c", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror"]),
+    ("c++", ["-x", "c++", "-std=c++11", "-Wall", "-Wextra", "-pedantic", "-Werror"]),
+])
+def test_header_compiles_on_its_own(tmp_path, compiler, flags):
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no {compiler}")
+    source = tmp_path / "use.c"
+    source.write_text('#include "dns_shim.h"\n'
+                      'int main(void) { return dns_shim_strerror(DNS_SHIM_OK) == 0 '
+                      '&& DNS_SHIM_VERSION_NUMBER > 0; }\n')
+    subprocess.run([compiler, *flags, f"-I{ROOT / 'csrc'}", "-fsyntax-only", str(source)],
+                   check=True)
