@@ -106,6 +106,10 @@ class _Converter:
             if len(self.names) >= NAME_CACHE_SIZE:
                 self.names.clear()
             self.names[name.labels] = text
+        # The cache may be emptied (by this message, or by another thread's
+        # or a re-entrant call's) while C still reads this text: the message
+        # holds it too.
+        self.keep.append(text)
         return text
 
     def bytes(self, data):

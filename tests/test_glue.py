@@ -159,3 +159,24 @@ def test_rdata_with_a_compressed_name_has_no_wire_copy():
     assert cname.rdata_wire is None
     a = decode(malformed.GOOD).records[0]
     assert a.rdata_wire == bytes([192, 0, 2, 1])
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_name_cache_overflow_keeps_every_text_alive(header_ffi, monkeypatch, size):
+    # The cache is emptied when full, even in the middle of a message: the
+    # texts a message already handed out must stay alive until it is done.
+    import gc
+    monkeypatch.setattr(glue, "NAME_CACHE_SIZE", size)
+    wire = vectors.wire("every_type")
+    for _ in range(3):
+        rec = Recorder(header_ffi)
+        buf = header_ffi.new("uint8_t[]", wire)
+        conv, calls = glue.prepare(header_ffi, decode_module.decode(wire), rec.struct)
+        gc.collect()
+        # Scribble over freed memory by allocating many strings of other names.
+        junk = [header_ffi.new("char[]", b"X" * 40) for _ in range(2000)]
+        for member, arg in calls:
+            getattr(rec.struct, member)(rec.struct.ctx, arg)
+        del junk
+        assert rec.lines + ["status 0 success"] == reference.expected_log(wire)
+        assert buf
