@@ -58,7 +58,7 @@ extern "Python" void dns_shim__py_release(uint64_t token);
 const char *dns_shim__package_root(void);
 int32_t dns_shim__owns_interpreter(void);
 void dns_shim__report_start_failure(const char *why);
-void dns_shim__log_message(int32_t level, const char *message);
+void dns_shim__log_level(int32_t level, const char *message);
 """
 
 # The init code cffi runs once the interpreter is up: make the shim package

@@ -134,7 +134,8 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
     pthread_mutex_unlock(&dns_shim__log_lock);
 }
 
-/* Sends one message to the handler, or to stderr. */
+/* Sends one message to the handler, or to stderr.  The Python side
+** (shim/embedded.py) logs through it too. */
 static void dns_shim__log_level(int32_t level, const char *message)
 {
     dns_shim_log_handler handler;
@@ -163,12 +164,6 @@ static void dns_shim__logf(int32_t level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
-    dns_shim__log_level(level, message);
-}
-
-/* For the Python side (shim/embedded.py): its reports take the same road. */
-static void dns_shim__log_message(int32_t level, const char *message)
-{
     dns_shim__log_level(level, message);
 }
 

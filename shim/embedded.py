@@ -31,7 +31,7 @@ def attach():
     done = lib.DNS_SHIM__PY_DONE
 
     def log(level, text):
-        lib.dns_shim__log_message(level, text.encode("utf-8", "replace"))
+        lib.dns_shim__log_level(level, text.encode("utf-8", "replace"))
 
     glue.log = log
     if lib.dns_shim__owns_interpreter():
