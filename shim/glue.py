@@ -26,7 +26,7 @@ import dns.rdataclass
 import dns.rdatatype
 
 from shim.decode import Section, decode
-from shim.status import DnsShimError, Status, status_of
+from shim.status import BadArgumentError, DnsShimError, Status, status_of
 
 _IN = dns.rdataclass.IN
 _ALL_SECTIONS = Section.ANSWER | Section.AUTHORITY | Section.ADDITIONAL
@@ -266,17 +266,11 @@ def prepare(ffi, response, callbacks):
 def _decode_for(ffi, buf, length, callbacks):
     """The checks and the decoding both paths below start with."""
     if callbacks != ffi.NULL and callbacks.sections & ~_ALL_SECTIONS:
-        raise _BadArgument
+        raise BadArgumentError("unknown bits in the sections mask")
     return decode(ffi.buffer(buf, length)[:])
 
 
-class _BadArgument(Exception):
-    pass
-
-
 def _status_of_failure(exc) -> Status:
-    if isinstance(exc, _BadArgument):
-        return Status.ERR_BAD_ARGUMENT
     status = status_of(exc)
     if not isinstance(exc, DnsShimError):
         report(status, exc)

@@ -87,6 +87,12 @@ class BadLengthError(DnsShimError):
     status = Status.ERR_BAD_LENGTH
 
 
+class BadArgumentError(DnsShimError):
+    """A callbacks struct the library cannot use (unknown sections bits)."""
+
+    status = Status.ERR_BAD_ARGUMENT
+
+
 class ShortHeaderError(DnsShimError):
     """Fewer than the 12 header bytes."""
 
@@ -140,6 +146,7 @@ ERROR_CLASSES = {
     cls.status: cls
     for cls in (
         BadLengthError,
+        BadArgumentError,
         ShortHeaderError,
         TruncatedError,
         TrailingDataError,
