@@ -176,13 +176,6 @@ def _typed(rr: tuple, rd) -> Record:
     return None
 
 
-#: The types with a typed record (class IN), as the C ABI has typed callbacks.
-TYPED_TYPES = frozenset((dns.rdatatype.A, dns.rdatatype.AAAA, dns.rdatatype.CNAME,
-                         dns.rdatatype.NS, dns.rdatatype.PTR, dns.rdatatype.DNAME,
-                         dns.rdatatype.MX, dns.rdatatype.TXT, dns.rdatatype.SRV,
-                         dns.rdatatype.NAPTR, dns.rdatatype.SOA))
-
-
 def parse_response(wire) -> Response:
     """Parse a whole DNS response (bytes-like, without a TCP length prefix).
 
