@@ -39,7 +39,7 @@ def vector_files(tmp_path_factory):
     return files
 
 
-def check_logs(stdout, files, **options):
+def check_logs(stdout, files):
     """Each file's log equals what dnspython says, or, for a message the
     library rejects, is only the expected status line: no callback ran."""
     logs = split_log(stdout)
@@ -48,9 +48,9 @@ def check_logs(stdout, files, **options):
         assert logs[str(path)] == expected, path
 
 
-def expected_for(wire, status=None, **options):
+def expected_for(wire, status=None):
     if status is None:
-        return reference.expected_log(wire, **options)
+        return reference.expected_log(wire)
     return [f"status {int(status)} {STRERROR[status]}"]
 
 
