@@ -141,11 +141,80 @@ def make_ffi() -> cffi.FFI:
     return ffi
 
 
+# ---- build prerequisites ------------------------------------------------------
+# Checked before anything is generated or compiled, by build() and by setup.py
+# (pip install .), so that a missing piece ends the build with one line naming
+# it and the Debian command that installs it, not a compiler error.
+
+
+class MissingPrerequisite(SystemExit):
+    """What the build needs and does not have: one line, naming the fix."""
+
+    def __init__(self, what: str, fix: str):
+        super().__init__(f"dnsshim: cannot build libdnsshim: {what}; {fix}")
+
+
+def _dev_package() -> str:
+    """The Debian package with this CPython's headers and libpython link."""
+    ver = sysconfig.get_python_version()
+    default = os.path.basename(os.path.realpath("/usr/bin/python3"))
+    return "python3-dev" if default == f"python{ver}" else f"python{ver}-dev"
+
+
+def _debian_fix(package: str) -> str:
+    return f"on Debian: apt-get install {package}"
+
+
+def _require_python_headers() -> None:
+    include = sysconfig.get_paths()["include"]
+    if not os.path.isfile(os.path.join(include, "Python.h")):
+        raise MissingPrerequisite(
+            f"Python.h is not in {include} (the C headers of {sys.executable})",
+            _debian_fix(_dev_package()))
+
+
+def _require_shared_libpython() -> None:
+    ver = sysconfig.get_python_version()
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        raise MissingPrerequisite(
+            f"{sys.executable} has no shared libpython (it was built without --enable-shared)",
+            f"{_debian_fix('python3-dev')} and use Debian's /usr/bin/python3, or rebuild this "
+            f"Python with --enable-shared (pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared "
+            f"pyenv install {ver})")
+    libdir = sysconfig.get_config_var("LIBDIR")
+    name = sysconfig.get_config_var("LDLIBRARY") or f"libpython{ver}.so"
+    if not os.path.exists(os.path.join(libdir, name)):
+        raise MissingPrerequisite(f"the shared libpython {name} is not in {libdir}",
+                                  _debian_fix(_dev_package()))
+
+
+def _require_compiler() -> str:
+    """The C compiler to run: $CC if set, else sysconfig's CC, else cc."""
+    if os.environ.get("CC"):
+        cc = os.environ["CC"]
+        if shutil.which(cc.split()[0]) is None:
+            raise MissingPrerequisite(f"the C compiler {cc} (from $CC) is not found",
+                                      _debian_fix("gcc") + ", or set CC to a C compiler")
+        return cc
+    names = (sysconfig.get_config_var("CC") or "").split()[:1] + ["cc"]
+    for name in names:
+        if shutil.which(name):
+            return name
+    raise MissingPrerequisite(f"no C compiler ({' or '.join(names)} on PATH)",
+                              _debian_fix("gcc"))
+
+
+def check_prerequisites() -> None:
+    """Stop with one line naming what is missing: a C compiler, Python.h, a
+    shared libpython (in the order a build needs them)."""
+    _require_compiler()
+    _require_python_headers()
+    _require_shared_libpython()
+
+
 def _python_lib() -> tuple:
     """(libdir, -l name) of this interpreter's shared libpython."""
-    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
-        raise SystemExit(f"{sys.executable} has no shared libpython: libdnsshim needs one "
-                         "(build CPython with --enable-shared)")
+    _require_shared_libpython()
     ver = sysconfig.get_config_var("LDVERSION") or sysconfig.get_python_version()
     return sysconfig.get_config_var("LIBDIR"), f"python{ver}"
 
@@ -182,7 +251,8 @@ SONAME = "libdnsshim.so." + package_version().split(".")[0]
 
 
 def _cc() -> str:
-    return os.environ.get("CC") or (sysconfig.get_config_var("CC") or "cc").split()[0]
+    """The C compiler: $CC, else the one this Python was built with, else cc."""
+    return _require_compiler()
 
 
 def _defines(python: str, root: str, in_package: bool) -> list:
@@ -214,6 +284,7 @@ def build(out_dir: str, verbose: bool = False, in_package: bool = False,
     in_package: the shared object is installed as shim/lib/ inside the
     package and finds the package and its Python from its own path.
     Returns the shared object's path."""
+    check_prerequisites()
     ffi = make_ffi()
     check_status_table()
     check_version()

@@ -18,13 +18,17 @@ from setuptools.dist import Distribution
 
 class BuildPyWithLibrary(build_py):
     def run(self):
-        super().run()
-        if getattr(self, "editable_mode", False):
-            return
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import build_ffi
+        editable = getattr(self, "editable_mode", False)
+        if not editable:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import build_ffi
 
-        build_ffi.install(os.path.join(self.build_lib, "shim"), in_package=True)
+            # A missing compiler, Python.h or libpython stops the build here,
+            # with one line saying what to install, before anything runs.
+            build_ffi.check_prerequisites()
+        super().run()
+        if not editable:
+            build_ffi.install(os.path.join(self.build_lib, "shim"), in_package=True)
 
 
 class BinaryDistribution(Distribution):

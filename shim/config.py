@@ -1,0 +1,191 @@
+"""dnsshim-config: what a C build needs to use the installed libdnsshim.
+
+    dnsshim-config [--cflags] [--libs] [--static-libs] [--pkgconfig-dir] [--prefix]
+                   [--includedir] [--libdir] [--version] [--help]
+
+The convention of curl-config and pkg-config: ``cc app.c $(dnsshim-config
+--cflags --libs)``, or ``PKG_CONFIG_PATH=$(dnsshim-config --pkgconfig-dir)
+pkg-config --cflags --libs dnsshim``.  Several options print their answers
+on one line, in the order given.
+
+It answers for the libdnsshim that ``pip install .`` built into this Python
+installation's ``shim`` package, whatever the current directory.  ``python
+-m shim`` takes the same options; run from the project's clone, where
+Python imports the source tree's ``shim/`` (which holds no library) instead
+of the installed package, it finds the installed one on ``sys.path``.
+Where there is no library it says exactly why (the source tree, an editable
+install, an incomplete installation) and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+HERE = Path(__file__).resolve().parent
+
+OPTIONS = (
+    ("cflags", "compiler flags: -I for dns_shim.h"),
+    ("libs", "linker flags for the shared library (with its rpath)"),
+    ("static-libs", "linker flags for libdnsshim.a and the libpython it needs"),
+    ("pkgconfig-dir", "the directory of dnsshim.pc, for PKG_CONFIG_PATH"),
+    ("prefix", "the directory holding lib/, include/ and bin/"),
+    ("includedir", "the directory of dns_shim.h"),
+    ("libdir", "the directory of the libraries"),
+    ("version", "the library's version"),
+)
+
+
+class NotInstalled(Exception):
+    """No built libdnsshim for this Python; the message says why and what to run."""
+
+
+class Installation:
+    """A ``shim`` package directory that holds the built library.
+
+    :param package: the package directory (``.../site-packages/shim``), the
+        prefix of its ``lib/``, ``include/`` and ``bin/``.
+    """
+
+    def __init__(self, package: Path) -> None:
+        self.prefix: Path = package
+        self.libdir: Path = package / "lib"
+        self.includedir: Path = package / "include"
+        self.pkgconfig_dir: Path = self.libdir / "pkgconfig"
+
+    def _pc_field(self, field: str) -> str:
+        text = (self.pkgconfig_dir / "dnsshim.pc").read_text(encoding="utf-8")
+        return next(line.split(":", 1)[1].strip() for line in text.splitlines()
+                    if line.startswith(field + ":"))
+
+    def value(self, option: str) -> str:
+        """What ``--<option>`` prints (option as in :data:`OPTIONS`)."""
+        if option == "cflags":
+            return f"-I{self.includedir}"
+        if option == "libs":
+            return f"-L{self.libdir} -Wl,-rpath,{self.libdir} -ldnsshim"
+        if option == "static-libs":
+            # The .pc file's Libs.private: libpython and what it needs.
+            return f"{self.libdir / 'libdnsshim.a'} {self._pc_field('Libs.private')}"
+        if option == "version":
+            return self._pc_field("Version")
+        return str({"pkgconfig-dir": self.pkgconfig_dir, "prefix": self.prefix,
+                    "includedir": self.includedir, "libdir": self.libdir}[option])
+
+
+def _has_library(package: Path) -> bool:
+    return (package / "lib" / "libdnsshim.so").exists()
+
+
+def _source_root(package: Path) -> Path | None:
+    """The project's clone, if package is its source tree's shim/."""
+    root = package.parent
+    if (root / "build_ffi.py").is_file() and (root / "csrc" / "dns_shim.h").is_file():
+        return root
+    return None
+
+
+def _other_packages() -> list[Path]:
+    """``shim`` packages on sys.path other than this one: the installed one
+    that the current directory hides from ``python -m shim``."""
+    found = []
+    for entry in sys.path:
+        try:
+            package = (Path(entry or os.curdir) / "shim").resolve()
+        except OSError:
+            continue
+        if package != HERE and package not in found and (package / "__init__.py").is_file():
+            found.append(package)
+    return found
+
+
+def _editable_sources() -> list[Path]:
+    """The source trees of this Python's editable installs of dnsshim."""
+    import importlib.metadata
+
+    roots = []
+    for dist in importlib.metadata.distributions(name="dnsshim"):
+        text = dist.read_text("direct_url.json")
+        if not text:
+            continue
+        info = json.loads(text)
+        if info.get("dir_info", {}).get("editable"):
+            roots.append(Path(unquote(urlparse(info["url"]).path)).resolve())
+    return roots
+
+
+def _why_not() -> str:
+    root = _source_root(HERE)
+    others = _other_packages()
+    if root is None:
+        return (f"{HERE} holds no lib/libdnsshim.so: this installation is incomplete; "
+                f"reinstall it with `{sys.executable} -m pip install --force-reinstall dnsshim` "
+                "from the project's clone")
+    if root in _editable_sources():
+        return (f"{HERE} is the source tree at {root}, installed in editable mode "
+                "(pip install -e), which builds no library: `pip install .` (without -e) "
+                "builds it into the installed package, `python build_ffi.py --prefix DIR` "
+                "into a tree of its own")
+    where = (f"; the installed one at {others[0]} has no lib/libdnsshim.so either (reinstall it)"
+             if others else f"; {sys.executable} has no installed dnsshim (`pip install .` "
+             "in the clone installs it)")
+    return (f"{HERE} is the source tree at {root} (Python imports shim from the current "
+            f"directory first), not an installed package, and it holds no library{where}")
+
+
+def find_installation() -> Installation:
+    """The installation whose library a C build should use.
+
+    This package when it holds the library (``pip install .``); else, when
+    this is a source tree or an editable install, another ``shim`` package on
+    ``sys.path`` that holds one.
+
+    :raises NotInstalled: with the exact reason there is none.
+    """
+    if _has_library(HERE):
+        return Installation(HERE)
+    for package in _other_packages():
+        if _has_library(package):
+            return Installation(package)
+    raise NotInstalled(_why_not())
+
+
+def parser(prog: str, epilog: str | None = None) -> argparse.ArgumentParser:
+    """The options of dnsshim-config (``python -m shim`` adds its dump)."""
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0], epilog=epilog)
+    for name, text in OPTIONS:
+        p.add_argument(f"--{name}", action="append_const", const=name, dest="what", help=text)
+    return p
+
+
+def run(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
+    """Print the answers to the options given, on one line."""
+    if not args.what:
+        p.print_usage(sys.stderr)
+        print(f"{p.prog}: give at least one option (--help lists them)", file=sys.stderr)
+        return 2
+    try:
+        installation = find_installation()
+    except NotInstalled as e:
+        if args.what == ["version"]:
+            from shim import __version__
+            print(__version__)
+            return 0
+        print(f"{p.prog}: {e}", file=sys.stderr)
+        return 1
+    print(" ".join(installation.value(w) for w in args.what))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The dnsshim-config command."""
+    p = parser("dnsshim-config")
+    return run(p.parse_args(sys.argv[1:] if argv is None else argv), p)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
