@@ -18,9 +18,11 @@
 #include "dns_shim.h"
 #include "file_util.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 static int json = 0;
 
@@ -220,15 +222,14 @@ static int32_t on_a(void *ctx, const dns_shim_a *r)
 
 static int32_t on_aaaa(void *ctx, const dns_shim_aaaa *r)
 {
-    int i;
+    char text[INET6_ADDRSTRLEN];
     (void)ctx;
     if (json)
         json_rr("aaaa", &r->rr), printf(", \"address\": \"");
     else
         print_rr(&r->rr);
-    /* Full form, no zero compression: plain and unambiguous. */
-    for (i = 0; i < 16; i += 2)
-        printf("%x%s", (r->address[i] << 8) | r->address[i + 1], i < 14 ? ":" : "");
+    /* RFC 5952 text, as dig prints it: 2001:db8::1, ::ffff:192.0.2.1. */
+    fputs(inet_ntop(AF_INET6, r->address, text, sizeof text) ? text : "?", stdout);
     fputs(json ? "\"}" : "\n", stdout);
     return 0;
 }

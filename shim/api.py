@@ -18,8 +18,10 @@ the code (``exc.status``)::
 from __future__ import annotations
 
 import dataclasses
-from _socket import AF_INET, AF_INET6, inet_pton
+from ipaddress import IPv4Address, IPv6Address
 
+import dns.name
+import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
 
@@ -30,13 +32,17 @@ __all__ = ["parse_response", "Response", "Header", "Record", "A", "AAAA", "Targe
            "SRV", "NAPTR", "SOA", "Raw", "Section"]
 
 
-def _text(name) -> str:
+def _text(name: dns.name.Name) -> str:
     return name.to_text(omit_final_dot=True)
 
 
 @dataclasses.dataclass(frozen=True)
 class Header:
-    """dns_shim_header: the header, the first question, the OPT fields."""
+    """dns_shim_header: the header, the first question, the OPT fields.
+
+    ``qname`` is None when the message has no question; ``edns_version`` is
+    -1 when it has no OPT record (then the other ``edns_*`` fields are 0).
+    """
 
     id: int
     flags: int
@@ -57,7 +63,11 @@ class Header:
 
 @dataclasses.dataclass(frozen=True)
 class Record:
-    """dns_shim_rr: what every record carries."""
+    """dns_shim_rr: what every record carries.
+
+    ``owner`` is the name's presentation text without the final dot (the
+    root is ``"."``); ``index`` counts the records of its section from 0.
+    """
 
     owner: str
     type: int
@@ -69,12 +79,18 @@ class Record:
 
 @dataclasses.dataclass(frozen=True)
 class A(Record):
-    address: bytes  # 4 octets, network order
+    """An A record of class IN: ``address.packed`` is the 4 octets in network
+    order, ``str(address)`` the dotted text."""
+
+    address: IPv4Address
 
 
 @dataclasses.dataclass(frozen=True)
 class AAAA(Record):
-    address: bytes  # 16 octets, network order
+    """An AAAA record of class IN: ``address.packed`` is the 16 octets in
+    network order, ``str(address)`` the RFC 5952 text."""
+
+    address: IPv6Address
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,17 +102,23 @@ class Target(Record):
 
 @dataclasses.dataclass(frozen=True)
 class MX(Record):
+    """An MX record of class IN."""
+
     preference: int
     exchange: str
 
 
 @dataclasses.dataclass(frozen=True)
 class TXT(Record):
-    strings: tuple
+    """A TXT record of class IN: its <character-string>s, binary safe."""
+
+    strings: tuple[bytes, ...]
 
 
 @dataclasses.dataclass(frozen=True)
 class SRV(Record):
+    """An SRV record of class IN."""
+
     priority: int
     weight: int
     port: int
@@ -105,6 +127,8 @@ class SRV(Record):
 
 @dataclasses.dataclass(frozen=True)
 class NAPTR(Record):
+    """A NAPTR record of class IN: flags, services and regexp as bytes."""
+
     order: int
     preference: int
     flags: bytes
@@ -115,6 +139,8 @@ class NAPTR(Record):
 
 @dataclasses.dataclass(frozen=True)
 class SOA(Record):
+    """An SOA record of class IN."""
+
     mname: str
     rname: str
     serial: int
@@ -134,31 +160,38 @@ class Raw(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Response:
-    header: Header
-    records: list  # every record, in wire order
+    """A parsed response: the header and every record, in wire order (the
+    OPT record is not a record: its fields are in the header)."""
 
-    def section(self, section: Section) -> list:
+    header: Header
+    records: list[Record]
+
+    def section(self, section: Section) -> list[Record]:
+        """The records of one section, in wire order."""
         return [r for r in self.records if r.section == section]
 
     @property
-    def answer(self) -> list:
+    def answer(self) -> list[Record]:
+        """The answer section's records."""
         return self.section(Section.ANSWER)
 
     @property
-    def authority(self) -> list:
+    def authority(self) -> list[Record]:
+        """The authority section's records."""
         return self.section(Section.AUTHORITY)
 
     @property
-    def additional(self) -> list:
+    def additional(self) -> list[Record]:
+        """The additional section's records (without the OPT record)."""
         return self.section(Section.ADDITIONAL)
 
 
-def _typed(rr: tuple, rd) -> Record:
+def _typed(rr: tuple, rd: dns.rdata.Rdata) -> Record | None:
     t = rr[1]
     if t == dns.rdatatype.A:
-        return A(*rr, inet_pton(AF_INET, rd.address))
+        return A(*rr, IPv4Address(rd.address))
     if t == dns.rdatatype.AAAA:
-        return AAAA(*rr, inet_pton(AF_INET6, rd.address))
+        return AAAA(*rr, IPv6Address(rd.address))
     if t in (dns.rdatatype.CNAME, dns.rdatatype.NS, dns.rdatatype.PTR, dns.rdatatype.DNAME):
         return Target(*rr, _text(rd.target))
     if t == dns.rdatatype.MX:
@@ -176,7 +209,7 @@ def _typed(rr: tuple, rd) -> Record:
     return None
 
 
-def parse_response(wire) -> Response:
+def parse_response(wire: bytes | bytearray | memoryview) -> Response:
     """Parse a whole DNS response (bytes-like, without a TCP length prefix).
 
     :raises shim.status.DnsShimError: the subclass for the first defect, with

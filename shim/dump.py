@@ -10,6 +10,7 @@ import argparse
 import json
 import re
 import sys
+from ipaddress import IPv4Address, IPv6Address
 
 from shim.api import AAAA, MX, NAPTR, SOA, SRV, TXT, A, Raw, Target, parse_response
 from shim.decode import Section
@@ -61,8 +62,18 @@ def _string(data: bytes) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _ipv6(address: bytes) -> str:
-    return ":".join(f"{(address[i] << 8) | address[i + 1]:x}" for i in range(0, 16, 2))
+def _ipv6(address: IPv6Address) -> str:
+    """RFC 5952 text as inet_ntop writes it (glibc, and BIND's, so dig's):
+    the longest run of two or more zero fields compressed, the first of equal
+    runs; an IPv4-mapped address (::ffff:0:0/96), or an IPv4-compatible one
+    (::/96 with a non-zero seventh field: ::1 stays ::1), with its last 32
+    bits dotted."""
+    packed = address.packed
+    if address.ipv4_mapped is not None:
+        return f"::ffff:{address.ipv4_mapped}"
+    if packed[:12] == bytes(12) and packed[12:14] != b"\0\0":
+        return f"::{IPv4Address(packed[12:])}"
+    return address.compressed
 
 
 def _bytes_text(data: bytes) -> str:
@@ -71,7 +82,7 @@ def _bytes_text(data: bytes) -> str:
 
 def _rdata_text(rec) -> str:
     if isinstance(rec, A):
-        return ".".join(str(b) for b in rec.address)
+        return str(rec.address)
     if isinstance(rec, AAAA):
         return _ipv6(rec.address)
     if isinstance(rec, Target):

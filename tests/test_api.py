@@ -5,9 +5,15 @@ with reference.expected_log, dnspython's own parse); python -m shim dump
 prints what the C dnsshim-dump prints, byte for byte.
 """
 
+import dataclasses
+import inspect
+import ipaddress
+import json
 import subprocess
 import sys
+import typing
 
+import dns.message
 import pytest
 
 import malformed
@@ -32,9 +38,9 @@ def log_lines(response):
         base = (f"sec={int(r.section)} idx={r.index} owner={r.owner} type={r.type} "
                 f"class={r.rclass} ttl={r.ttl}")
         if isinstance(r, api.A):
-            lines.append(f"a {base} address={'.'.join(map(str, r.address))}")
+            lines.append(f"a {base} address={'.'.join(map(str, r.address.packed))}")
         elif isinstance(r, api.AAAA):
-            lines.append(f"aaaa {base} address={r.address.hex()}")
+            lines.append(f"aaaa {base} address={r.address.packed.hex()}")
         elif isinstance(r, api.Target):
             lines.append(f"{kinds[r.type]} {base} target={r.target}")
         elif isinstance(r, api.MX):
@@ -97,7 +103,8 @@ def test_lengths_and_types():
     assert info.value.status == Status.ERR_BAD_LENGTH
     with pytest.raises(TypeError):
         shim.parse_response("not bytes")
-    assert shim.parse_response(bytearray(malformed.GOOD)).records[0].address == bytes([192, 0, 2, 1])
+    assert shim.parse_response(bytearray(malformed.GOOD)).records[0].address.packed == bytes(
+        [192, 0, 2, 1])
     assert shim.parse_response(memoryview(malformed.GOOD)).header.id == 0x1234
 
 
@@ -114,6 +121,50 @@ def test_sections_and_typed_set():
     assert {r.type for r in records if isinstance(r, api.Raw)} == {257, 256}  # CAA, URI
 
 
+def test_addresses_are_ipaddress_objects():
+    response = shim.parse_response(vectors.wire("every_type"))
+    a = next(r for r in response.answer if isinstance(r, api.A))
+    aaaa = next(r for r in response.answer if isinstance(r, api.AAAA))
+    assert type(a.address) is ipaddress.IPv4Address and str(a.address) == "192.0.2.1"
+    assert a.address.packed == bytes([192, 0, 2, 1])
+    assert type(aaaa.address) is ipaddress.IPv6Address and str(aaaa.address) == "2001:db8::1"
+    assert aaaa.address.packed == bytes.fromhex("20010db8000000000000000000000001")
+    assert "address=IPv4Address('192.0.2.1')" in repr(a)
+    assert "address=IPv6Address('2001:db8::1')" in repr(aaaa)
+    forms = shim.parse_response(AAAA_FORMS_WIRE)
+    assert [str(r.address) for r in forms.answer][:3] == ["2001:db8:15::1", "::1", "::"]
+
+
+def _documented(obj) -> bool:
+    doc = inspect.getdoc(obj) or ""
+    # a dataclass without a docstring gets its signature as __doc__
+    return bool(doc) and not doc.startswith(getattr(obj, "__name__", "?") + "(")
+
+
+def _fully_annotated(function) -> bool:
+    hints = typing.get_type_hints(function)
+    params = [p for p in inspect.signature(function).parameters if p not in ("self", "cls")]
+    return "return" in hints and all(p in hints for p in params)
+
+
+@pytest.mark.parametrize("name", api.__all__)
+def test_every_public_name_has_a_docstring_and_type_hints(name):
+    obj = getattr(api, name)
+    assert _documented(obj), name
+    if inspect.isfunction(obj):
+        assert _fully_annotated(obj), name
+    elif dataclasses.is_dataclass(obj):
+        hints = typing.get_type_hints(obj)
+        assert all(f.name in hints for f in dataclasses.fields(obj)), name
+        for attr, member in vars(obj).items():
+            if attr.startswith("_"):
+                continue
+            function = member.fget if isinstance(member, property) else member
+            if inspect.isfunction(function):
+                assert _documented(function) and _fully_annotated(function), f"{name}.{attr}"
+    assert getattr(shim, name) is obj  # and it is the name shim gives
+
+
 def test_import_shim_is_light():
     out = subprocess.run([sys.executable, "-c", "import sys, shim; print('dns' in sys.modules)"],
                          capture_output=True, text=True, cwd=ROOT, check=True).stdout
@@ -123,8 +174,63 @@ def test_import_shim_is_light():
 # ---- python -m shim dump == dnsshim-dump -------------------------------------
 
 
+# AAAA addresses and the text both dump tools give them: RFC 5952, as
+# inet_ntop and dig write it (v4-mapped and v4-compatible with a dotted tail).
+AAAA_FORMS = [
+    ("2001:db8:15:0:0:0:0:1", "2001:db8:15::1"),
+    ("0:0:0:0:0:0:0:1", "::1"),
+    ("0:0:0:0:0:0:0:0", "::"),
+    ("2001:db8:0:0:1:0:0:1", "2001:db8::1:0:0:1"),      # the first of two equal runs
+    ("2001:0:0:1:0:0:0:1", "2001:0:0:1::1"),             # the longest run
+    ("2001:db8:0:1:1:1:1:1", "2001:db8:0:1:1:1:1:1"),    # one zero field stays
+    ("2001:DB8:0:0:0:0:0:ABCD", "2001:db8::abcd"),       # lower case
+    ("fe80:0:0:0:0:0:0:0", "fe80::"),
+    ("0:0:0:0:0:ffff:c000:201", "::ffff:192.0.2.1"),    # IPv4-mapped
+    ("0:0:0:0:0:ffff:0:0", "::ffff:0.0.0.0"),
+    ("0:0:0:0:0:0:c000:201", "::192.0.2.1"),            # IPv4-compatible
+    ("0:0:0:0:0:0:0:102", "::102"),
+    ("0:0:0:0:ffff:0:c000:201", "::ffff:0:c000:201"),   # not mapped
+    ("64:ff9b:0:0:0:0:c000:201", "64:ff9b::c000:201"),
+]
+AAAA_FORMS_WIRE = dns.message.from_text(
+    "id 7\nflags QR\n;QUESTION\nv6.example. IN AAAA\n;ANSWER\n"
+    + "".join(f"v6-{i}.example. 60 IN AAAA {full}\n" for i, (full, _) in enumerate(AAAA_FORMS))
+).to_wire()
+
+
+def test_aaaa_text_is_rfc5952_in_both_tools(built, tmp_path):
+    f = tmp_path / "aaaa_forms.bin"
+    f.write_bytes(AAAA_FORMS_WIRE)
+    for tool in ([str(built.dump_prog)], [sys.executable, "-m", "shim", "dump"]):
+        text = subprocess.run([*tool, str(f)], capture_output=True, text=True, check=True,
+                              cwd=ROOT).stdout
+        assert [line.rsplit("\t", 1)[1] for line in text.splitlines()
+                if "\tAAAA\t" in line and not line.startswith(";")] == [
+            want for _, want in AAAA_FORMS], tool
+        out = subprocess.run([*tool, "--json", str(f)], capture_output=True, text=True,
+                             check=True, cwd=ROOT).stdout
+        assert [r["address"] for r in json.loads(out)["records"]] == [
+            want for _, want in AAAA_FORMS], tool
+
+
+def test_ipv6_text_agrees_with_inet_ntop():
+    """python -m shim dump's IPv6 text is the C library's inet_ntop's (what
+    dnsshim-dump prints), over addresses made of zero and non-zero fields."""
+    import random
+    import socket
+
+    from shim.dump import _ipv6
+    rng = random.Random(5952)
+    fields = [0, 0, 0, 1, 0xffff, 0xc000, 0x201, 0xdb8]
+    for _ in range(20000):
+        packed = b"".join(rng.choice(fields).to_bytes(2, "big") for _ in range(8))
+        address = ipaddress.IPv6Address(packed)
+        assert _ipv6(address) == socket.inet_ntop(socket.AF_INET6, packed), address
+
+
 def _dump_files(tmp_path):
-    files = []
+    files = [tmp_path / "aaaa_forms.bin"]
+    files[0].write_bytes(AAAA_FORMS_WIRE)
     for name in vectors.NAMES:
         files.append(tmp_path / f"{name}.bin")
         files[-1].write_bytes(vectors.wire(name))
@@ -148,7 +254,6 @@ def test_python_dump_equals_c_dump(built, tmp_path, options):
 
 
 def test_dump_json_is_valid_and_escaped(built, tmp_path):
-    import json
     f = tmp_path / "odd.bin"
     f.write_bytes(vectors.wire("odd_names"))
     out = subprocess.run([str(built.dump_prog), "--json", str(f)], capture_output=True,
