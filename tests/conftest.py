@@ -6,6 +6,7 @@ directory, from this checkout, exactly as a user builds them
 """
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +94,35 @@ def require_corpus(folder: str) -> list:
 def available_corpus(*folders) -> list:
     """The files of those folders that are present (all of them in CI)."""
     return [p for folder in folders for p in (_corpus(folder) or [])]
+
+
+# ---- optional tools --------------------------------------------------------------
+# A user's machine may lack a tool that only some tests need; those tests skip
+# there, naming the Debian package that brings it.  CI (CI=true) installs them
+# all (.ci/run), so there a missing one fails, as a missing corpus does.
+
+
+def require_tool(what: str, package: str, found: bool) -> None:
+    """Skip the test unless found (fail instead under CI=true)."""
+    if found:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is required in CI (.ci/run installs the Debian package {package})")
+    pytest.skip(f"{what} is not installed (Debian: apt-get install {package})")
+
+
+def require_program(program: str, package: str) -> str:
+    """The path of an optional program; skips the test where it is absent."""
+    path = shutil.which(program)
+    require_tool(program, package, path is not None)
+    return path
+
+
+def require_cares() -> None:
+    """c-ares's headers and library, found as the Makefile finds them."""
+    require_program("pkg-config", "pkg-config")
+    found = subprocess.run(["pkg-config", "--exists", "libcares"]).returncode == 0
+    require_tool("c-ares's headers (libcares.pc)", "libc-ares-dev", found)
 
 
 def run_test_prog(built: Built, *args, env=None, cwd=None):

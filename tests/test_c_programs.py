@@ -7,7 +7,6 @@ valgrind; in a minimal environment; and with a runtime that cannot start.
 """
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -16,7 +15,8 @@ import pytest
 import malformed
 import reference
 import vectors
-from conftest import ROOT, available_corpus, require_corpus, run_test_prog, split_log
+from conftest import (ROOT, available_corpus, require_corpus, require_program, run_test_prog,
+                      split_log)
 from shim.status import Status
 
 STRERROR_OK = "status 0 success"
@@ -145,10 +145,7 @@ VALGRIND = ["valgrind", "-q", "--error-exitcode=99", "--leak-check=full",
 
 
 def _require_valgrind():
-    if shutil.which("valgrind") is None:
-        if os.environ.get("CI"):
-            pytest.fail("valgrind is required in CI (.ci/run installs it)")
-        pytest.skip("valgrind is not installed (apt-get install valgrind)")
+    require_program("valgrind", "valgrind")
 
 
 def test_valgrind_whole_corpus(built, vector_files):

@@ -1,7 +1,9 @@
 """Installing libdnsshim as a C developer would use it: pip install into a
-fresh virtualenv, then pkg-config, CMake and static builds of a C program in
-another directory, run with no LD_LIBRARY_PATH; the prefix install; the
-symbols the shared object exports."""
+fresh virtualenv (warning-free), then dnsshim-config, python -m shim,
+pkg-config, CMake and static builds of a C program in another directory,
+run with no LD_LIBRARY_PATH, from the clone's root and from elsewhere; an
+editable install and the bare source tree, which say why they have no
+library; the prefix install; the symbols the shared object exports."""
 
 import os
 import shutil
@@ -12,7 +14,7 @@ import textwrap
 import pytest
 
 import malformed
-from conftest import ROOT
+from conftest import ROOT, require_program
 
 APP = r"""
 #include <dns_shim.h>
@@ -49,16 +51,57 @@ EXPECTED = "example.com A 192.0.2.1\nstatus 0\n"
 MINIMAL_ENV = {"PATH": "/usr/bin:/bin"}
 
 
+# A user's shell: byte-compiling on (pip's build otherwise warns that it is off).
+USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """A virtualenv with `pip install .` of this checkout."""
+    """A virtualenv with `pip install .` of this checkout; pip's verbose
+    output, the build backend's included, is in pip-install.log beside it."""
     d = tmp_path_factory.mktemp("installed")
     venv = d / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    result = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(ROOT)],
-                            capture_output=True, text=True, timeout=900)
+    result = subprocess.run([str(venv / "bin" / "pip"), "install", "-v", str(ROOT)],
+                            capture_output=True, text=True, timeout=900, env=USER_ENV)
+    (d / "pip-install.log").write_text(result.stdout + result.stderr)
     assert result.returncode == 0, result.stderr[-3000:]
     return venv
+
+
+def site_packages(venv):
+    return venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+
+
+def backend_output(log: str) -> list:
+    """The lines the build backend printed, from `pip install -v`'s log: the
+    indented lines after each "Running command" that is not pip's own
+    subprocess installing the build dependencies."""
+    lines, inside = [], False
+    for line in log.splitlines():
+        if line.startswith("  Running command "):
+            inside = "pip subprocess" not in line
+        elif line.strip() and not line.startswith("  "):
+            inside = False
+        elif inside:
+            lines.append(line)
+    return lines
+
+
+def test_build_backend_prints_no_warning(installed):
+    output = backend_output((installed.parent / "pip-install.log").read_text())
+    assert any("running build_py" in line for line in output)  # the backend's output is there
+    warnings = [line for line in output if "warn" in line.lower() or line.strip() == "!!"]
+    assert warnings == []
+
+
+def test_package_ships_types_and_license(installed):
+    package = site_packages(installed) / "shim"
+    assert (package / "py.typed").is_file()
+    dist_info = site_packages(installed) / "dnsshim-1.0.0.dist-info"
+    metadata = (dist_info / "METADATA").read_text()
+    assert "License-Expression: MIT" in metadata.splitlines()
+    assert (dist_info / "licenses" / "LICENSE").read_text().startswith("MIT License")
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +112,15 @@ def app_dir(tmp_path_factory):
     return d
 
 
-def shim_flags(venv, *options):
+def shim_flags(venv, *options, cwd="/"):
     return subprocess.run([str(venv / "bin" / "python"), "-m", "shim", *options],
-                          capture_output=True, text=True, check=True, cwd="/").stdout.strip()
+                          capture_output=True, text=True, check=True, cwd=cwd).stdout.strip()
+
+
+def config(venv, *options, cwd="/"):
+    """dnsshim-config OPTIONS, run in cwd."""
+    return subprocess.run([str(venv / "bin" / "dnsshim-config"), *options], capture_output=True,
+                          text=True, cwd=cwd)
 
 
 def run_app(program, app_dir):
@@ -93,7 +142,107 @@ def test_python_m_shim_paths(installed):
         f"-I{shim_flags(installed, '--includedir')} -L{libdir} -Wl,-rpath,{libdir} -ldnsshim")
 
 
+CONFIG_OPTIONS = ["--cflags", "--libs", "--static-libs", "--pkgconfig-dir", "--prefix",
+                  "--includedir", "--libdir", "--version"]
+
+
+@pytest.mark.parametrize("where", ["clone root", "its shim/", "elsewhere"])
+def test_dnsshim_config_and_python_m_shim_wherever_run(installed, tmp_path, where):
+    cwd = {"clone root": ROOT, "its shim/": ROOT / "shim", "elsewhere": tmp_path}[where]
+    package = site_packages(installed) / "shim"
+    lib, include = package / "lib", package / "include"
+    expected = {"--cflags": f"-I{include}", "--libs": f"-L{lib} -Wl,-rpath,{lib} -ldnsshim",
+                "--pkgconfig-dir": str(lib / "pkgconfig"), "--prefix": str(package),
+                "--includedir": str(include), "--libdir": str(lib), "--version": "1.0.0"}
+    for option, value in expected.items():
+        result = config(installed, option, cwd=cwd)
+        assert (result.returncode, result.stdout, result.stderr) == (0, value + "\n", ""), option
+    static = config(installed, "--static-libs", cwd=cwd).stdout.split()
+    assert static[0] == str(lib / "libdnsshim.a") and any(f.startswith("-lpython3") for f in static)
+    # Several options: one line, in the order given; python -m shim says the same.
+    together = config(installed, *CONFIG_OPTIONS, cwd=cwd).stdout
+    assert together.count("\n") == 1 and together.startswith(expected["--cflags"] + " -L")
+    assert shim_flags(installed, *CONFIG_OPTIONS, cwd=cwd) == together.strip()
+
+
+def test_dnsshim_config_help_and_usage(installed):
+    help_text = config(installed, "--help")
+    assert help_text.returncode == 0
+    for option in CONFIG_OPTIONS:
+        assert option in help_text.stdout
+    bare = config(installed)
+    assert bare.returncode == 2 and bare.stdout == "" and "usage: dnsshim-config" in bare.stderr
+    assert config(installed, "--bogus").returncode == 2
+
+
+def test_dnsshim_config_build_from_the_clone_root(installed, app_dir):
+    """The README's `cc app.c $(dnsshim-config --cflags --libs)`, run in the
+    clone, where Python would see the source tree's shim/ first."""
+    flags = config(installed, "--cflags", "--libs", cwd=ROOT).stdout.split()
+    subprocess.run(["cc", str(app_dir / "app.c"), *flags, "-o", str(app_dir / "app_config")],
+                   check=True, cwd=ROOT)
+    run_app(app_dir / "app_config", app_dir)
+
+
+@pytest.fixture(scope="module")
+def editable(tmp_path_factory):
+    """A virtualenv with `pip install -e .` of this checkout (no library)."""
+    venv = tmp_path_factory.mktemp("editable") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    result = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "-e",
+                             str(ROOT)], capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return venv
+
+
+def _refusal(command, cwd, env=None):
+    result = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env)
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("where", ["clone root", "elsewhere"])
+def test_editable_install_says_why_it_has_no_library(editable, tmp_path, where):
+    cwd = ROOT if where == "clone root" else tmp_path
+    for command in ([str(editable / "bin" / "python"), "-m", "shim", "--cflags"],
+                    [str(editable / "bin" / "dnsshim-config"), "--libs"]):
+        why = _refusal(command, cwd)
+        assert (f"{ROOT / 'shim'} is the source tree at {ROOT}, installed in editable mode "
+                "(pip install -e), which builds no library: `pip install .`") in why
+    version = subprocess.run([str(editable / "bin" / "dnsshim-config"), "--version"],
+                             capture_output=True, text=True, cwd=cwd)
+    assert (version.returncode, version.stdout) == (0, "1.0.0\n")
+
+
+@pytest.fixture(scope="module")
+def bare_venv(tmp_path_factory):
+    """A virtualenv with nothing installed."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    return venv
+
+
+def test_source_tree_says_it_is_not_installed(bare_venv):
+    python = bare_venv / "bin" / "python"
+    why = _refusal([str(python), "-m", "shim", "--pkgconfig-dir"], ROOT)
+    assert why == (f"python -m shim: {ROOT / 'shim'} is the source tree at {ROOT} (Python imports "
+                   "shim from the current directory first), not an installed package, and it "
+                   f"holds no library; {python} has no installed dnsshim (`pip install .` in the "
+                   "clone installs it)")
+
+
+def test_incomplete_installation_says_so(bare_venv, tmp_path):
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "shim", site / "shim", ignore=shutil.ignore_patterns("__pycache__"))
+    why = _refusal([str(bare_venv / "bin" / "python"), "-m", "shim", "--libs"], tmp_path,
+                   env=dict(os.environ, PYTHONPATH=str(site)))
+    assert f"{site / 'shim'} holds no lib/libdnsshim.so: this installation is incomplete" in why
+
+
 def test_pkg_config_build(installed, app_dir):
+    require_program("pkg-config", "pkg-config")
     env = dict(os.environ, PKG_CONFIG_PATH=shim_flags(installed, "--pkgconfig-dir"))
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "dnsshim"], env=env,
                            capture_output=True, text=True, check=True).stdout.split()
@@ -112,6 +261,7 @@ def test_python_m_shim_flags_build(installed, app_dir):
 
 
 def test_static_build(installed, app_dir):
+    require_program("pkg-config", "pkg-config")
     env = dict(os.environ, PKG_CONFIG_PATH=shim_flags(installed, "--pkgconfig-dir"))
     cflags = subprocess.run(["pkg-config", "--cflags", "dnsshim"], env=env, capture_output=True,
                             text=True, check=True).stdout.split()
@@ -126,19 +276,22 @@ def test_static_build(installed, app_dir):
                             check=True).stdout
     assert "libdnsshim" not in needed and "libpython3" in needed
     run_app(program, app_dir)
-    # python -m shim --static-libs says the same.
-    program2 = app_dir / "app_static2"
-    subprocess.run(["cc", str(app_dir / "app.c"), *cflags,
-                    *shim_flags(installed, "--static-libs").split(), "-o", str(program2)],
+
+
+def test_static_build_with_dnsshim_config(installed, app_dir):
+    program = app_dir / "app_static2"
+    subprocess.run(["cc", str(app_dir / "app.c"), *config(installed, "--cflags").stdout.split(),
+                    *config(installed, "--static-libs").stdout.split(), "-o", str(program)],
                    check=True)
-    run_app(program2, app_dir)
+    needed = subprocess.run(["readelf", "-d", str(program)], capture_output=True, text=True,
+                            check=True).stdout
+    assert "libdnsshim" not in needed and "libpython3" in needed
+    run_app(program, app_dir)
 
 
 def test_cmake_build(installed, app_dir, tmp_path):
-    if shutil.which("cmake") is None:
-        if os.environ.get("CI"):
-            pytest.fail("cmake is required in CI")
-        pytest.skip("cmake is not installed")
+    require_program("cmake", "cmake")
+    require_program("pkg-config", "pkg-config")
     project = tmp_path / "cmake-app"
     project.mkdir()
     shutil.copy(app_dir / "app.c", project / "app.c")
@@ -173,6 +326,7 @@ def test_installed_dump_command(installed, tmp_path):
 
 
 def test_prefix_install(tmp_path, app_dir):
+    require_program("pkg-config", "pkg-config")
     prefix = tmp_path / "prefix"
     subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(prefix)],
                    check=True, capture_output=True)
@@ -198,8 +352,7 @@ ALLOWED = {"process_dns_response", "dns_shim_init", "dns_shim_process",
 @pytest.mark.parametrize("where", ["build", "installed"])
 def test_only_our_symbols_are_exported(built, installed, where):
     lib = (built.lib if where == "build"
-           else installed / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
-           / "site-packages" / "shim" / "lib" / "libdnsshim.so.1")
+           else site_packages(installed) / "shim" / "lib" / "libdnsshim.so.1")
     out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True,
                          check=True).stdout
     exported = {line.split()[-1] for line in out.splitlines() if line.strip()}
@@ -216,8 +369,7 @@ def test_only_our_symbols_are_exported(built, installed, where):
     ("c++", ["-x", "c++", "-std=c++11", "-Wall", "-Wextra", "-pedantic", "-Werror"]),
 ])
 def test_header_compiles_on_its_own(tmp_path, compiler, flags):
-    if shutil.which(compiler) is None:
-        pytest.skip(f"no {compiler}")
+    require_program(compiler, {"cc": "gcc", "c++": "g++"}[compiler])
     source = tmp_path / "use.c"
     source.write_text('#include "dns_shim.h"\n'
                       'int main(void) { return dns_shim_strerror(DNS_SHIM_OK) == 0 '
