@@ -108,7 +108,7 @@ def require_tool(what: str, package: str, found: bool) -> None:
         return
     if os.environ.get("CI"):
         pytest.fail(f"{what} is required in CI (.ci/run installs the Debian package {package})")
-    pytest.skip(f"{what} is not installed (Debian: apt-get install {package})")
+    pytest.skip(f"{what}: not installed (Debian: apt-get install {package})")
 
 
 def require_program(program: str, package: str) -> str:

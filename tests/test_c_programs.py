@@ -315,7 +315,7 @@ def test_dump_prints_the_ims_sample(built, tmp_path):
             '_sip._tcp.ims.mnc001.mcc001.3gppnetwork.org.') in out
     assert ("_sip._tcp.ims.mnc001.mcc001.3gppnetwork.org.\t300\tIN\tSRV\t10 60 5060 "
             "pcscf1.ims.mnc001.mcc001.3gppnetwork.org.") in out
-    assert "pcscf2.ims.mnc001.mcc001.3gppnetwork.org.\t3600\tIN\tAAAA\t2001:db8:2:0:0:0:0:10" in out
+    assert "pcscf2.ims.mnc001.mcc001.3gppnetwork.org.\t3600\tIN\tAAAA\t2001:db8:2::10" in out
     assert "; EDNS: version: 0, flags:; udp: 1232" in out
 
 
