@@ -4,7 +4,10 @@
     python build_ffi.py --prefix DIR     lib/, include/, lib/pkgconfig/ under DIR
 
 builds libdnsshim.so.N (and the libdnsshim.so link) and libdnsshim.a.  A
-``pip install .`` builds them into the installed package (setup.py).
+``pip install .`` builds them into the installed package (setup.py).  Both
+first check what the build needs (a C compiler, Python.h, a shared
+libpython) and stop with one line naming what is missing and the Debian
+package that brings it.
 
 ``csrc/dns_shim.h`` is the one place the ABI is written down: its
 declarations, with preprocessor lines (other than integer ``#define``\\s) and

@@ -7,7 +7,8 @@ The package is the Python half of ``libdnsshim.so``:
 * :mod:`shim.glue`: records to the C structs of ``csrc/dns_shim.h`` and the
   program's callbacks (used inside the library through cffi);
 * :mod:`shim.api`: ``shim.parse_response(wire)`` for Python programs, the
-  same parser and statuses without C.
+  same parser and statuses without C;
+* :mod:`shim.config`: ``dnsshim-config``, the flags a C build needs.
 
 ``import shim`` stays light (the library imports it at start-up): the API's
 names are loaded on first use.
