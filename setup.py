@@ -4,8 +4,11 @@
 package's build directory: shim/lib/libdnsshim.so.N (and libdnsshim.so),
 shim/lib/libdnsshim.a, shim/lib/pkgconfig/dnsshim.pc and
 shim/include/dns_shim.h, found again by ``python -m shim --cflags --libs``.
-An editable install (pip install -e .) skips it: the tests and build_ffi.py
-build their own copies from the source tree.
+An editable install (pip install -e .) builds the same tree into the source
+tree's shim/ instead, in place, as setuptools builds C extensions for one:
+pinned to the installing Python and importing shim from the source tree, so
+that ``dnsshim-config`` and ``python -m shim`` answer there too (the tests
+and build_ffi.py build their own copies).
 """
 
 import os
@@ -16,18 +19,21 @@ from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
 class BuildPyWithLibrary(build_py):
     def run(self):
-        editable = getattr(self, "editable_mode", False)
-        if not editable:
-            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-            import build_ffi
+        sys.path.insert(0, HERE)
+        import build_ffi
 
-            # A missing compiler, Python.h or libpython stops the build here,
-            # with one line saying what to install, before anything runs.
-            build_ffi.check_prerequisites()
+        # A missing compiler, Python.h or libpython stops the build here,
+        # with one line saying what to install, before anything runs.
+        build_ffi.check_prerequisites()
         super().run()
-        if not editable:
+        if getattr(self, "editable_mode", False):
+            build_ffi.install(os.path.join(HERE, "shim"), in_package=False)
+        else:
             build_ffi.install(os.path.join(self.build_lib, "shim"), in_package=True)
 
 

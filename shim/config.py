@@ -9,12 +9,13 @@ pkg-config --cflags --libs dnsshim``.  Several options print their answers
 on one line, in the order given.
 
 It answers for the libdnsshim that ``pip install .`` built into this Python
-installation's ``shim`` package, whatever the current directory.  ``python
--m shim`` takes the same options; run from the project's clone, where
-Python imports the source tree's ``shim/`` (which holds no library) instead
-of the installed package, it finds the installed one on ``sys.path``.
-Where there is no library it says exactly why (the source tree, an editable
-install, an incomplete installation) and exits 1.
+installation's ``shim`` package (or ``pip install -e .`` into the source
+tree's), whatever the current directory.  ``python -m shim`` takes the same
+options; run from the project's clone, where Python imports the source
+tree's ``shim/`` instead of the installed package, it answers for the
+installed one when the source tree holds no library.  Where there is none
+it says exactly why (the source tree alone, an editable install without its
+library, an incomplete installation) and exits 1.
 """
 
 from __future__ import annotations
@@ -120,16 +121,16 @@ def _editable_sources() -> list[Path]:
 
 def _why_not() -> str:
     root = _source_root(HERE)
-    others = _other_packages()
+    others = [p for p in _other_packages() if _source_root(p) is None]
     if root is None:
         return (f"{HERE} holds no lib/libdnsshim.so: this installation is incomplete; "
                 f"reinstall it with `{sys.executable} -m pip install --force-reinstall dnsshim` "
                 "from the project's clone")
     if root in _editable_sources():
         return (f"{HERE} is the source tree at {root}, installed in editable mode "
-                "(pip install -e), which builds no library: `pip install .` (without -e) "
-                "builds it into the installed package, `python build_ffi.py --prefix DIR` "
-                "into a tree of its own")
+                f"(pip install -e), but it holds no library ({HERE / 'lib'} is missing): "
+                "`pip install -e .` in the clone builds it there again, `pip install .` into "
+                "the installed package")
     where = (f"; the installed one at {others[0]} has no lib/libdnsshim.so either (reinstall it)"
              if others else f"; {sys.executable} has no installed dnsshim (`pip install .` "
              "in the clone installs it)")
@@ -140,17 +141,21 @@ def _why_not() -> str:
 def find_installation() -> Installation:
     """The installation whose library a C build should use.
 
-    This package when it holds the library (``pip install .``); else, when
-    this is a source tree or an editable install, another ``shim`` package on
-    ``sys.path`` that holds one.
+    This package when it is installed and holds the library (``pip install
+    .``); else an installed ``shim`` package on ``sys.path`` that holds one
+    (the one ``python -m shim`` in the clone hides); else this source tree's
+    own in-place library (``pip install -e .``).
 
     :raises NotInstalled: with the exact reason there is none.
     """
-    if _has_library(HERE):
+    in_source_tree = _source_root(HERE) is not None
+    if _has_library(HERE) and not in_source_tree:
         return Installation(HERE)
     for package in _other_packages():
-        if _has_library(package):
+        if _has_library(package) and _source_root(package) is None:
             return Installation(package)
+    if _has_library(HERE):
+        return Installation(HERE)
     raise NotInstalled(_why_not())
 
 

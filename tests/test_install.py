@@ -184,15 +184,50 @@ def test_dnsshim_config_build_from_the_clone_root(installed, app_dir):
     run_app(app_dir / "app_config", app_dir)
 
 
+# What is not the project's source: virtualenvs, build output, and what an
+# editable install builds in place.
+_NOT_SOURCE = {".git", ".venv", "build", ".pytest_cache", "__pycache__", "ims.bin"}
+_IN_PLACE = {"lib", "include", "bin"}
+
+
+def source_copy(dst):
+    """A copy of this checkout's source tree, as a fresh clone has it."""
+    def ignore(directory, names):
+        in_package = os.path.abspath(directory) == str(ROOT / "shim")
+        return [n for n in names if n in _NOT_SOURCE or n.startswith(".venv")
+                or n.endswith(".egg-info") or (in_package and n in _IN_PLACE)]
+    shutil.copytree(ROOT, dst, ignore=ignore, symlinks=True)
+    return dst
+
+
 @pytest.fixture(scope="module")
 def editable(tmp_path_factory):
-    """A virtualenv with `pip install -e .` of this checkout (no library)."""
-    venv = tmp_path_factory.mktemp("editable") / "venv"
+    """(venv, clone): `pip install -e .` in a copy of the source tree, which
+    builds the library into the clone's shim/."""
+    d = tmp_path_factory.mktemp("editable")
+    clone, venv = source_copy(d / "clone"), d / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    result = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "-e",
-                             str(ROOT)], capture_output=True, text=True, timeout=900)
+    result = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-e", str(clone)],
+                            capture_output=True, text=True, timeout=900, cwd=clone)
     assert result.returncode == 0, result.stderr[-3000:]
-    return venv
+    return venv, clone
+
+
+@pytest.mark.parametrize("where", ["clone root", "elsewhere"])
+def test_editable_install_finds_its_library(editable, app_dir, tmp_path, where):
+    venv, clone = editable
+    cwd = clone if where == "clone root" else tmp_path
+    lib = clone / "shim" / "lib"
+    expected = f"-I{clone / 'shim' / 'include'} -L{lib} -Wl,-rpath,{lib} -ldnsshim"
+    assert config(venv, "--cflags", "--libs", cwd=cwd).stdout.strip() == expected
+    assert shim_flags(venv, "--cflags", "--libs", cwd=cwd) == expected
+    program = tmp_path / "app_editable"
+    subprocess.run(["cc", str(app_dir / "app.c"), *expected.split(), "-o", str(program)],
+                   check=True, cwd=cwd)
+    run_app(program, app_dir)
+    dump = subprocess.run([str(venv / "bin" / "dnsshim-dump"), str(app_dir / "good.bin")],
+                          capture_output=True, text=True, env=MINIMAL_ENV, cwd=cwd)
+    assert "example.com.\t300\tIN\tA\t192.0.2.1" in dump.stdout
 
 
 def _refusal(command, cwd, env=None):
@@ -203,16 +238,20 @@ def _refusal(command, cwd, env=None):
     return lines[0]
 
 
-@pytest.mark.parametrize("where", ["clone root", "elsewhere"])
-def test_editable_install_says_why_it_has_no_library(editable, tmp_path, where):
-    cwd = ROOT if where == "clone root" else tmp_path
-    for command in ([str(editable / "bin" / "python"), "-m", "shim", "--cflags"],
-                    [str(editable / "bin" / "dnsshim-config"), "--libs"]):
-        why = _refusal(command, cwd)
-        assert (f"{ROOT / 'shim'} is the source tree at {ROOT}, installed in editable mode "
-                "(pip install -e), which builds no library: `pip install .`") in why
-    version = subprocess.run([str(editable / "bin" / "dnsshim-config"), "--version"],
-                             capture_output=True, text=True, cwd=cwd)
+def test_editable_install_without_its_library_says_why(tmp_path):
+    clone, venv = source_copy(tmp_path / "clone"), tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "-e", str(clone)],
+                   capture_output=True, check=True, timeout=900, cwd=clone)
+    shutil.rmtree(clone / "shim" / "lib")
+    for command in ([str(venv / "bin" / "python"), "-m", "shim", "--cflags"],
+                    [str(venv / "bin" / "dnsshim-config"), "--libs"]):
+        why = _refusal(command, clone)
+        assert (f"{clone / 'shim'} is the source tree at {clone}, installed in editable mode "
+                f"(pip install -e), but it holds no library ({clone / 'shim' / 'lib'} is "
+                "missing): `pip install -e .` in the clone builds it there again") in why
+    version = subprocess.run([str(venv / "bin" / "dnsshim-config"), "--version"],
+                             capture_output=True, text=True, cwd=tmp_path)
     assert (version.returncode, version.stdout) == (0, "1.0.0\n")
 
 
@@ -224,18 +263,20 @@ def bare_venv(tmp_path_factory):
     return venv
 
 
-def test_source_tree_says_it_is_not_installed(bare_venv):
+def test_source_tree_says_it_is_not_installed(bare_venv, tmp_path):
+    clone = source_copy(tmp_path / "clone")
     python = bare_venv / "bin" / "python"
-    why = _refusal([str(python), "-m", "shim", "--pkgconfig-dir"], ROOT)
-    assert why == (f"python -m shim: {ROOT / 'shim'} is the source tree at {ROOT} (Python imports "
-                   "shim from the current directory first), not an installed package, and it "
-                   f"holds no library; {python} has no installed dnsshim (`pip install .` in the "
-                   "clone installs it)")
+    why = _refusal([str(python), "-m", "shim", "--pkgconfig-dir"], clone)
+    assert why == (f"python -m shim: {clone / 'shim'} is the source tree at {clone} (Python "
+                   "imports shim from the current directory first), not an installed package, "
+                   f"and it holds no library; {python} has no installed dnsshim (`pip install .` "
+                   "in the clone installs it)")
 
 
 def test_incomplete_installation_says_so(bare_venv, tmp_path):
     site = tmp_path / "site"
-    shutil.copytree(ROOT / "shim", site / "shim", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "shim", site / "shim",
+                    ignore=shutil.ignore_patterns("__pycache__", *_IN_PLACE))
     why = _refusal([str(bare_venv / "bin" / "python"), "-m", "shim", "--libs"], tmp_path,
                    env=dict(os.environ, PYTHONPATH=str(site)))
     assert f"{site / 'shim'} holds no lib/libdnsshim.so: this installation is incomplete" in why
