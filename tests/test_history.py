@@ -186,6 +186,22 @@ def test_odd_class_record_does_not_turn_in_records_generic_in_python(tmp_path, r
             in result
 
 
+HISTORY_REGRESSIONS = sorted((ROOT / "tests" / "regressions").glob("history-*.bin"))
+
+
+@pytest.mark.parametrize("path", HISTORY_REGRESSIONS, ids=lambda p: p.stem)
+def test_history_regression_in_a_new_process(built, path):
+    """tests/regressions/history-*.bin: one message, every IN-only type under
+    an odd class, then under IN.  Each needs a process of its own (in the
+    test's process, the reference has already loaded every type): the IN
+    records get their typed callback or the IN module's parse."""
+    wire = path.read_bytes()
+    log = split_log(run_test_prog(built, path).stdout)[str(path)]
+    assert log == reference.expected_log(wire)
+    assert log[-1] == "status 0 success"
+    assert [line.split()[0] for line in log[-5:-1]] == ["other", "srv", "other", "other"]
+
+
 def test_class9_a_then_in_a_in_one_message(built, tmp_path):
     """One message, a CLASS9 A record then an IN A record: in a new
     process, the second is still an A record."""
