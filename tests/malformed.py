@@ -148,13 +148,15 @@ CASES = {
     # a CNAME target whose label runs to the end of the RDATA, not of the name.
     "rdata_name_unterminated": (header(qd=1, an=1) + question() + rr(AT_QNAME, 5, b"\x03abc"),
                                 S.ERR_BAD_RDATA),
-    "opt_rdlength_1": (header(qd=1, ar=1) + question() + opt(rdata=b"\x00"), S.ERR_BAD_RDATA),
 
     # ---- EDNS -------------------------------------------------------------------
     "two_opt_records": (header(qd=1, ar=2) + question() + opt() + opt(), S.ERR_BAD_EDNS),
     "opt_in_answer": (header(qd=1, an=1) + question() + opt(), S.ERR_BAD_EDNS),
     "opt_in_authority": (header(qd=1, ns=1) + question() + opt(), S.ERR_BAD_EDNS),
     "opt_owner_not_root": (header(qd=1, ar=1) + question() + opt(owner=AT_QNAME), S.ERR_BAD_EDNS),
+    # One octet of OPT RDATA: an option's code and length need 4 (1.0 said
+    # ERR_BAD_RDATA; since 1.1 every defect of the options is ERR_BAD_EDNS).
+    "opt_rdlength_1": (header(qd=1, ar=1) + question() + opt(rdata=b"\x00"), S.ERR_BAD_EDNS),
 
     # ---- structure ----------------------------------------------------------------
     "tsig_not_last": (header(qd=1, ar=2) + question() + rr(name("key"), 250, TSIG, rclass=255, ttl=0)

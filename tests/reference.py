@@ -40,6 +40,26 @@ def header_line(wire: bytes, m) -> str:
             f"eflags={eflags}")
 
 
+def option_line(o) -> str:
+    """The line for one EDNS option, from dnspython's Option object (its
+    to_wire() is the data as sent for every option the tests send: an EDE
+    EXTRA-TEXT with a final NUL is checked on its own)."""
+    import dns.edns
+    ede, ede_text, client, server = -1, b"", b"", b""
+    family = source = scope = 0
+    address = b""
+    if isinstance(o, dns.edns.EDEOption):
+        ede, ede_text = int(o.code), (o.text or "").encode()
+    elif isinstance(o, dns.edns.CookieOption):
+        client, server = o.client, o.server
+    elif isinstance(o, dns.edns.ECSOption):
+        family, source, scope, address = o.family, o.srclen, o.scopelen, o.addrdata
+    return (f"edns_option code={int(o.otype)} data={_hex(o.to_wire())} ede={ede} "
+            f"ede_text={_hex(ede_text)} cookie_client={_hex(client)} "
+            f"cookie_server={_hex(server)} ecs_family={family} ecs_source={source} "
+            f"ecs_scope={scope} ecs_address={_hex(address)}")
+
+
 def records(m):
     """(section bit, index, rrset) for every record, in wire order."""
     out = []
@@ -90,10 +110,14 @@ def parse(wire: bytes):
     return dns.message.from_wire(wire, keyring=False, one_rr_per_rrset=True)
 
 
-def expected_log(wire: bytes, sections=7, typed=True, other=True, stop_at=0) -> list:
-    """The callback lines and the final status line dnsshim_test prints."""
+def expected_log(wire: bytes, sections=7, typed=True, other=True, stop_at=0,
+                 options=True) -> list:
+    """The callback lines and the final status line dnsshim_test prints
+    (options: whether on_edns_option is set, as it is by default)."""
     m = parse(wire)
     lines = [header_line(wire, m)]
+    if options:
+        lines += [option_line(o) for o in m.options]
     for bit, index, rrset in records(m):
         if bit & (sections or 1):
             line = record_line(bit, index, rrset, typed, other)
