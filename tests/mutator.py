@@ -143,6 +143,12 @@ def verdicts(wire):
     return mine, ref
 
 
+def _option_view(code, data, ede_info_code, ede_text):
+    """What is compared of an EDNS option: its code and data, and for EDE
+    (whose EXTRA-TEXT dnspython keeps without a final NUL) code and text."""
+    return (code, ede_info_code, ede_text) if code == 15 else (code, data)
+
+
 def disagreement(wire, dispatch=None):
     """None when the shim and dnspython agree on `wire`, else a description.
 
@@ -167,6 +173,11 @@ def disagreement(wire, dispatch=None):
     if (h.rcode, h.edns_version, h.edns_flags) != (int(ref.rcode()), ref.edns,
                                                    ref.ednsflags & 0xFFFF):
         return "header differs"
+    if [_option_view(o.code, o.data, o.ede_info_code, o.ede_text) for o in h.options] != [
+            _option_view(int(o.otype), o.to_wire(), int(o.code) if o.otype == 15 else -1,
+                         (o.text or "").encode() if o.otype == 15 else b"")
+            for o in ref.options]:
+        return "EDNS options differ"
     if dispatch is not None and dispatch(wire) != reference.expected_log(wire):
         return "dispatched records differ"
     return None
