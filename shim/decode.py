@@ -431,10 +431,34 @@ def _check_option(code, data, at):
             raise BadEdnsError(f"ECS address has bits set past its /{source} prefix", at)
 
 
+#: Which dnspython class parses an option's data: a fixed table, like
+#: shim.rdtable's for RDATA, never dnspython's registry (dns.edns.register_type
+#: lets a host program change what dns.edns.get_option_class answers).  Every
+#: other code is a GenericOption: its data, kept as sent.
+_OPTION_CLASSES = {
+    int(dns.edns.OptionType[code]): getattr(dns.edns, name)
+    for code, name in (("NSID", "NSIDOption"), ("ECS", "ECSOption"), ("COOKIE", "CookieOption"),
+                       ("EDE", "EDEOption"), ("REPORTCHANNEL", "ReportChannelOption"),
+                       ("EDE_EXTRA_TEXT_LANGUAGE", "EDEExtraTextLanguageOption"),
+                       ("FILTERING_CONTACT", "FilteringContactOption"),
+                       ("FILTERING_ORGANIZATION", "FilteringOrganizationOption"),
+                       ("FILTERING_DB", "FilteringDBOption"))
+    if code in dns.edns.OptionType.__members__ and hasattr(dns.edns, name)
+}
+
+
+def _parse_option(code, wire, start, length):
+    """dnspython's parse of one option's data, with the class of the table."""
+    cls = _OPTION_CLASSES.get(code, dns.edns.GenericOption)
+    parser = dns.wire.Parser(wire, start)
+    with parser.restrict_to(length):
+        return cls.from_wire_parser(dns.edns.OptionType.make(code), parser)
+
+
 def _read_options(wire, start, end):
     """The options of the OPT RDATA at wire[start:end], in wire order, each
-    parsed by dnspython's class for its code (``dns.edns``) after
-    :func:`_check_option`.  Anything wrong in them is ``ERR_BAD_EDNS``: an
+    parsed by dnspython's class for its code (``dns.edns``, chosen by
+    ``_OPTION_CLASSES``) after :func:`_check_option`.  Anything wrong in them is ``ERR_BAD_EDNS``: an
     option (its code and length, or its data) running past the RDATA, data
     that breaks its RFC's rules, or that dnspython rejects (EDE EXTRA-TEXT
     that is not UTF-8, say)."""
@@ -449,7 +473,7 @@ def _read_options(wire, start, end):
         data = wire[p + 4:p + 4 + length]
         _check_option(code, data, p)
         try:
-            parsed = dns.edns.option_from_wire(code, wire, p + 4, length)
+            parsed = _parse_option(code, wire, p + 4, length)
         except MemoryError:
             raise
         except Exception as e:  # dnspython's classes raise FormError, ValueError...

@@ -351,3 +351,19 @@ def test_dump_with_expectations(built, tmp_path):
                               capture_output=True).returncode == 2
         assert subprocess.run([sys.executable, "-m", "shim", "dump", *partial, str(path)],
                               capture_output=True, cwd=ROOT).returncode == 2
+
+
+def test_options_ignore_dnspythons_registry(monkeypatch):
+    """A host's dns.edns.register_type cannot change how options parse: the
+    decoder's table is fixed (as shim.rdtable's is for RDATA)."""
+    import dns.edns
+
+    class Hostile(dns.edns.GenericOption):
+        @classmethod
+        def from_wire_parser(cls, otype, parser):
+            raise ValueError("a host's own option class")
+    monkeypatch.setitem(dns.edns._type_to_class, dns.edns.OptionType.EDE, Hostile)
+    monkeypatch.setitem(dns.edns._type_to_class, dns.edns.OptionType.PADDING, Hostile)
+    wire = vectors.wire("edns_options")
+    assert [o.code for o in decode(wire).header.options] == [10, 8, 8, 15, 12, 65001]
+    assert decode(wire).header.options[3].ede_info_code == 3
