@@ -330,6 +330,10 @@ typedef struct dns_shim_raw {
 ** -1 (ede_info_code) or empty (len 0) for every other code, padding (12)
 ** included.  Every one of them has been checked (see DNS_SHIM_ERR_BAD_EDNS):
 ** a malformed option fails the whole message and reaches no callback.
+** Like every struct handed to a callback, the struct and every byte string
+** in it belong to the library and are valid until on_edns_option returns;
+** every dns_shim_bytes has a non-NULL data with a NUL at data[len], also
+** when len is 0.  RFC 8914 says EXTRA-TEXT is for people: do not parse it.
 */
 typedef struct dns_shim_edns_option {
     uint16_t code;                 /* the OPTION-CODE: 8 ECS, 10 COOKIE, 12
@@ -595,8 +599,9 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
 **   A program built against 1.0 runs unchanged against 1.1: the same
 **   functions, the same callbacks struct (struct_size says it is 1.0's, and
 **   the library reads no further), the same results but one: malformed OPT
-**   option data is DNS_SHIM_ERR_BAD_EDNS where 1.0 mostly said
-**   DNS_SHIM_ERR_BAD_RDATA.
+**   option data is DNS_SHIM_ERR_BAD_EDNS where 1.0 said DNS_SHIM_ERR_BAD_RDATA
+**   (or, wrongly, DNS_SHIM_ERR_BAD_NAME for option data cut short with
+**   another option after it).
 **
 **   A program that uses a 1.1 function needs a 1.1 library.  Against a
 **   library with version nodes that lacks DNSSHIM_1.1 the dynamic linker

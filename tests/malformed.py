@@ -195,6 +195,8 @@ CASES = {
     # a /23: the last bit of the third octet is past the prefix, and set.
     "ecs_bits_past_prefix": (with_options(option(8, b"\x00\x01\x17\x00\xc0\x00\x03")),
                              S.ERR_BAD_EDNS),
+    # an EDE of 1 octet with an option after it (1.0 said ERR_BAD_NAME here).
+    "ede_1_octet_then_padding": (with_options(option(15, b"\x12"), option(12)), S.ERR_BAD_EDNS),
     # a good EDE, then the bad option: all or nothing, no callback at all.
     "good_option_then_bad": (with_options(option(15, b"\x00\x12"), option(10, bytes(7))),
                              S.ERR_BAD_EDNS),
