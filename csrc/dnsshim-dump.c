@@ -612,14 +612,16 @@ static int usage(const char *argv0)
     return 2;
 }
 
-/* A 16-bit number (decimal, 0x hex or 0 octal, as strtoul reads it); -1 if not. */
+/* A 16-bit number, decimal or 0x hex; -1 if not. */
 static long parse_u16(const char *text)
 {
+    int base = text[0] == '0' && (text[1] == 'x' || text[1] == 'X') ? 16 : 10;
+    const char *digits = base == 16 ? text + 2 : text;
     char *end;
     unsigned long v;
-    if (!*text || *text == '-' || *text == '+')
+    if (!(base == 16 ? isxdigit((unsigned char)digits[0]) : isdigit((unsigned char)digits[0])))
         return -1;
-    v = strtoul(text, &end, 0);
+    v = strtoul(digits, &end, base);
     return *end || v > 0xFFFF ? -1 : (long)v;
 }
 

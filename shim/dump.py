@@ -255,36 +255,39 @@ def _read(path: str, hex_text: bool) -> bytes:
     return data
 
 
-def _rrtype(text: str) -> int:
-    """A type as a number, a mnemonic of TYPE_NAMES or TYPEnnn."""
-    for number, name in TYPE_NAMES.items():
-        if name == text.upper():
-            return number
-    digits = text[4:] if text.upper().startswith("TYPE") else text
-    if digits.isdigit() and int(digits) <= 0xFFFF:
-        return int(digits)
-    raise ValueError(text)
+def _mnemonic(table: dict, prefix: str):
+    """A parser of a type (or class): a number, a mnemonic of the table, or
+    the generic TYPEnnn (CLASSnnn) form, as the C tool reads it."""
+    def parse(text: str) -> int:
+        for number, name in table.items():
+            if name == text.upper():
+                return number
+        digits = text[len(prefix):] if text.upper().startswith(prefix) else text
+        if digits.isdigit() and int(digits) <= 0xFFFF:
+            return int(digits)
+        raise ValueError(text)
+    return parse
 
 
-def _rrclass(text: str) -> int:
-    for number, name in CLASS_NAMES.items():
-        if name == text.upper():
-            return number
-    digits = text[5:] if text.upper().startswith("CLASS") else text
-    if digits.isdigit() and int(digits) <= 0xFFFF:
-        return int(digits)
-    raise ValueError(text)
+_rrtype = _mnemonic(TYPE_NAMES, "TYPE")
+_rrclass = _mnemonic(CLASS_NAMES, "CLASS")
 
 
 def _u16(text: str) -> int:
-    value = int(text, 0)
-    if not 0 <= value <= 0xFFFF:
+    """A 16-bit number, decimal or 0x hex, as the C tool reads it."""
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+", text):
+        value = int(text, 16)
+    elif re.fullmatch(r"[0-9]+", text):
+        value = int(text, 10)
+    else:
+        raise ValueError(text)
+    if value > 0xFFFF:
         raise ValueError(text)
     return value
 
 
 def _cookie(text: str) -> bytes:
-    if len(text) != 16:
+    if not re.fullmatch(r"[0-9a-fA-F]{16}", text):
         raise ValueError(text)
     return bytes.fromhex(text)
 

@@ -143,19 +143,26 @@ def _c_query(ffi, q, cookie=CLIENT):
     return query, keep
 
 
-def test_answer_with_cookie_and_subnet(abi, responses):
+def _checked(abi, responses, key):
+    """named's response to `key` through dns_shim_process_reply with its
+    query: (query, wire, the Recorder's lines)."""
     ffi, lib = abi
-    q, wire = responses["answer"]
+    q, wire = responses[key]
     query, keep = _c_query(ffi, q)
     rec = Recorder(ffi)
     assert lib.dns_shim_process_reply(wire, len(wire), query, rec.struct) == Status.OK
-    options = {line.split()[1]: line for line in rec.lines if line.startswith("edns_option")}
+    return q, wire, rec.lines
+
+
+def test_answer_with_cookie_and_subnet(abi, responses):
+    q, wire, lines = _checked(abi, responses, "answer")
+    options = {line.split()[1]: line for line in lines if line.startswith("edns_option")}
     cookie = options["code=10"]
     assert f"cookie_client={CLIENT.hex()} " in cookie
     server = cookie.split("cookie_server=")[1].split()[0]
     assert 8 <= len(server) // 2 <= 32  # BIND's server cookie: 16 octets
     assert "ecs_family=1 ecs_source=24 ecs_scope=0 ecs_address=c00002" in options["code=8"]
-    assert any("address=192.0.2.1" in line for line in rec.lines)
+    assert any("address=192.0.2.1" in line for line in lines)
     response = api.parse_response(wire, expect=api.Query(q.id, "www.example.test",
                                                          cookie_client=CLIENT))
     assert sorted(o.code for o in response.options) == [8, 10]
@@ -163,13 +170,9 @@ def test_answer_with_cookie_and_subnet(abi, responses):
 
 
 def test_refusal_with_extended_error(abi, responses):
-    ffi, lib = abi
-    q, wire = responses["refused"]
-    query, keep = _c_query(ffi, q)
-    rec = Recorder(ffi)
-    assert lib.dns_shim_process_reply(wire, len(wire), query, rec.struct) == Status.OK
-    assert rec.lines[0].split()[4] == "rcode=5"  # REFUSED
-    ede = [line for line in rec.lines if line.startswith("edns_option code=15 ")]
+    q, wire, lines = _checked(abi, responses, "refused")
+    assert lines[0].split()[4] == "rcode=5"  # REFUSED
+    ede = [line for line in lines if line.startswith("edns_option code=15 ")]
     assert len(ede) == 1 and " ede=18 " in ede[0]  # Prohibited
 
 
