@@ -22,6 +22,18 @@
 **                   check each message against that query with
 **                   dns_shim_process_reply (type and class default to 1);
 **                   with --registered, its callbacks argument is NULL
+**   --stream        each FILE holds many messages, each preceded by its
+**                   length as 4 octets, big-endian; they are numbered from 0
+**                   across the files and printed as "# N"
+**   --fresh         with --stream: start the runtime (dns_shim_init), then
+**                   parse each message in a child forked for it alone, so
+**                   that each result is the one a process that has parsed
+**                   nothing else gives (the history-independence reference)
+**   --every K       with --stream: print only messages 0, K, 2K...; the
+**                   others are parsed with the same callbacks, output
+**                   discarded
+**   --rss           with --stream: after each printed message, a line
+**                   "rss KIB" with this process's resident memory
 **
 ** For each file it prints "# FILE", one line per callback with every field,
 ** then "status N NAME".  The Python tests compare these lines with what
@@ -32,12 +44,15 @@
 #include "file_util.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 struct log_ctx {
     long calls;
@@ -421,6 +436,113 @@ static int run_api(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* --stream: many messages per file, in one process or each in a fork  */
+
+struct stream_opts {
+    int registered, fresh, rss;
+    long every;
+    const dns_shim_query *query; /* --expect-*: dns_shim_process_reply; else NULL */
+};
+
+/* One message through the entry point the options chose. */
+static int32_t parse_one(const dns_shim_callbacks *cb, int registered,
+                         const dns_shim_query *query, unsigned char *msg, int32_t len)
+{
+    if (query != NULL)
+        return dns_shim_process_reply(msg, len, query, registered ? NULL : cb);
+    return registered ? process_dns_response(msg, len) : dns_shim_process(msg, len, cb);
+}
+
+/* One message: its "# N" block (or nothing, output discarded, when quiet).
+** Returns 0, or 1 when a fresh child did not end normally. */
+static int stream_message(struct log_ctx *log, const dns_shim_callbacks *cb,
+                          const struct stream_opts *o, long n, unsigned char *msg, int32_t len,
+                          int quiet, int devnull)
+{
+    int saved = -1, bad = 0;
+    int32_t rc;
+
+    fflush(stdout);
+    if (quiet) {
+        saved = dup(STDOUT_FILENO);
+        dup2(devnull, STDOUT_FILENO);
+    }
+    printf("# %ld\n", n);
+    log->calls = 0;
+    if (o->fresh) {
+        pid_t pid;
+        int wstatus = 0;
+        fflush(stdout);
+        pid = fork();
+        if (pid == 0) {
+            rc = parse_one(cb, o->registered, o->query, msg, len);
+            printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
+            fflush(stdout);
+            _exit(log->failures ? 3 : 0);
+        }
+        if (pid < 0 || waitpid(pid, &wstatus, 0) != pid || !WIFEXITED(wstatus)) {
+            printf("status crashed\n");
+            bad = 1;
+        } else if (WEXITSTATUS(wstatus) == 3) {
+            log->failures++;
+        }
+    } else {
+        rc = parse_one(cb, o->registered, o->query, msg, len);
+        printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
+    }
+    fflush(stdout);
+    if (quiet) {
+        dup2(saved, STDOUT_FILENO);
+        close(saved);
+    } else if (o->rss) {
+        printf("rss %ld\n", rss_kib());
+    }
+    return bad;
+}
+
+static int run_stream(struct log_ctx *log, const dns_shim_callbacks *cb,
+                      const struct stream_opts *o, char **files, int nfiles)
+{
+    long n = 0;
+    int i, status = 0, devnull = open("/dev/null", O_WRONLY);
+
+    if (devnull < 0) {
+        perror("/dev/null");
+        return 1;
+    }
+    if (o->fresh && dns_shim_init() != DNS_SHIM_OK) {
+        fprintf(stderr, "dns_shim_init failed\n");
+        close(devnull);
+        return 1;
+    }
+    for (i = 0; i < nfiles; i++) {
+        long len = 0, p = 0;
+        unsigned char *buf = read_message(files[i], 0, &len);
+        if (buf == NULL) {
+            status = 1;
+            continue;
+        }
+        while (p + 4 <= len) {
+            unsigned long size = (unsigned long)buf[p] << 24 | (unsigned long)buf[p + 1] << 16 |
+                                 (unsigned long)buf[p + 2] << 8 | buf[p + 3];
+            if (size > (unsigned long)(len - p - 4))
+                break;
+            status |= stream_message(log, cb, o, n, buf + p + 4, (int32_t)size,
+                                     o->every > 1 && n % o->every != 0, devnull);
+            p += 4 + (long)size;
+            n++;
+        }
+        if (p != len) {
+            fprintf(stderr, "%s: a message is cut at octet %ld\n", files[i], p);
+            status = 1;
+        }
+        free(buf);
+    }
+    close(devnull);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
@@ -430,6 +552,8 @@ int main(int argc, char **argv)
     uint8_t cookie[8];
     int i, registered = 0, typed = 1, other = 1, hex = 0, status = 0, size_10 = 0, reply = 0;
     uint32_t sections = 7;
+    struct stream_opts stream = {0, 0, 0, 1, NULL};
+    int streaming = 0;
 
     memset(&query, 0, sizeof query);
     query.struct_size = sizeof query;
@@ -467,12 +591,20 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--expect-cookie") == 0 && i + 1 < argc &&
                  parse_cookie(argv[i + 1], cookie) == 0)
             query.cookie_client = cookie, i++, reply = 1;
+        else if (strcmp(argv[i], "--stream") == 0)
+            streaming = 1;
+        else if (strcmp(argv[i], "--fresh") == 0)
+            stream.fresh = 1;
+        else if (strcmp(argv[i], "--rss") == 0)
+            stream.rss = 1;
+        else if (strcmp(argv[i], "--every") == 0 && i + 1 < argc)
+            stream.every = strtol(argv[++i], NULL, 0);
         else {
             fprintf(stderr, "usage: %s [--api] [--registered] [--sections N] [--stop-at N] "
-                            "[--no-typed] [--no-other] [--hex] [--log] [--size-1.0] "
-                            "[--expect-id N --expect-name NAME [--expect-type T] "
-                            "[--expect-class C] [--match-case] [--expect-cookie HEX16]] "
-                            "FILE...\n", argv[0]);
+                            "[--no-typed] [--no-other] [--hex] [--log] [--size-1.0]\n"
+                            "       [--expect-id N --expect-name NAME [--expect-type T] "
+                            "[--expect-class C] [--match-case] [--expect-cookie HEX16]]\n"
+                            "       [--stream [--fresh] [--every K] [--rss]] FILE...\n", argv[0]);
             return 2;
         }
     }
@@ -505,7 +637,11 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    for (; i < argc; i++) {
+    stream.registered = registered;
+    stream.query = reply ? &query : NULL;
+    if (streaming)
+        status = run_stream(&log, &cb, &stream, argv + i, argc - i);
+    for (; !streaming && i < argc; i++) {
         long len = 0;
         unsigned char *msg = read_message(argv[i], hex, &len);
         int32_t rc;
@@ -515,11 +651,7 @@ int main(int argc, char **argv)
         }
         printf("# %s\n", argv[i]);
         log.calls = 0;
-        if (reply)
-            rc = dns_shim_process_reply(msg, (int32_t)len, &query, registered ? NULL : &cb);
-        else
-            rc = registered ? process_dns_response(msg, (int32_t)len)
-                            : dns_shim_process(msg, (int32_t)len, &cb);
+        rc = parse_one(&cb, registered, reply ? &query : NULL, msg, (int32_t)len);
         printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
         free(msg);
     }

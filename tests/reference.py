@@ -5,14 +5,30 @@
 reference the header promises) and writes the lines that ``dnsshim_test``
 prints for it, field for field.  It shares no code with ``shim``: a mistake
 in the library cannot be copied into what it is checked against.
+
+dnspython's choice of RDATA class depends on what it parsed before: its
+registry, ``dns.rdata._rdata_classes``, is filled as it goes, and a record
+of class ANY (or NONE, or an unassigned class) stores GenericRdata under
+``(ANY, type)``, which then answers for IN records of that type, later in the
+same message too.  So this module loads every type first, with dnspython's
+own ``dns.rdata.load_all_types(disable_dynamic_load=False)``: every real
+implementation is then registered under its own class, and what a lookup
+adds later cannot hide one.  :func:`parse` also puts the registry back to
+that state before each message.  The agreement tests still take
+dnspython's verdict from a fresh process for every message
+(tests/fresh.py, :func:`verdict`).
 """
 
 import struct
 
 import dns.ipv6
 import dns.message
+import dns.rdata
 import dns.rdataclass
 import dns.rdatatype as T
+
+dns.rdata.load_all_types(disable_dynamic_load=False)
+_LOADED_REGISTRY = dict(dns.rdata._rdata_classes)
 
 TARGET_KINDS = {T.CNAME: "cname", T.NS: "ns", T.PTR: "ptr", T.DNAME: "dname"}
 
@@ -58,6 +74,15 @@ def option_line(o) -> str:
             f"ede_text={_hex(ede_text)} cookie_client={_hex(client)} "
             f"cookie_server={_hex(server)} ecs_family={family} ecs_source={source} "
             f"ecs_scope={scope} ecs_address={_hex(address)}")
+
+
+def option_view(o) -> list:
+    """What the agreement check compares of an EDNS option: its code and
+    data (hex), or for EDE, whose EXTRA-TEXT dnspython keeps without a final
+    NUL, its code, INFO-CODE and text."""
+    if int(o.otype) == 15:
+        return [15, int(o.code), (o.text or "").encode().hex()]
+    return [int(o.otype), o.to_wire().hex()]
 
 
 def records(m):
@@ -107,14 +132,18 @@ def record_line(bit, index, rrset, typed=True, other=True):
 
 
 def parse(wire: bytes):
+    registry = dns.rdata._rdata_classes
+    registry.clear()
+    registry.update(_LOADED_REGISTRY)
     return dns.message.from_wire(wire, keyring=False, one_rr_per_rrset=True)
 
 
-def expected_log(wire: bytes, sections=7, typed=True, other=True, stop_at=0,
+def expected_log(wire: bytes, sections=7, typed=True, other=True, stop_at=0, m=None,
                  options=True) -> list:
     """The callback lines and the final status line dnsshim_test prints
-    (options: whether on_edns_option is set, as it is by default)."""
-    m = parse(wire)
+    (``m``: the message already parsed from ``wire``; options: whether
+    on_edns_option is set, as it is by default)."""
+    m = parse(wire) if m is None else m
     lines = [header_line(wire, m)]
     if options:
         lines += [option_line(o) for o in m.options]
@@ -139,3 +168,18 @@ def record_tuples(m) -> list:
         out.append((bit, index, _name(rrset.name), int(rrset.rdtype), rclass, rrset.ttl,
                     rd.to_wire() if rd is not None else b""))
     return out
+
+
+def verdict(wire: bytes) -> dict:
+    """dnspython's whole verdict on a message, as plain data (JSON):
+    ``{"error": "ExceptionClass"}`` when from_wire rejects it, else its
+    records (:func:`record_tuples`, RDATA in hex), the header's rcode, EDNS
+    version and flags, and :func:`expected_log`."""
+    try:
+        m = parse(wire)
+    except Exception as e:  # noqa: BLE001 - every rejection counts
+        return {"error": type(e).__name__}
+    return {"records": [[*t[:6], t[6].hex()] for t in record_tuples(m)],
+            "header": [int(m.rcode()), m.edns, m.ednsflags & 0xFFFF],
+            "options": [option_view(o) for o in m.options],
+            "log": expected_log(wire, m=m)}
