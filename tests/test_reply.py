@@ -399,3 +399,30 @@ def test_valgrind_reply_options_and_dump(built, tmp_path):
         assert "ERROR SUMMARY" not in result.stderr and "definitely lost" not in result.stderr, \
             result.stderr[-5000:]
     assert "status -16 " in subprocess.run(runs[0], capture_output=True, text=True).stdout
+
+
+def test_threads_each_get_their_own_verdict(abi):
+    """dns_shim_process_reply from several threads at once: each call's
+    status is its own query's (the query is per call, never shared)."""
+    import threading
+    ffi, lib = abi
+    wire = mismatch.GOOD
+    results, errors = [], []
+
+    def worker(k):
+        q = query_of({"id": 0x5C5C if k % 2 == 0 else 0x5C5D})
+        query, keep = c_query(ffi, q)
+        want = Status.OK if k % 2 == 0 else Status.ERR_MISMATCH
+        for _ in range(150):
+            rec = Recorder(ffi, only={"on_edns_option"})
+            got = lib.dns_shim_process_reply(wire, len(wire), query, rec.struct)
+            if got != want or len(rec.calls) != (1 if want == Status.OK else 0):
+                errors.append((k, got, rec.lines))
+        results.append(k)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert sorted(results) == [0, 1, 2, 3] and errors == []
