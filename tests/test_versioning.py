@@ -13,7 +13,9 @@ sources, its library.
   appending only, and 1.0's size is the offset of the first 1.1 member.
 * A program built against 1.1 that uses a 1.1 function refuses to start
   against the 1.0 library: the dynamic linker, when it binds at start-up
-  (-Wl,-z,now), or the program's own check of dns_shim_version().
+  (-Wl,-z,now), or the program's own check of dns_shim_version(); and
+  against any library with version nodes but not DNSSHIM_1.1 the loader's
+  own version check refuses it (a stub library shows it).
 
 Where the checkout has no git history these are skipped with the reason;
 under CI=true they are required.
@@ -274,3 +276,27 @@ def test_1_1_program_checking_the_version_refuses_clearly(v10, apps_1_1):
     result = _run(apps_1_1["lazy_checked"], v10_lib, check_rc=False)
     assert result.returncode == 3 and result.stdout == ""
     assert "app: needs libdnsshim 1.1 or newer, found 1.0.0 (CPython " in result.stderr
+
+
+STUB_1_0_WITH_NODES = r"""
+#include <stdint.h>
+const char *dns_shim_version(void) { return "1.0.9 (stub)"; }
+int32_t dns_shim_process(const uint8_t *b, int32_t n, const void *c) { (void)b, (void)n, (void)c; return -14; }
+"""
+
+
+def test_loader_refuses_a_library_lacking_the_node(apps_1_1, tmp_path):
+    """What the loader does for every library from 1.1 on (they have version
+    nodes): a program needing a node the library lacks does not start.
+    Shown with a stub libdnsshim.so.1 that has only DNSSHIM_1.0, as a 1.1
+    library is to a program that needs DNSSHIM_1.2."""
+    (tmp_path / "stub.c").write_text(STUB_1_0_WITH_NODES)
+    (tmp_path / "stub.map").write_text("DNSSHIM_1.0 { global: dns_shim_version; "
+                                       "dns_shim_process; local: *; };\n")
+    subprocess.run(["cc", "-shared", "-fPIC", str(tmp_path / "stub.c"), "-o",
+                    str(tmp_path / "libdnsshim.so.1"), "-Wl,-soname,libdnsshim.so.1",
+                    f"-Wl,--version-script={tmp_path / 'stub.map'}"], check=True)
+    for app in apps_1_1.values():  # lazy or not: the check is at start-up
+        result = _run(app, tmp_path, check_rc=False)
+        assert result.returncode == 1 and result.stdout == ""
+        assert "version `DNSSHIM_1.1' not found (required by" in result.stderr
