@@ -2,14 +2,16 @@
 dump of DNS responses.
 
     python -m shim --cflags | --libs | --static-libs | --pkgconfig-dir | --prefix | --version ...
-    python -m shim dump [-x] [--sections answer,authority,additional] [--json] FILE...
+    python -m shim dump [-x] [--sections answer,authority,additional] [--json]
+                        [--expect-id N --expect-name NAME [--expect-type T]
+                         [--expect-class C] [--match-case] [--expect-cookie HEX16]] FILE...
 
 The first form is ``dnsshim-config`` (:mod:`shim.config`): for example
 ``cc app.c $(python -m shim --cflags --libs)``, or
 ``PKG_CONFIG_PATH=$(python -m shim --pkgconfig-dir) pkg-config --cflags --libs dnsshim``.
 Run from the project's clone, where ``python -m`` imports the source tree's
-``shim/`` (no library there), it answers for the installed package, or says
-exactly why there is none.  The second form prints responses as dnsshim-dump
+``shim/``, it answers for the installed package, or says exactly why there
+is none.  The second form prints responses as dnsshim-dump
 does, with the Python API (shim.parse_response): no C, no cffi.
 """
 
