@@ -13,8 +13,11 @@ import textwrap
 
 import pytest
 
+import build_ffi
 import malformed
 from conftest import ROOT, require_program
+
+VERSION = build_ffi.package_version()
 
 APP = r"""
 #include <dns_shim.h>
@@ -98,7 +101,7 @@ def test_build_backend_prints_no_warning(installed):
 def test_package_ships_types_and_license(installed):
     package = site_packages(installed) / "shim"
     assert (package / "py.typed").is_file()
-    dist_info = site_packages(installed) / "dnsshim-1.0.0.dist-info"
+    dist_info = site_packages(installed) / f"dnsshim-{VERSION}.dist-info"
     metadata = (dist_info / "METADATA").read_text()
     assert "License-Expression: MIT" in metadata.splitlines()
     assert (dist_info / "licenses" / "LICENSE").read_text().startswith("MIT License")
@@ -153,7 +156,7 @@ def test_dnsshim_config_and_python_m_shim_wherever_run(installed, tmp_path, wher
     lib, include = package / "lib", package / "include"
     expected = {"--cflags": f"-I{include}", "--libs": f"-L{lib} -Wl,-rpath,{lib} -ldnsshim",
                 "--pkgconfig-dir": str(lib / "pkgconfig"), "--prefix": str(package),
-                "--includedir": str(include), "--libdir": str(lib), "--version": "1.0.0"}
+                "--includedir": str(include), "--libdir": str(lib), "--version": VERSION}
     for option, value in expected.items():
         result = config(installed, option, cwd=cwd)
         assert (result.returncode, result.stdout, result.stderr) == (0, value + "\n", ""), option
@@ -252,7 +255,7 @@ def test_editable_install_without_its_library_says_why(tmp_path):
                 "missing): `pip install -e .` in the clone builds it there again") in why
     version = subprocess.run([str(venv / "bin" / "dnsshim-config"), "--version"],
                              capture_output=True, text=True, cwd=tmp_path)
-    assert (version.returncode, version.stdout) == (0, "1.0.0\n")
+    assert (version.returncode, version.stdout) == (0, VERSION + "\n")
 
 
 @pytest.fixture(scope="module")
