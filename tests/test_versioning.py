@@ -149,8 +149,14 @@ def test_1_0_program_runs_unchanged_against_1_1(built, v10, v10_test_prog, tmp_p
             assert _option_defect(path), path
     assert "bad_opt_rdlength_1.bin" in differ  # the reclassification is real and seen
     # Everything else, every callback line and field, was compared above
-    # (status lines by their code) and is identical.
-    assert len(differ) < len(files) // 10
+    # (status lines by their code) and is identical.  Of the messages built
+    # here only malformed cases may differ; with the corpus's hundreds of
+    # messages beside them, they are few (without it, the malformed option
+    # cases are a fifth of what is left).
+    built_here = {p.name for p in files if p.parent == tmp_path}
+    assert differ & built_here <= {f"bad_{name}.bin" for name in malformed.CASES}
+    if available_corpus("good"):
+        assert len(differ) < len(files) // 10
     # The good EDNS messages give 1.0's program exactly 1.0's view: no option.
     ok = [str(p) for p in files if os.path.basename(p).startswith("vector_edns_options")]
     assert new[ok[0]] == reference.expected_log(vectors.wire("edns_options"), options=False)
