@@ -351,9 +351,23 @@ def pkgconfig_text(version: str, prefix: str) -> str:
             f"Libs.private: -L{libdir} -Wl,-rpath,{libdir} -l{pylib} -lpthread -ldl -lm\n")
 
 
+def ares_pkgconfig_text(version: str, prefix: str) -> str:
+    """dnsshim-ares.pc: -ldnsshim_ares with an rpath; the header is c-ares's
+    own <ares.h>; a static link needs libdnsshim and its libpython too."""
+    return (f"prefix={prefix}\n"
+            "libdir=${prefix}/lib\n\n"
+            "Name: dnsshim-ares\n"
+            "Description: c-ares's classic reply parsers (ares_parse_*_reply), with dnspython "
+            "reading every byte\n"
+            f"Version: {version}\n"
+            "Requires.private: dnsshim\n"
+            "Libs: -L${libdir} -Wl,-rpath,${libdir} -ldnsshim_ares\n"
+            "Libs.private: -ldnsshim -ldl\n")
+
+
 def install(prefix: str, verbose: bool = False, in_package: bool = False) -> str:
     """A complete tree under prefix: lib/ (the libraries), include/dns_shim.h,
-    lib/pkgconfig/dnsshim.pc, bin/dnsshim-dump.  Inside the package (in_package), prefix is the
+    lib/pkgconfig/dnsshim.pc and dnsshim-ares.pc, bin/dnsshim-dump.  Inside the package (in_package), prefix is the
     shim/ directory itself and the .pc file finds it relative to itself."""
     version = check_version()
     lib = os.path.join(prefix, "lib")
@@ -373,6 +387,9 @@ def install(prefix: str, verbose: bool = False, in_package: bool = False) -> str
     with open(os.path.join(pkgconfig, "dnsshim.pc"), "w", encoding="utf-8") as f:
         f.write(pkgconfig_text(version, "${pcfiledir}/../.." if in_package
                                else os.path.abspath(prefix)))
+    with open(os.path.join(pkgconfig, "dnsshim-ares.pc"), "w", encoding="utf-8") as f:
+        f.write(ares_pkgconfig_text(version, "${pcfiledir}/../.." if in_package
+                                    else os.path.abspath(prefix)))
     return shared
 
 
