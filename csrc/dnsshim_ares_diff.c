@@ -81,44 +81,32 @@ static void put_hostent(const struct hostent *h)
 
 #define MAX_TTLS 8
 
-static void run_a(const unsigned char *m, int n, int with_host, int want)
+/* ares_parse_a_reply (family AF_INET) or ares_parse_aaaa_reply, with or
+** without a hostent, asking for `want` addrttls. */
+static void run_addresses(const unsigned char *m, int n, int family, int with_host, int want)
 {
     struct hostent *host = NULL;
     struct ares_addrttl ttls[MAX_TTLS];
+    struct ares_addr6ttl ttls6[MAX_TTLS];
     int count = want, i, rc;
     memset(ttls, 0, sizeof ttls);
-    rc = ares_parse_a_reply(m, n, with_host ? &host : NULL, ttls, &count);
-    printf("a host=%d ttls=%d rc=%d", with_host, want, rc);
+    memset(ttls6, 0, sizeof ttls6);
+    if (family == AF_INET)
+        rc = ares_parse_a_reply(m, n, with_host ? &host : NULL, ttls, &count);
+    else
+        rc = ares_parse_aaaa_reply(m, n, with_host ? &host : NULL, ttls6, &count);
+    printf("%s host=%d ttls=%d rc=%d", family == AF_INET ? "a" : "aaaa", with_host, want, rc);
     if (with_host && rc == ARES_SUCCESS)
         put_hostent(host);
     printf(" naddrttls=%d [", count);
     for (i = 0; i < count && i < MAX_TTLS; i++) {
         if (i)
             putchar(',');
-        put_addr(AF_INET, &ttls[i].ipaddr);
-        printf("/%d", ttls[i].ttl);
-    }
-    puts("]");
-    if (host)
-        ares_free_hostent(host);
-}
-
-static void run_aaaa(const unsigned char *m, int n, int with_host, int want)
-{
-    struct hostent *host = NULL;
-    struct ares_addr6ttl ttls[MAX_TTLS];
-    int count = want, i, rc;
-    memset(ttls, 0, sizeof ttls);
-    rc = ares_parse_aaaa_reply(m, n, with_host ? &host : NULL, ttls, &count);
-    printf("aaaa host=%d ttls=%d rc=%d", with_host, want, rc);
-    if (with_host && rc == ARES_SUCCESS)
-        put_hostent(host);
-    printf(" naddrttls=%d [", count);
-    for (i = 0; i < count && i < MAX_TTLS; i++) {
-        if (i)
-            putchar(',');
-        put_addr(AF_INET6, &ttls[i].ip6addr);
-        printf("/%d", ttls[i].ttl);
+        if (family == AF_INET)
+            put_addr(AF_INET, &ttls[i].ipaddr);
+        else
+            put_addr(AF_INET6, &ttls6[i].ip6addr);
+        printf("/%d", family == AF_INET ? ttls[i].ttl : ttls6[i].ttl);
     }
     puts("]");
     if (host)
@@ -303,10 +291,10 @@ static void run(const char *path)
         puts("unreadable");
         return;
     }
-    run_a(m, (int)len, 1, MAX_TTLS);
-    run_a(m, (int)len, 0, 1);
-    run_aaaa(m, (int)len, 1, MAX_TTLS);
-    run_aaaa(m, (int)len, 0, 1);
+    run_addresses(m, (int)len, AF_INET, 1, MAX_TTLS);
+    run_addresses(m, (int)len, AF_INET, 0, 1);
+    run_addresses(m, (int)len, AF_INET6, 1, MAX_TTLS);
+    run_addresses(m, (int)len, AF_INET6, 0, 1);
     run_hostents(m, (int)len);
     run_lists(m, (int)len);
     run_expand(m, (int)len);

@@ -408,13 +408,14 @@ def run(ffi, kind, buf, length, offset, flags, out, out_token) -> None:
         token = next(_TOKENS)
         _PENDING[token] = keep
         out_token[0] = token
-    except MemoryError:
-        out.status = ENOMEM
     except BaseException as e:  # noqa: B902 - nothing may escape into C
+        # Nothing half-filled reaches C: its memory is gone with the filler.
         out.status = ENOMEM
-        from shim import glue
+        out.have_host = out.naliases = out.naddrs = out.nitems = 0
+        if not isinstance(e, MemoryError):
+            from shim import glue
 
-        glue.report(glue.Status.ERR_INTERNAL, e)
+            glue.report(glue.Status.ERR_INTERNAL, e)
 
 
 def release(token) -> None:
