@@ -329,8 +329,11 @@ def build_ares(out_dir: str, verbose: bool = False) -> str:
     with tempfile.TemporaryDirectory(prefix="dnsshim-ares-build-") as tmp:
         c_file = os.path.join(tmp, ARES_MODULE + ".c")
         ffi.emit_c_code(c_file)
+        # -z nodelete: the module lives on in the interpreter, so a dlclose()
+        # (a host Python's ctypes or cffi, a plugin loader) must not unmap it.
         _link_shared(c_file, shared, ARES_SONAME, ARES_EXPORTS, [],
-                     [f"-L{out_dir}", "-ldnsshim", "-Wl,-rpath,$ORIGIN", "-ldl"], tmp, verbose)
+                     [f"-L{out_dir}", "-ldnsshim", "-Wl,-rpath,$ORIGIN", "-Wl,-z,nodelete",
+                      "-ldl"], tmp, verbose)
         _link_name(out_dir, ARES_LIBNAME, ARES_SONAME)
         _archive(c_file, os.path.join(out_dir, "libdnsshim_ares.a"), [], tmp, verbose)
     return shared
