@@ -490,6 +490,8 @@ DNSSHIM_ARES_API int ares_parse_ns_reply(const unsigned char *abuf, int alen,
     dnsshim_ares_result r;
     uint64_t token;
     int status;
+    if (host == NULL)
+        return DNSSHIM_ARES_EBADQUERY; /* c-ares would crash */
     *host = NULL;
     if (abuf == NULL || alen < DNSSHIM_ARES__HFIXEDSZ)
         return DNSSHIM_ARES_EBADRESP;
@@ -507,6 +509,8 @@ DNSSHIM_ARES_API int ares_parse_ptr_reply(const unsigned char *abuf, int alen, c
     dnsshim_ares_result r;
     uint64_t token;
     int status;
+    if (host == NULL)
+        return DNSSHIM_ARES_EBADQUERY;
     *host = NULL;
     if (abuf == NULL || alen < DNSSHIM_ARES__HFIXEDSZ)
         return DNSSHIM_ARES_EBADRESP;
@@ -610,6 +614,8 @@ static int dnsshim_ares__list(int32_t kind, unsigned int type, const unsigned ch
     dnsshim_ares__link *head = NULL, *last = NULL;
     size_t i;
     int status;
+    if (out == NULL)
+        return DNSSHIM_ARES_EBADQUERY;
     *out = NULL;
     if (abuf == NULL || alen < DNSSHIM_ARES__HFIXEDSZ)
         return DNSSHIM_ARES_EBADRESP;
@@ -690,6 +696,8 @@ DNSSHIM_ARES_API int ares_parse_soa_reply(const unsigned char *abuf, int alen,
     uint64_t token;
     int status;
     /* c-ares leaves *soa_out alone when it fails. */
+    if (soa_out == NULL)
+        return DNSSHIM_ARES_EBADQUERY;
     if (abuf == NULL || alen < DNSSHIM_ARES__HFIXEDSZ)
         return DNSSHIM_ARES_EBADRESP;
     status = dnsshim_ares__compute(DNSSHIM_ARES_KIND_SOA, abuf, alen, 0, 0, &r, &token);
@@ -714,6 +722,8 @@ static int dnsshim_ares__expand(int32_t kind, int error, int cut, const unsigned
     dnsshim_ares_result r;
     uint64_t token;
     int status;
+    if (s == NULL || enclen == NULL)
+        return DNSSHIM_ARES_EBADQUERY;
     if (abuf == NULL || encoded == NULL || alen <= 0 || encoded < abuf ||
         encoded >= abuf + alen)
         return error;

@@ -50,6 +50,7 @@
 /* The return codes the parsers give (ares.h's ARES_*). */
 #define DNSSHIM_ARES_SUCCESS 0
 #define DNSSHIM_ARES_ENODATA 1
+#define DNSSHIM_ARES_EBADQUERY 7
 #define DNSSHIM_ARES_EBADNAME 8
 #define DNSSHIM_ARES_EBADRESP 10
 #define DNSSHIM_ARES_ENOMEM 15

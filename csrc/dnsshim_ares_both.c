@@ -189,6 +189,12 @@ int main(int argc, char **argv)
           "our ares_expand_name");
     ares_free_string(name);
     CHECK(strcmp(ares_strerror(ARES_EBADRESP), "Misformatted DNS reply") == 0, "ares_strerror");
+    /* Where c-ares would dereference a NULL output pointer, ours refuses. */
+    CHECK(ares_parse_srv_reply(SRV_MSG, sizeof SRV_MSG, NULL) == ARES_EBADQUERY &&
+          ares_parse_ns_reply(SRV_MSG, sizeof SRV_MSG, NULL) == ARES_EBADQUERY &&
+          ares_parse_soa_reply(SRV_MSG, sizeof SRV_MSG, NULL) == ARES_EBADQUERY &&
+          ares_expand_name(SRV_MSG + 12, SRV_MSG, sizeof SRV_MSG, NULL, &enclen) ==
+              ARES_EBADQUERY, "NULL output pointers are ARES_EBADQUERY");
 
     /* Threads. */
     for (i = 0; i < nthreads; i++)
