@@ -3,8 +3,11 @@
     python build_ffi.py [--out DIR]      libraries into DIR (default: build/)
     python build_ffi.py --prefix DIR     lib/, include/, lib/pkgconfig/ under DIR
 
-builds libdnsshim.so.N (and the libdnsshim.so link) and libdnsshim.a.  A
-``pip install .`` builds them into the installed package (setup.py).
+builds libdnsshim.so.N (and the libdnsshim.so link) and libdnsshim.a, and
+beside them libdnsshim_ares.so.1 and libdnsshim_ares.a (c-ares's classic
+reply parsers, from ``csrc/dnsshim_ares.h`` and ``csrc/dnsshim_ares.c`` in
+the same way: see build_ares()).  A ``pip install .`` builds them into the
+installed package (setup.py).
 
 ``csrc/dns_shim.h`` is the one place the ABI is written down: its
 declarations, with preprocessor lines (other than integer ``#define``\\s) and
