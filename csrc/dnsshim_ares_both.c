@@ -13,10 +13,14 @@
 ** valgrind, nothing may leak or be freed twice.
 **
 ** Then it parses from several threads at once (--threads N, default 4),
-** each result compared with the one parsed first.
+** each result compared with the one parsed first, each thread also calling
+** libdnsshim's own dns_shim_process: both libraries' Python modules live in
+** one embedded interpreter.
 **
 ** Prints "ok ..." lines and "FAIL ..." lines; exits 1 on any failure.
 */
+#include "dns_shim.h"
+
 #include <ares.h>
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -117,18 +121,41 @@ static void describe(char *out, size_t size)
     ares_free_hostent(host);
 }
 
+/* libdnsshim's view of the SRV message: the SRV targets, in order. */
+static int32_t on_srv(void *ctx, const dns_shim_srv *r)
+{
+    char *out = ctx;
+    strncat(out, " ", 511 - strlen(out));
+    strncat(out, r->target, 511 - strlen(out));
+    return 0;
+}
+
+static int32_t srv_targets(char *out)
+{
+    dns_shim_callbacks cb;
+    memset(&cb, 0, sizeof cb);
+    cb.struct_size = sizeof cb;
+    cb.ctx = out;
+    cb.on_srv = on_srv;
+    out[0] = '\0';
+    return dns_shim_process(SRV_MSG, (int32_t)sizeof SRV_MSG, &cb);
+}
+
 static char expected[512];
 static int iterations = 50;
 
 static void *worker(void *arg)
 {
-    char got[512];
+    char got[512], targets[512];
     int i;
     long bad = 0;
     (void)arg;
     for (i = 0; i < iterations; i++) {
         describe(got, sizeof got);
         if (strcmp(got, expected) != 0)
+            bad++;
+        if (srv_targets(targets) != DNS_SHIM_OK ||
+            strcmp(targets, " sip1.example.com sip2.example.com") != 0)
             bad++;
     }
     return (void *)bad;
@@ -195,6 +222,13 @@ int main(int argc, char **argv)
           ares_parse_soa_reply(SRV_MSG, sizeof SRV_MSG, NULL) == ARES_EBADQUERY &&
           ares_expand_name(SRV_MSG + 12, SRV_MSG, sizeof SRV_MSG, NULL, &enclen) ==
               ARES_EBADQUERY, "NULL output pointers are ARES_EBADQUERY");
+
+    {
+        char targets[512];
+        CHECK(srv_targets(targets) == DNS_SHIM_OK &&
+              strcmp(targets, " sip1.example.com sip2.example.com") == 0,
+              "libdnsshim's dns_shim_process in the same program");
+    }
 
     /* Threads. */
     for (i = 0; i < nthreads; i++)

@@ -333,6 +333,7 @@ def test_both_libraries_in_one_program_under_valgrind(progs):
     assert result.returncode == 0, result.stdout + result.stderr[-5000:]
     assert "ok ares_get_servers gives the two servers" in result.stdout
     assert "ok every block c-ares allocated went back to c-ares's free" in result.stdout
+    assert "ok libdnsshim's dns_shim_process in the same program" in result.stdout
     assert result.stdout.rstrip().endswith("0 failed")
 
 
