@@ -62,6 +62,85 @@ def messages_from_seeds(mutants: int = 0, seed: int = 1) -> list:
     return out
 
 
+# Names for random_responses: case variants, escaped bytes, characters c-ares
+# refuses in host names, the root.
+_NAMES = [
+    (b"www", b"example", b"com", b""), (b"WWW", b"Example", b"COM", b""),
+    (b"web", b"example", b"com", b""), (b"srv", b"example", b"com", b""),
+    (b"a b", b"example", b""), (b"a.b", b"example", b""), (b"*", b"example", b""),
+    (b"_sip", b"_udp", b"example", b""), (b"1/25", b"2", b"0", b"192", b"in-addr", b"arpa", b""),
+    (b"x\x00y", b"example", b""), (b"\x00", b"example", b""), (b"\xc1", b"example", b""),
+    (b"",),
+]
+_EDGE_TTLS = (0, 1, 60, 300, 3600, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF)
+
+
+def random_responses(count: int, seed: int = 1) -> list:
+    """``count`` well-formed responses, built with dnspython's builders, that
+    mix what the parsers look at: CNAME chains in any order, A and AAAA of
+    the question's name and of others, every type the parsers read (TXT and
+    CAA in class CH too), names with escapes and case variants, TTLs at the
+    edges, several questions now and then.  The differential on them checks
+    the semantics where the decoder accepts everything."""
+    import random
+
+    import dns.message
+    import dns.name
+    import dns.rdata
+    import dns.rdataclass
+    import dns.rdatatype
+    import dns.rrset
+
+    rng = random.Random(seed)
+
+    def name():
+        return dns.name.Name(rng.choice(_NAMES))
+
+    def text(n):
+        return n.to_text()
+
+    def string():
+        return '"' + rng.choice(["", "v=spf1 -all", "a\\000b", "s", "SIP+D2U", "x" * 40]) + '"'
+
+    makers = {
+        "A": lambda: f"192.0.2.{rng.randrange(256)}",
+        "AAAA": lambda: f"2001:db8::{rng.randrange(65536):x}",
+        "CNAME": lambda: text(name()),
+        "NS": lambda: text(name()),
+        "PTR": lambda: text(name()),
+        "MX": lambda: f"{rng.randrange(65536)} {text(name())}",
+        "TXT": lambda: " ".join(string() for _ in range(rng.randint(1, 3))),
+        "SRV": lambda: f"{rng.randrange(65536)} {rng.randrange(65536)} {rng.randrange(65536)} "
+                       f"{text(name())}",
+        "NAPTR": lambda: f"{rng.randrange(65536)} {rng.randrange(65536)} {string()} {string()} "
+                         f"{string()} {text(name())}",
+        "CAA": lambda: f"{rng.choice((0, 128, 255))} {rng.choice(('issue', 'iodef', 'tbs'))} "
+                       f"{string()}",
+        "URI": lambda: f"{rng.randrange(65536)} {rng.randrange(65536)} \"https://example.com/\"",
+        "SOA": lambda: f"{text(name())} {text(name())} {rng.randrange(1 << 32)} 7200 3600 "
+                       f"1209600 {rng.randrange(1 << 32)}",
+    }
+    weighted = ["A"] * 4 + ["AAAA"] * 2 + ["CNAME"] * 4 + list(makers)
+    out = []
+    for _ in range(count):
+        qname = name()
+        q = dns.message.make_query(qname, rng.choice(list(makers)))
+        q.id = rng.randrange(65536)
+        if rng.random() < 0.05:  # two questions: c-ares's EBADRESP
+            q.question.append(dns.rrset.RRset(name(), dns.rdataclass.IN, dns.rdatatype.A))
+        m = dns.message.make_response(q)
+        for _ in range(rng.randint(0, 7)):
+            rdtype = rng.choice(weighted)
+            owner = qname if rng.random() < 0.5 else name()
+            rdclass = ("CH" if rdtype in ("TXT", "CAA") and rng.random() < 0.2 else "IN")
+            rd = dns.rdata.from_text(rdclass, rdtype, makers[rdtype]())
+            rrset = dns.rrset.from_rdata(owner, 0, rd)
+            rrset.ttl = rng.choice(_EDGE_TTLS)
+            m.answer.append(rrset)
+        out.append(m.to_wire())
+    return out
+
+
 def write_messages(directory: Path, messages) -> list:
     paths = []
     for i, wire in enumerate(messages):
@@ -211,13 +290,18 @@ def main(argv=None):
     parser.add_argument("build", type=Path, help="directory with dnsshim_ares_diff_cares "
                                                  "and dnsshim_ares_diff")
     parser.add_argument("--mutants", type=int, default=10000)
+    parser.add_argument("--random", type=int, default=10000,
+                        help="how many random well-formed responses")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
+    parser_random = args.random
     seeds = messages_from_seeds()
     mutants = messages_from_seeds(args.mutants, args.seed)[len(seeds):]
     for label, msgs in (("seeds (vectors, malformed cases, corpus)", seeds),
-                        (f"{args.mutants} mutants (seed {args.seed})", mutants)):
+                        (f"{args.mutants} mutants (seed {args.seed})", mutants),
+                        (f"{parser_random} random responses (seed {args.seed})",
+                         random_responses(parser_random, args.seed))):
         c = compare(args.build / "dnsshim_ares_diff_cares", args.build / "dnsshim_ares_diff", msgs)
         print(f"{label}: {c.summary()}")
         if args.verbose:

@@ -309,6 +309,21 @@ def test_differential_covers_results(comparison):
     assert len(comparison.messages) >= MUTANTS + corpus
 
 
+def test_differential_on_random_well_formed_responses(progs):
+    """Responses the decoder accepts whole, built to mix what the parsers look
+    at (CNAME chains in any order, case, escapes, every type, edge TTLs): every
+    call the same as c-ares's, but for the TTLs of 2^31 and more, and the
+    names ares_expand_name is pointed at mid-message that only c-ares reads."""
+    c = ares_diff.compare(progs / "dnsshim_ares_diff_cares", progs / "dnsshim_ares_diff",
+                          ares_diff.random_responses(2000, seed=5))
+    assert c.good_messages == 2000
+    assert not c.unexplained, c.unexplained[:5]
+    assert set(c.kinds) <= {"ttl", "accepts:BadNameError"}
+    assert c.same > 0.97 * c.calls
+    assert sum(1 for calls in c.ours.values() for line in calls.values()
+               if " rc=0 " in line and ("{" in line or 'name="' in line)) > 2000
+
+
 def test_valgrind_good_and_malformed(progs, tmp_path):
     _require_valgrind()
     # A bounded set (each message is 25 calls under valgrind): the corpus's
