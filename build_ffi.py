@@ -56,6 +56,7 @@ typedef struct dns_shim__step {
     const void *arg;
 } dns_shim__step;
 extern "Python" int32_t dns_shim__py_process(const uint8_t *buf, int32_t len,
+                                             const dns_shim_query *query,
                                              const dns_shim_callbacks *callbacks,
                                              const uint64_t *done, size_t n_done,
                                              dns_shim__step **steps, size_t *count,
@@ -211,18 +212,13 @@ def _common_flags() -> list:
             f"-I{sysconfig.get_paths()['include']}", "-pthread"]
 
 
-def _version_script(path: str, exports: list) -> str:
-    """A version script exporting ``exports`` (names or patterns) only."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("{\n  global:\n" + "".join(f"    {name};\n" for name in exports)
-                + "  local:\n    *;\n};\n")
-    return path
-
-
-def _link_shared(c_file: str, shared: str, soname: str, exports: list, flags: list,
+def _link_shared(c_file: str, shared: str, soname: str, version_script: str, flags: list,
                  libs: list, tmp: str, verbose: bool) -> None:
-    """c_file linked as the shared object ``shared`` (written atomically)."""
-    script = _version_script(os.path.join(tmp, soname + ".map"), exports)
+    """c_file linked as the shared object ``shared`` (written atomically),
+    exporting what the text of ``version_script`` says."""
+    script = os.path.join(tmp, soname + ".map")
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(version_script)
     _run([_cc(), "-shared", *_common_flags(), *flags, c_file, "-o", shared + ".tmp",
           f"-Wl,--version-script={script}", f"-Wl,-soname,{soname}", "-Wl,--no-undefined",
           *libs, *_python_link_flags()], verbose)
@@ -271,8 +267,7 @@ def build(out_dir: str, verbose: bool = False, in_package: bool = False,
     with tempfile.TemporaryDirectory(prefix="dnsshim-build-") as tmp:
         c_file = os.path.join(tmp, MODULE + ".c")
         ffi.emit_c_code(c_file)
-        _link_shared(c_file, shared, SONAME,
-                     ["process_dns_response", "dns_shim_*", f"PyInit_{MODULE}"],
+        _link_shared(c_file, shared, SONAME, version_script_text(),
                      _defines(python, root, in_package), [], tmp, verbose)
         _link_name(out_dir, LIBNAME, SONAME)
         # The static archive cannot find itself: it uses the pinned Python
@@ -332,14 +327,52 @@ def build_ares(out_dir: str, verbose: bool = False) -> str:
     with tempfile.TemporaryDirectory(prefix="dnsshim-ares-build-") as tmp:
         c_file = os.path.join(tmp, ARES_MODULE + ".c")
         ffi.emit_c_code(c_file)
+        # c-ares's own symbols carry no version: neither do ours.
+        exports = "".join(f"    {name};\n" for name in ARES_EXPORTS)
         # -z nodelete: the module lives on in the interpreter, so a dlclose()
         # (a host Python's ctypes or cffi, a plugin loader) must not unmap it.
-        _link_shared(c_file, shared, ARES_SONAME, ARES_EXPORTS, [],
+        _link_shared(c_file, shared, ARES_SONAME,
+                     f"{{\n  global:\n{exports}  local:\n    *;\n}};\n", [],
                      [f"-L{out_dir}", "-ldnsshim", "-Wl,-rpath,$ORIGIN", "-Wl,-z,nodelete",
                       "-ldl"], tmp, verbose)
         _link_name(out_dir, ARES_LIBNAME, ARES_SONAME)
         _archive(c_file, os.path.join(out_dir, "libdnsshim_ares.a"), [], tmp, verbose)
     return shared
+
+
+#: The exported functions by the symbol-version node of the release that
+#: added them (libcurl's and glibc's way: one node per minor release, each
+#: inheriting the one before).  Nodes are only ever appended, and a function
+#: never moves.  cffi's module init goes with 1.0.
+SYMBOL_VERSIONS = {
+    "DNSSHIM_1.0": ["process_dns_response", "dns_shim_register_callbacks", "dns_shim_process",
+                    "dns_shim_init", "dns_shim_strerror", "dns_shim_version",
+                    "dns_shim_set_log_handler", f"PyInit_{MODULE}"],
+    "DNSSHIM_1.1": ["dns_shim_process_reply"],
+}
+
+
+def header_functions(path: str = HEADER) -> set:
+    """The functions the header exports (DNS_SHIM_API)."""
+    with open(path, encoding="utf-8") as f:
+        return set(re.findall(r"^DNS_SHIM_API\s[^;(]*?\b(\w+)\s*\(", f.read(), re.M))
+
+
+def version_script_text() -> str:
+    """The linker's version script: every exported name in its node, all
+    else local.  Refuses when the header exports a function no node lists."""
+    listed = {name for names in SYMBOL_VERSIONS.values() for name in names}
+    missing = header_functions() - listed
+    if missing:
+        raise SystemExit(f"build_ffi.SYMBOL_VERSIONS does not list {sorted(missing)}: add "
+                         "them to the node of the release that adds them")
+    text, previous = "", None
+    for node, names in SYMBOL_VERSIONS.items():
+        body = "".join(f"    {name};\n" for name in names)
+        local = "  local:\n    *;\n" if previous is None else ""
+        text += f"{node} {{\n  global:\n{body}{local}}}{' ' + previous if previous else ''};\n"
+        previous = node
+    return text
 
 
 def pkgconfig_text(version: str, prefix: str) -> str:
