@@ -15,7 +15,7 @@ import pytest
 
 import build_ffi
 import malformed
-from conftest import ROOT, require_program
+from conftest import ROOT, require_cares, require_program
 
 VERSION = build_ffi.package_version()
 
@@ -438,10 +438,7 @@ def test_header_compiles_on_its_own(tmp_path, compiler, flags):
 def test_dnsshim_ares_pkg_config_builds(installed, tmp_path):
     """libdnsshim_ares as a c-ares user links it: dnsshim-ares.pc, shared and
     static, the program written against c-ares's own <ares.h>."""
-    if subprocess.run(["pkg-config", "--exists", "libcares"]).returncode != 0:
-        if os.environ.get("CI"):
-            pytest.fail("CI must have c-ares's headers (.ci/run installs libc-ares-dev)")
-        pytest.skip("needs c-ares's headers: apt-get install libc-ares-dev")
+    require_cares()
     env = dict(os.environ, PKG_CONFIG_PATH=shim_flags(installed, "--pkgconfig-dir"))
 
     def pc(*args):
