@@ -150,9 +150,9 @@ def _python_lib() -> tuple:
     return sysconfig.get_config_var("LIBDIR"), f"python{ver}"
 
 
-def _python_link_flags() -> list:
+def _python_link_flags(rpath: str = None) -> list:
     libdir, name = _python_lib()
-    return [f"-L{libdir}", f"-Wl,-rpath,{libdir}", f"-l{name}"]
+    return [f"-L{libdir}", f"-Wl,-rpath,{rpath or libdir}", f"-l{name}"]
 
 
 def header_version(path: str = HEADER) -> str:
@@ -201,7 +201,7 @@ def _run(cmd, verbose):
 
 
 def build(out_dir: str, verbose: bool = False, in_package: bool = False,
-          python: str = None, root: str = None) -> str:
+          python: str = None, root: str = None, bundle_optimize: int = None) -> str:
     """Generate, compile and link the library into out_dir:
 
     * libdnsshim.so.N (SONAME libdnsshim.so.N, N the ABI's major version)
@@ -212,13 +212,20 @@ def build(out_dir: str, verbose: bool = False, in_package: bool = False,
     root: the directory holding the shim package to import (default: this
     source tree; "" when that Python finds it on its own sys.path);
     in_package: the shared object is installed as shim/lib/ inside the
-    package and finds the package and its Python from its own path.
+    package and finds the package and its Python from its own path;
+    bundle_optimize: not None for the library of a self-contained folder
+    (shim/bundle.py): it runs the interpreter found beside it ($ORIGIN)
+    from the folder alone, with .pyc files of that optimisation level; no
+    static archive (it could not find the folder).
     Returns the shared object's path."""
     ffi = make_ffi()
     check_status_table()
     check_version()
-    python = python or sys.executable
-    root = ROOT if root is None else root
+    bundle = bundle_optimize is not None
+    python = "" if bundle else python or sys.executable
+    root = "" if bundle else ROOT if root is None else root
+    bundle_flags = ["-DDNS_SHIM_BUNDLE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={bundle_optimize}"] \
+        if bundle else []
     os.makedirs(out_dir, exist_ok=True)
     shared = os.path.join(out_dir, SONAME)
     static = os.path.join(out_dir, "libdnsshim.a")
@@ -231,14 +238,17 @@ def build(out_dir: str, verbose: bool = False, in_package: bool = False,
         with open(version_script, "w", encoding="utf-8") as f:
             f.write("{\n  global:\n    process_dns_response;\n    dns_shim_*;\n"
                     f"    PyInit_{MODULE};\n  local:\n    *;\n}};\n")
-        _run([_cc(), "-shared", *common, *_defines(python, root, in_package), c_file,
-              "-o", shared + ".tmp", f"-Wl,--version-script={version_script}",
-              f"-Wl,-soname,{SONAME}", "-Wl,--no-undefined", *_python_link_flags()], verbose)
+        _run([_cc(), "-shared", *common, *_defines(python, root, in_package), *bundle_flags,
+              c_file, "-o", shared + ".tmp", f"-Wl,--version-script={version_script}",
+              f"-Wl,-soname,{SONAME}", "-Wl,--no-undefined",
+              *_python_link_flags("$ORIGIN" if bundle else None)], verbose)
         os.replace(shared + ".tmp", shared)
         link = os.path.join(out_dir, LIBNAME)
         if os.path.lexists(link):
             os.remove(link)
         os.symlink(SONAME, link)
+        if bundle:
+            return shared
         # The static archive cannot find itself: it uses the pinned Python
         # and, inside the package, that Python's own sys.path.
         obj = os.path.join(tmp, "dns_shim.o")

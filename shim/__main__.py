@@ -3,12 +3,14 @@ dump of DNS responses.
 
     python -m shim --cflags | --libs | --static-libs | --pkgconfig-dir | --includedir | --libdir
     python -m shim dump [-x] [--sections answer,authority,additional] [--json] FILE...
+    python -m shim bundle DIR [--strip] [--optimize N] [--extra-module M ...]
 
 The first form prints paths and flags (like pybind11's --includes): for
 example ``cc app.c $(python -m shim --cflags --libs)``, or
 ``PKG_CONFIG_PATH=$(python -m shim --pkgconfig-dir) pkg-config --cflags --libs dnsshim``.
 The second prints responses as dnsshim-dump does, with the Python API
-(shim.parse_response): no C, no cffi.
+(shim.parse_response): no C, no cffi.  The third writes a self-contained
+folder for a device (shim/bundle.py).
 """
 
 import argparse
@@ -60,6 +62,9 @@ def main(argv=None) -> int:
     if argv and argv[0] == "dump":
         from shim.dump import main as dump_main
         return dump_main(argv[1:])
+    if argv and argv[0] == "bundle":
+        from shim.bundle import main as bundle_main
+        return bundle_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m shim", description=__doc__.splitlines()[0])
     for name, text in (("cflags", "compiler flags"), ("libs", "linker flags (shared library)"),
                        ("static-libs", "linker flags for libdnsshim.a"),

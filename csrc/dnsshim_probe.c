@@ -1,0 +1,95 @@
+/*
+** dnsshim_probe: what the library's own interpreter imports (used by
+** shim/bundle.py, which builds and runs it; not installed).
+**
+**   dnsshim_probe OUT SCRIPT FILE...
+**
+** Registers a callback for every member and all sections, feeds each FILE
+** (a raw DNS message) to process_dns_response, then runs SCRIPT (Python
+** text) in the library's interpreter, with the name OUT bound to the output
+** path: the bundler's script imports what the bundle must also hold and
+** writes every module of sys.modules with the file it came from.  Exit
+** status 0 when every call returned a status the library defines and the
+** script ran; the statuses are printed one per line.
+*/
+#include "dns_shim.h"
+#include "file_util.h"
+
+#include <Python.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define ANY(name, type) \
+    static int32_t name(void *ctx, const type *r) { (void)ctx; (void)r; return 0; }
+ANY(on_header, dns_shim_header)
+ANY(on_a, dns_shim_a)
+ANY(on_aaaa, dns_shim_aaaa)
+ANY(on_target, dns_shim_target)
+ANY(on_mx, dns_shim_mx)
+ANY(on_txt, dns_shim_txt)
+ANY(on_srv, dns_shim_srv)
+ANY(on_naptr, dns_shim_naptr)
+ANY(on_soa, dns_shim_soa)
+ANY(on_other, dns_shim_raw)
+
+int main(int argc, char **argv)
+{
+    dns_shim_callbacks all = {0}, none = {0};
+    int i, rc = 0;
+    PyGILState_STATE gil;
+    PyObject *globals, *result;
+
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s OUT SCRIPT FILE...\n", argv[0]);
+        return 2;
+    }
+    all.struct_size = none.struct_size = sizeof all;
+    all.sections = none.sections = DNS_SHIM_SECTION_ANSWER | DNS_SHIM_SECTION_AUTHORITY |
+                                   DNS_SHIM_SECTION_ADDITIONAL;
+    all.on_header = on_header;
+    all.on_a = on_a;
+    all.on_aaaa = on_aaaa;
+    all.on_cname = all.on_ns = all.on_ptr = all.on_dname = on_target;
+    all.on_mx = on_mx;
+    all.on_txt = on_txt;
+    all.on_srv = on_srv;
+    all.on_naptr = on_naptr;
+    all.on_soa = on_soa;
+    all.on_other = on_other;
+    none.on_other = on_other; /* every typed record through on_other too */
+    if (dns_shim_init() != DNS_SHIM_OK)
+        return 1;
+    for (i = 3; i < argc; i++) {
+        long len = 0;
+        unsigned char *wire = read_message(argv[i], 0, &len);
+        int32_t a, b;
+        if (wire == NULL)
+            return 2;
+        a = dns_shim_process(wire, (int32_t)len, &all);
+        b = dns_shim_process(wire, (int32_t)len, &none);
+        printf("%s %d %d\n", argv[i], (int)a, (int)b);
+        if (a > 0 || a <= DNS_SHIM_ERR_INIT || b > 0 || b <= DNS_SHIM_ERR_INIT)
+            rc = 1; /* not started, internal error, or not a status at all */
+        free(wire);
+    }
+    gil = PyGILState_Ensure();
+    globals = PyDict_New();
+    if (globals == NULL || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) != 0)
+        rc = 1;
+    else {
+        PyObject *out = PyUnicode_DecodeFSDefault(argv[1]);
+        if (out == NULL || PyDict_SetItemString(globals, "OUT", out) != 0)
+            rc = 1;
+        Py_XDECREF(out);
+        result = rc ? NULL : PyRun_String(argv[2], Py_file_input, globals, globals);
+        if (result == NULL) {
+            if (PyErr_Occurred())
+                PyErr_Print();
+            rc = 1;
+        }
+        Py_XDECREF(result);
+    }
+    Py_XDECREF(globals);
+    PyGILState_Release(gil);
+    return rc;
+}
