@@ -183,6 +183,58 @@ def _module_names_under(package_dir: Path, prefix: str):
     return sorted(set(names))
 
 
+def set_runpath(path: Path, value: str = "$ORIGIN") -> bool:
+    """Rewrites an ELF file's DT_RUNPATH or DT_RPATH in place (as chrpath
+    does: the new text may not be longer, the rest is NUL-padded), so that
+    nothing in the bundle looks for libraries in the build machine's Python
+    (its libpython and extension modules carry that installation's lib/).
+    Returns whether there was one."""
+    import struct
+
+    data = bytearray(path.read_bytes())
+    if data[:4] != b"\x7fELF":
+        raise BundleError(f"{path} is not an ELF file")
+    wide, order = data[4] == 2, "<" if data[5] == 1 else ">"
+    if wide:
+        phoff, = struct.unpack_from(order + "Q", data, 0x20)
+        phentsize, phnum = struct.unpack_from(order + "HH", data, 0x36)
+        dyn_fmt, ph = order + "qQ", lambda o: struct.unpack_from(order + "IIQQQQ", data, o)
+    else:
+        phoff, = struct.unpack_from(order + "I", data, 0x1C)
+        phentsize, phnum = struct.unpack_from(order + "HH", data, 0x2A)
+        dyn_fmt = order + "iI"
+
+        def ph(o):
+            t, off, vaddr, _, filesz, _, flags, _ = struct.unpack_from(order + "8I", data, o)
+            return t, flags, off, vaddr, 0, filesz
+    headers = [ph(phoff + i * phentsize) for i in range(phnum)]
+    dynamic = next((h for h in headers if h[0] == 2), None)  # PT_DYNAMIC
+    if dynamic is None:
+        return False
+    entry = struct.calcsize(dyn_fmt)
+    tags = {}
+    for o in range(dynamic[2], dynamic[2] + dynamic[5], entry):
+        tag, val = struct.unpack_from(dyn_fmt, data, o)
+        if tag == 0:
+            break
+        tags.setdefault(tag, val)
+    strtab = tags.get(5)  # DT_STRTAB, an address
+    spots = [tags[t] for t in (29, 15) if t in tags]  # DT_RUNPATH, DT_RPATH
+    if strtab is None or not spots:
+        return False
+    load = next(h for h in headers if h[0] == 1 and h[3] <= strtab < h[3] + h[5])  # PT_LOAD
+    base = strtab - load[3] + load[2]
+    for spot in spots:
+        start = base + spot
+        end = data.index(0, start)
+        new = value.encode()
+        if len(new) > end - start:
+            raise BundleError(f"{path}: run path {data[start:end]!r} is shorter than {value!r}")
+        data[start:end] = new + b"\0" * (end - start - len(new))
+    path.write_bytes(bytes(data))
+    return True
+
+
 def _strip(path: Path):
     subprocess.run(["strip", "--strip-unneeded", str(path)], check=True)
 
@@ -327,6 +379,7 @@ def bundle(dest, strip=False, optimize=0, extra_modules=(), verbose=False) -> di
                 shutil.copyfile(origin_path.resolve(), target)
                 if strip:
                     _strip(target)
+                set_runpath(target)
                 extensions += 1
             else:
                 raise BundleError(f"module {name} is {origin}: neither source nor extension")
@@ -337,6 +390,7 @@ def bundle(dest, strip=False, optimize=0, extra_modules=(), verbose=False) -> di
         if strip:
             _strip(lib / soname)
             _strip(lib / build_ffi.SONAME)
+        set_runpath(lib / soname)
         _dist_metadata(py_dir, modules)
         include = dest / "include"
         include.mkdir()
