@@ -5,7 +5,9 @@ raises the :class:`shim.status.DnsShimError` subclass that names the first
 defect met in wire order.  No cffi here: this layer knows nothing of C.
 
 dnspython parses every byte: names with ``dns.name.from_wire_parser``, every
-RDATA with ``dns.rdata.from_wire_parser``.  What this module writes itself is
+RDATA with the ``from_wire_parser`` of the dnspython class that
+:mod:`shim.rdtable` names for its class and type (never through dnspython's
+mutable registry, so that no message changes how a later one parses).  What this module writes itself is
 the message-level loop of ``dns.message.from_wire``, so that it can
 
 * make every check that ``from_wire`` makes (OPT and TSIG placement, the
@@ -27,11 +29,11 @@ import struct
 
 import dns.exception
 import dns.name
-import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
 import dns.wire
 
+from shim.rdtable import parser as rdata_parser
 from shim.status import (
     BadEdnsError,
     BadNameError,
@@ -276,38 +278,7 @@ class _RestoreFurthest:
 
 _U16 = struct.Struct("!H")
 _U32 = struct.Struct("!I")
-_STRUCTS = {}
-
-# Which dnspython class parses the RDATA of a (class, type) pair: resolved as
-# dns.rdata.get_rdata_class resolves it, but without letting hostile values
-# grow dnspython's own registry, which keeps one entry (and costs failed
-# module imports) per distinct pair it is asked about.  A type dnspython does
-# not know has no module: GenericRdata.  A class it does not know has no
-# modules of its own: the class-independent (ANY) implementation or
-# GenericRdata.  Only pairs of known values are cached: a bounded set.
-_KNOWN_TYPES = frozenset(int(t) for t in dns.rdatatype.RdataType)
-_KNOWN_CLASSES = frozenset(int(c) for c in dns.rdataclass.RdataClass)
-_RDATA_PARSERS = {}
-
-
-def _rdata_parser(rdclass, rdtype):
-    """(parse function, RdataClass, RdataType) for a pair of wire values."""
-    key = (rdclass, rdtype)
-    entry = _RDATA_PARSERS.get(key)
-    if entry is not None:
-        return entry
-    rc = dns.rdataclass.RdataClass.make(rdclass)
-    rt = dns.rdatatype.RdataType.make(rdtype)
-    if rdtype not in _KNOWN_TYPES:
-        cls = dns.rdata.GenericRdata
-    elif rdclass not in _KNOWN_CLASSES:
-        cls = dns.rdata.get_rdata_class(dns.rdataclass.ANY, rt)
-    else:
-        cls = dns.rdata.get_rdata_class(rc, rt)
-    entry = (cls.from_wire_parser, rc, rt)
-    if rdtype in _KNOWN_TYPES and rdclass in _KNOWN_CLASSES:
-        _RDATA_PARSERS[key] = entry
-    return entry
+_STRUCTS = {}  # struct format -> Struct: the formats of dnspython's own parsers, at most 64
 
 
 def _read_name(parser, wire_end):
@@ -334,7 +305,7 @@ def _read_rdata(parser, rdclass, rdtype, rdlen):
     start = parser.current
     end = start + rdlen
     saved_end = parser.end
-    parse, rc, rt = _rdata_parser(rdclass, rdtype)
+    parse, rc, rt = rdata_parser(rdclass, rdtype)
     parser.end = end
     parser.compressed = False
     try:

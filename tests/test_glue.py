@@ -12,7 +12,7 @@ import reference
 import vectors
 from recorder import Recorder
 from shim import decode as decode_module
-from shim import glue
+from shim import glue, rdtable
 from shim.status import Status
 
 
@@ -123,7 +123,7 @@ def test_memory_error_inside_dnspython_rdata_parser_is_no_memory(header_ffi, mon
     # dnspython wraps any exception of an rdata parser in FormError: the
     # decoder must not report that as malformed RDATA.
     monkeypatch.setattr(dns.rdtypes.IN.A.A, "from_wire_parser", classmethod(oom))
-    monkeypatch.setattr(decode_module, "_RDATA_PARSERS", {})  # forget the real one
+    monkeypatch.setattr(rdtable, "_PARSERS", {})  # forget the real one
     assert run(header_ffi, malformed.GOOD, Recorder(header_ffi)) == Status.ERR_NO_MEMORY
 
 
