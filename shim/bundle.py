@@ -52,8 +52,10 @@ PYDIR = f"python{TAG}"
 #: with its traceback): always in the bundle.
 ALWAYS = ("traceback", "warnings")
 
-#: The distributions whose licenses go with their code.
-LICENSED = {"dnspython": "dns", "cffi": "_cffi_backend"}
+#: Extension modules the staging folder hides, so that what imports them
+#: takes its fallback: hashlib then uses CPython's own hash modules, and the
+#: bundle does not need OpenSSL's libcrypto on the device.
+WITHOUT = ("_hashlib", "_ssl")
 
 PROBE_SCRIPT = """
 import sys
@@ -156,10 +158,13 @@ def _build_probe(build_ffi, lib_dir: Path, out: Path):
 def _stage(staging: Path, dynload: Path, search_path):
     """A staging lib/pythonX.Y that sees every module of search_path (by
     symbolic links, the first of each name winning), the shim package of
-    this tree first, and this Python's lib-dynload."""
+    this tree first, and this Python's lib-dynload but WITHOUT."""
     staging.mkdir(parents=True)
     (staging / "shim").symlink_to(HERE)
-    (staging / "lib-dynload").symlink_to(dynload)
+    (staging / "lib-dynload").mkdir()
+    for item in sorted(dynload.iterdir()):
+        if item.name.split(".")[0] not in WITHOUT:
+            (staging / "lib-dynload" / item.name).symlink_to(item)
     for entry in search_path:
         d = Path(entry)
         if not d.is_dir():
@@ -282,8 +287,10 @@ def _dist_metadata(py_dir: Path, modules):
             dist = importlib.metadata.distribution(dist_name)
             name = dist.metadata["Name"].replace("-", "_")
             info = py_dir / f"{name}-{dist.version}.dist-info"
-            info.mkdir(exist_ok=True)
-            (info / "METADATA").write_text(dist.read_text("METADATA") or "")
+            text = dist.read_text("METADATA")
+            if text:
+                info.mkdir(exist_ok=True)
+                (info / "METADATA").write_text(text)
 
 
 def _needed(elf_files):
