@@ -140,7 +140,12 @@ def answer_feature_checks():
 
     stand_in.version = version
     stand_in.PackageNotFoundError = PackageNotFoundError
-    stand_in.__getattr__ = lambda attr: getattr(real(), attr)
+    def __getattr__(attr):
+        if attr.startswith("__"):  # what repr() and tools look for: not a use
+            raise AttributeError(attr)
+        return getattr(real(), attr)
+
+    stand_in.__getattr__ = __getattr__
     sys.modules["importlib.metadata"] = stand_in
     importlib.metadata = stand_in
     # dns._features keeps asking through importlib.metadata, which stays the

@@ -194,6 +194,12 @@ def test_bundle_layout(bundle):
         assert (py / "dns" / "rdtypes" / module.relative_to(source).with_suffix(".pyc")).is_file()
     assert (py / f"_cffi_backend{sysconfig.get_config_var('EXT_SUFFIX')}").is_file()
     assert (py / "shim" / "embedded.pyc").is_file() and (py / "shim" / "glue.pyc").is_file()
+    # What the library's interpreter never imports is not there: the Python
+    # API, importlib.metadata (shim/embedded.py answers dns._features), and
+    # OpenSSL's hashlib backend (hashlib takes CPython's own).
+    for absent in ("shim/api.pyc", "shim/dump.pyc", "shim/bundle.pyc", "importlib/metadata",
+                   "zipfile.pyc", "email", f"lib-dynload/_hashlib{sysconfig.get_config_var('EXT_SUFFIX')}"):
+        assert not (py / absent).exists(), absent
     # Stripped: no symbol table left in the shared objects.
     for so in [lib / "libdnsshim.so.1", lib / f"libpython{TAG}.so.1.0", *py.rglob("*.so")]:
         sections = subprocess.run(["readelf", "-S", str(so)], capture_output=True, text=True,
