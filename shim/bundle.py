@@ -57,14 +57,34 @@ ALWAYS = ("traceback", "warnings")
 #: bundle does not need OpenSSL's libcrypto on the device.
 WITHOUT = ("_hashlib", "_ssl")
 
+# Run in the library's interpreter after the messages: imports what must be
+# importable too, then writes each module of sys.modules with the file it was
+# loaded from.  A module that put another object in its place (3.13's
+# collections.abc is _collections_abc, a frozen module) is found again by
+# name, the way the path finder found it (importlib's aliases of its frozen
+# bootstrap look the same and bring two small files along); built-in and
+# frozen names, and modules made by hand (no spec: cffi's, the stand-in of
+# shim/embedded.py) have no file.  PathFinder is the start-up's own: the
+# script imports nothing new.
 PROBE_SCRIPT = """
-import sys
+import sys, _imp
+from _frozen_importlib_external import PathFinder
 for _name in {imports!r}:
     __import__(_name)
+_modules = dict(sys.modules)
 with open(OUT, "w") as _out:
-    for _name, _module in sorted(sys.modules.items()):
+    for _name, _module in sorted(_modules.items()):
+        if _name in sys.builtin_module_names or _imp.is_frozen(_name):
+            continue
         _spec = getattr(_module, "__spec__", None)
-        _origin = getattr(_spec, "origin", None) if _spec is not None else None
+        if _spec is None:
+            continue
+        _origin = _spec.origin
+        if _spec.name != _name:
+            _parent = _name.rpartition(".")[0]
+            _path = getattr(_modules.get(_parent), "__path__", None) if _parent else None
+            _found = PathFinder.find_spec(_name, _path)
+            _origin = _found.origin if _found is not None else None
         _out.write(f"{{_name}}\\t{{_origin}}\\n")
 """
 
