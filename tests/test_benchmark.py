@@ -2,6 +2,7 @@
 it working (numbers are the benchmark's business, never a test's)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -22,4 +23,13 @@ def test_benchmark_smoke(built, tmp_path):
         assert entry["shim/from_wire"] > 0
     assert set(data["threads_calls_per_second"]) == {"1", "2", "4"}
     assert data["cold"]["first_call_ms"] > 0
-    assert "shim/from_wire" in result.stdout and "cold start" in result.stdout
+    assert data["cold_bundle"]["first_call_ms"] > 0 and data["cold_bundle"]["bundle_mib"] > 1
+    assert "shim/from_wire" in result.stdout and "cold start from the bundle" in result.stdout
+    # The instruction counts (valgrind is required in CI), one message and
+    # one held-out shape in smoke mode.
+    if data["instructions"] or os.environ.get("CI"):
+        assert set(data["instructions"]) == {"A", "TXT x40 small"}
+        for entry in data["instructions"].values():
+            assert entry["shim"] > 10000 and entry["floor"] > 10000
+            assert entry["shim/floor"] == entry["shim"] / entry["floor"]
+        assert "shim/floor" in result.stdout
