@@ -4,13 +4,17 @@
 **
 **   dnsshim_probe OUT SCRIPT FILE...
 **
-** Registers a callback for every member and all sections, feeds each FILE
-** (a raw DNS message) to process_dns_response, then runs SCRIPT (Python
-** text) in the library's interpreter, with the name OUT bound to the output
-** path: the bundler's script imports what the bundle must also hold and
-** writes every module of sys.modules with the file it came from.  Exit
-** status 0 when every call returned a status the library defines and the
-** script ran; the statuses are printed one per line.
+** Installs an audit hook before the library starts its interpreter, so that
+** every file the interpreter opens from then on (each module's source or
+** compiled file: importlib reads them through io.open_code, which raises
+** the "open" event) is recorded.  Registers a callback for every member and
+** all sections, feeds each FILE (a raw DNS message) to dns_shim_process,
+** twice (typed callbacks; on_other only), then runs SCRIPT (Python text) in
+** the library's interpreter with OUT bound to the output path and OPENED to
+** the list of paths opened: the bundler's script imports what the bundle
+** must also hold and writes what was loaded.  Exit status 0 when every call
+** returned a status the library defines and the script ran; the statuses
+** are printed, one line per file.
 */
 #include "dns_shim.h"
 #include "file_util.h"
@@ -18,6 +22,7 @@
 #include <Python.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ANY(name, type) \
     static int32_t name(void *ctx, const type *r) { (void)ctx; (void)r; return 0; }
@@ -31,6 +36,18 @@ ANY(on_srv, dns_shim_srv)
 ANY(on_naptr, dns_shim_naptr)
 ANY(on_soa, dns_shim_soa)
 ANY(on_other, dns_shim_raw)
+
+static PyObject *opened; /* the paths of every "open" audit event */
+
+static int record_open(const char *event, PyObject *args, void *data)
+{
+    (void)data;
+    if (strcmp(event, "open") != 0 || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) < 1)
+        return 0;
+    if (opened == NULL && (opened = PyList_New(0)) == NULL)
+        return -1;
+    return PyList_Append(opened, PyTuple_GET_ITEM(args, 0));
+}
 
 int main(int argc, char **argv)
 {
@@ -57,6 +74,8 @@ int main(int argc, char **argv)
     all.on_soa = on_soa;
     all.on_other = on_other;
     none.on_other = on_other; /* every typed record through on_other too */
+    if (PySys_AddAuditHook(record_open, NULL) != 0)
+        return 1;
     if (dns_shim_init() != DNS_SHIM_OK)
         return 1;
     for (i = 3; i < argc; i++) {
@@ -78,7 +97,8 @@ int main(int argc, char **argv)
         rc = 1;
     else {
         PyObject *out = PyUnicode_DecodeFSDefault(argv[1]);
-        if (out == NULL || PyDict_SetItemString(globals, "OUT", out) != 0)
+        if (out == NULL || PyDict_SetItemString(globals, "OUT", out) != 0 ||
+            PyDict_SetItemString(globals, "OPENED", opened ? opened : Py_None) != 0)
             rc = 1;
         Py_XDECREF(out);
         result = rc ? NULL : PyRun_String(argv[2], Py_file_input, globals, globals);

@@ -58,34 +58,22 @@ ALWAYS = ("traceback", "warnings")
 WITHOUT = ("_hashlib", "_ssl")
 
 # Run in the library's interpreter after the messages: imports what must be
-# importable too, then writes each module of sys.modules with the file it was
-# loaded from.  A module that put another object in its place (3.13's
-# collections.abc is _collections_abc, a frozen module) is found again by
-# name, the way the path finder found it (importlib's aliases of its frozen
-# bootstrap look the same and bring two small files along); built-in and
-# frozen names, and modules made by hand (no spec: cffi's, the stand-in of
-# shim/embedded.py) have no file.  PathFinder is the start-up's own: the
-# script imports nothing new.
+# importable too, then writes every file the interpreter opened (the probe's
+# audit hook: importlib reads each module's source or compiled file through
+# io.open_code) and each extension module's file (loaded by dlopen, not
+# opened).  The script imports nothing new.
 PROBE_SCRIPT = """
-import sys, _imp
-from _frozen_importlib_external import PathFinder
+import sys
 for _name in {imports!r}:
     __import__(_name)
-_modules = dict(sys.modules)
 with open(OUT, "w") as _out:
-    for _name, _module in sorted(_modules.items()):
-        if _name in sys.builtin_module_names or _imp.is_frozen(_name):
-            continue
-        _spec = getattr(_module, "__spec__", None)
-        if _spec is None:
-            continue
-        _origin = _spec.origin
-        if _spec.name != _name:
-            _parent = _name.rpartition(".")[0]
-            _path = getattr(_modules.get(_parent), "__path__", None) if _parent else None
-            _found = PathFinder.find_spec(_name, _path)
-            _origin = _found.origin if _found is not None else None
-        _out.write(f"{{_name}}\\t{{_origin}}\\n")
+    for _path in OPENED or ():
+        if isinstance(_path, str):
+            _out.write(f"open\\t{{_path}}\\n")
+    for _name, _module in sorted(sys.modules.items()):
+        _file = getattr(getattr(_module, "__spec__", None), "origin", None)
+        if isinstance(_file, str) and _file.endswith(".so"):
+            _out.write(f"extension\\t{{_file}}\\n")
 """
 
 
@@ -149,21 +137,39 @@ def probe_messages() -> dict:
     return good, bad
 
 
-def _record_modules(lib_dir: Path, imports, messages_dir: Path, probe: Path, tmp: Path) -> dict:
+def _record_modules(staging_py: Path, imports, messages_dir: Path, probe: Path,
+                    tmp: Path) -> tuple:
     """Runs the library from the staging folder over every message, imports
-    `imports` in its interpreter; returns {module: origin} of sys.modules."""
+    `imports` in its interpreter; returns (sources, extensions): the paths,
+    relative to the staging lib/pythonX.Y, of the Python source of every
+    module it loaded and of every extension module."""
+    import importlib.util
+
     out = tmp / "modules.txt"
     files = sorted(messages_dir.iterdir())
     result = subprocess.run([str(probe), str(out), PROBE_SCRIPT.format(imports=list(imports)),
                              *map(str, files)], capture_output=True, text=True,
-                            env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(lib_dir)})
+                            env={"PATH": "/usr/bin:/bin",
+                                 "LD_LIBRARY_PATH": str(staging_py.parent)})
     if result.returncode != 0:
         raise BundleError(f"the library did not run from the staging folder:\n{result.stderr}")
-    modules = {}
+    sources, extensions = set(), set()
     for line in out.read_text().splitlines():
-        name, origin = line.split("\t")
-        modules[name] = origin
-    return modules
+        kind, path = line.split("\t", 1)
+        try:
+            rel = Path(path).relative_to(staging_py)
+        except ValueError:
+            continue  # the script's own output, or a file that is no module
+        if kind == "extension":
+            extensions.add(rel)
+        elif rel.suffix == ".py":
+            sources.add(rel)
+        elif rel.suffix == ".pyc" and "__pycache__" in rel.parts:
+            sources.add(Path(importlib.util.source_from_cache(str(rel))))
+        else:
+            raise BundleError(f"the interpreter read {path}, neither a module's source nor its "
+                              "compiled file")
+    return sources, extensions
 
 
 def _build_probe(build_ffi, lib_dir: Path, out: Path):
@@ -377,39 +383,27 @@ def bundle(dest, strip=False, optimize=0, extra_modules=(), verbose=False) -> di
         for name in extra_modules:
             top = stage_lib / PYDIR / name.replace(".", "/")
             extras += _module_names_under(top, name) if top.is_dir() else [name]
-        modules = _record_modules(stage_lib, [*ALWAYS, *rdtypes, *extras], messages, probe, tmp)
+        staging_py = stage_lib / PYDIR
+        sources, extensions = _record_modules(staging_py, [*ALWAYS, *rdtypes, *extras],
+                                              messages, probe, tmp)
 
         # 3. The folder.
         py_dir.mkdir(parents=True)
         (py_dir / "lib-dynload").mkdir()
-        staging_py = stage_lib / PYDIR
-        compiled = extensions = 0
-        for name, origin in sorted(modules.items()):
-            if origin in ("None", "built-in", "frozen") or not origin.startswith("/"):
-                continue
-            origin_path = Path(origin)
-            try:
-                rel = origin_path.relative_to(staging_py)
-            except ValueError:
-                raise BundleError(f"module {name} came from {origin}, outside the staging "
-                                  "folder") from None
-            if rel.suffix == ".py":
-                target = py_dir / rel.with_suffix(".pyc")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                py_compile.compile(str(origin_path.resolve()), cfile=str(target),
-                                   dfile=str(rel), doraise=True, optimize=optimize,
-                                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-                compiled += 1
-            elif rel.suffix == ".so":
-                target = py_dir / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(origin_path.resolve(), target)
-                if strip:
-                    _strip(target)
-                set_runpath(target)
-                extensions += 1
-            else:
-                raise BundleError(f"module {name} is {origin}: neither source nor extension")
+        for rel in sorted(sources):
+            target = py_dir / rel.with_suffix(".pyc")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            py_compile.compile(str((staging_py / rel).resolve()), cfile=str(target),
+                               dfile=str(rel), doraise=True, optimize=optimize,
+                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        for rel in sorted(extensions):
+            target = py_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile((staging_py / rel).resolve(), target)
+            if strip:
+                _strip(target)
+            set_runpath(target)
+        modules = {".".join(rel.with_suffix("").parts) for rel in sources | extensions}
         shutil.copyfile(stage_lib / build_ffi.SONAME, lib / build_ffi.SONAME)
         os.symlink(build_ffi.SONAME, lib / build_ffi.LIBNAME)
         shutil.copyfile(libpython, lib / soname)
@@ -449,7 +443,7 @@ def bundle(dest, strip=False, optimize=0, extra_modules=(), verbose=False) -> di
     inside = {p.name for p in elf}
     summary = {
         "dir": str(dest), "python": TAG, "optimize": optimize, "stripped": strip,
-        "modules": compiled, "extension_modules": extensions,
+        "modules": len(sources), "extension_modules": len(extensions),
         "bytes": _tree_size(dest),
         "bytes_libpython": (lib / soname).stat().st_size,
         "bytes_modules": _tree_size(py_dir) - _tree_size(py_dir / "lib-dynload"),
