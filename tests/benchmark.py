@@ -256,6 +256,8 @@ def run(build: Path, rounds: int, smoke: bool):
     result["bare_us"] = {k: statistics.median(v) * 1e6 for k, v in bare.items()}
     result["cold"] = {k: statistics.median(v) for k, v in cold.items()}
     result["cold_bundle"] = {k: statistics.median(v) for k, v in cold_bundle.items()}
+    result["cold"].update(cold_instructions(build / "dnsshim_bench", files[2]))
+    result["cold_bundle"].update(cold_instructions(bundle_bench, files[2]))
     summary = json.loads((bundle_dir / "share" / "dnsshim" / "bundle.json").read_text())
     result["cold_bundle"]["bundle_mib"] = summary["bytes"] / 2**20
     result["instructions"] = instructions(build, {n: msgs[n][0] for n in names}, smoke)
@@ -271,6 +273,28 @@ def cold_start(program: Path, message: Path, into: dict):
     into["first_call_ms"].append(float(fields["first_call_us"]) / 1000)
     into["rss_added_mib"].append((int(fields["rss_after_kib"]) - int(fields["rss_before_kib"]))
                                  / 1024)
+
+
+def cold_instructions(program: Path, message: Path) -> dict:
+    """The first call in a fresh process in instructions (callgrind), which
+    the machine's load does not change: the whole call, and the part of it
+    that starts the interpreter (Py_InitializeFromConfig); {} without
+    valgrind."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return {}
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="dnsshim-cold-") as tmp:
+        for key, function in (("first_call_instructions", "process_dns_response"),
+                              ("start_instructions", "Py_InitializeFromConfig")):
+            dump = Path(tmp) / f"{function}.out"
+            subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                            f"--toggle-collect={function}", f"--callgrind-out-file={dump}", "-q",
+                            str(program), "cold", str(message)], check=True, capture_output=True,
+                           env={"PATH": "/usr/bin:/bin"})
+            out[key] = int(dump.read_text().split("\ntotals: ", 1)[1].split()[0])
+    return out
 
 
 def build_bundle(tmp: Path):
@@ -351,11 +375,18 @@ def table(result) -> str:
     lines.append(f"bare call, rejected before parsing (length -1): {b['reject (length -1)']:.3f} µs")
     lines.append(f"header-only response:                          {b['header-only response']:.1f} µs")
     c = result["cold"]
-    lines.append(f"cold start: first call {c['first_call_ms']:.1f} ms, "
+
+    def instructions_text(c):
+        if "first_call_instructions" not in c:
+            return ""
+        return (f" ({c['first_call_instructions'] / 1e6:.1f} M instructions, "
+                f"{c['start_instructions'] / 1e6:.1f} M of them starting the interpreter)")
+    lines.append(f"cold start: first call {c['first_call_ms']:.1f} ms{instructions_text(c)}, "
                  f"resident memory added by the runtime {c['rss_added_mib']:.1f} MiB")
     c = result["cold_bundle"]
     lines.append(f"cold start from the bundle ({c['bundle_mib']:.1f} MiB, stripped): first call "
-                 f"{c['first_call_ms']:.1f} ms, resident memory added {c['rss_added_mib']:.1f} MiB")
+                 f"{c['first_call_ms']:.1f} ms{instructions_text(c)}, resident memory added "
+                 f"{c['rss_added_mib']:.1f} MiB")
     s = result["threads_calls_per_second"]
     lines.append("threads (CNAME+4A): " + ", ".join(f"{k}: {v:.0f} calls/s" for k, v in s.items())
                  + f"; 2 threads / 1 thread = {s[2] / s[1]:.2f}")

@@ -33,3 +33,5 @@ def test_benchmark_smoke(built, tmp_path):
             assert entry["shim"] > 10000 and entry["floor"] > 10000
             assert entry["shim/floor"] == entry["shim"] / entry["floor"]
         assert "shim/floor" in result.stdout
+        for cold in (data["cold"], data["cold_bundle"]):
+            assert cold["first_call_instructions"] > cold["start_instructions"] > 1e6
