@@ -15,6 +15,18 @@
 **   --hex           the files hold hex text
 **   --log           install a log handler that prints each message to stdout
 **                   as "log LEVEL: LINE" (one per line of the message)
+**   --stream        each FILE holds many messages, each preceded by its
+**                   length as 4 octets, big-endian; they are numbered from 0
+**                   across the files and printed as "# N"
+**   --fresh         with --stream: start the runtime (dns_shim_init), then
+**                   parse each message in a child forked for it alone, so
+**                   that each result is the one a process that has parsed
+**                   nothing else gives (the history-independence reference)
+**   --every K       with --stream: print only messages 0, K, 2K...; the
+**                   others are parsed with the same callbacks, output
+**                   discarded
+**   --rss           with --stream: after each printed message, a line
+**                   "rss KIB" with this process's resident memory
 **
 ** For each file it prints "# FILE", one line per callback with every field,
 ** then "status N NAME".  The Python tests compare these lines with what
@@ -25,11 +37,14 @@
 #include "file_util.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 struct log_ctx {
     long calls;
@@ -316,6 +331,109 @@ static int run_api(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* --stream: many messages per file, in one process or each in a fork  */
+
+struct stream_opts {
+    int registered, fresh, rss;
+    long every;
+};
+
+static int32_t parse_one(const dns_shim_callbacks *cb, int registered, unsigned char *msg,
+                         int32_t len)
+{
+    return registered ? process_dns_response(msg, len) : dns_shim_process(msg, len, cb);
+}
+
+/* One message: its "# N" block (or nothing, output discarded, when quiet).
+** Returns 0, or 1 when a fresh child did not end normally. */
+static int stream_message(struct log_ctx *log, const dns_shim_callbacks *cb,
+                          const struct stream_opts *o, long n, unsigned char *msg, int32_t len,
+                          int quiet, int devnull)
+{
+    int saved = -1, bad = 0;
+    int32_t rc;
+
+    fflush(stdout);
+    if (quiet) {
+        saved = dup(STDOUT_FILENO);
+        dup2(devnull, STDOUT_FILENO);
+    }
+    printf("# %ld\n", n);
+    log->calls = 0;
+    if (o->fresh) {
+        pid_t pid;
+        int wstatus = 0;
+        fflush(stdout);
+        pid = fork();
+        if (pid == 0) {
+            rc = parse_one(cb, o->registered, msg, len);
+            printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
+            fflush(stdout);
+            _exit(log->failures ? 3 : 0);
+        }
+        if (pid < 0 || waitpid(pid, &wstatus, 0) != pid || !WIFEXITED(wstatus)) {
+            printf("status crashed\n");
+            bad = 1;
+        } else if (WEXITSTATUS(wstatus) == 3) {
+            log->failures++;
+        }
+    } else {
+        rc = parse_one(cb, o->registered, msg, len);
+        printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
+    }
+    fflush(stdout);
+    if (quiet) {
+        dup2(saved, STDOUT_FILENO);
+        close(saved);
+    } else if (o->rss) {
+        printf("rss %ld\n", rss_kib());
+    }
+    return bad;
+}
+
+static int run_stream(struct log_ctx *log, const dns_shim_callbacks *cb,
+                      const struct stream_opts *o, char **files, int nfiles)
+{
+    long n = 0;
+    int i, status = 0, devnull = open("/dev/null", O_WRONLY);
+
+    if (devnull < 0) {
+        perror("/dev/null");
+        return 1;
+    }
+    if (o->fresh && dns_shim_init() != DNS_SHIM_OK) {
+        fprintf(stderr, "dns_shim_init failed\n");
+        close(devnull);
+        return 1;
+    }
+    for (i = 0; i < nfiles; i++) {
+        long len = 0, p = 0;
+        unsigned char *buf = read_message(files[i], 0, &len);
+        if (buf == NULL) {
+            status = 1;
+            continue;
+        }
+        while (p + 4 <= len) {
+            unsigned long size = (unsigned long)buf[p] << 24 | (unsigned long)buf[p + 1] << 16 |
+                                 (unsigned long)buf[p + 2] << 8 | buf[p + 3];
+            if (size > (unsigned long)(len - p - 4))
+                break;
+            status |= stream_message(log, cb, o, n, buf + p + 4, (int32_t)size,
+                                     o->every > 1 && n % o->every != 0, devnull);
+            p += 4 + (long)size;
+            n++;
+        }
+        if (p != len) {
+            fprintf(stderr, "%s: a message is cut at octet %ld\n", files[i], p);
+            status = 1;
+        }
+        free(buf);
+    }
+    close(devnull);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
@@ -323,6 +441,8 @@ int main(int argc, char **argv)
     dns_shim_callbacks cb;
     int i, registered = 0, typed = 1, other = 1, hex = 0, status = 0;
     uint32_t sections = 7;
+    struct stream_opts stream = {0, 0, 0, 1};
+    int streaming = 0;
 
     for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
         if (strcmp(argv[i], "--api") == 0)
@@ -341,9 +461,18 @@ int main(int argc, char **argv)
             sections = (uint32_t)strtoul(argv[++i], NULL, 0);
         else if (strcmp(argv[i], "--stop-at") == 0 && i + 1 < argc)
             log.stop_at = strtol(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--stream") == 0)
+            streaming = 1;
+        else if (strcmp(argv[i], "--fresh") == 0)
+            stream.fresh = 1;
+        else if (strcmp(argv[i], "--rss") == 0)
+            stream.rss = 1;
+        else if (strcmp(argv[i], "--every") == 0 && i + 1 < argc)
+            stream.every = strtol(argv[++i], NULL, 0);
         else {
             fprintf(stderr, "usage: %s [--api] [--registered] [--sections N] [--stop-at N] "
-                            "[--no-typed] [--no-other] [--hex] [--log] FILE...\n", argv[0]);
+                            "[--no-typed] [--no-other] [--hex] [--log]\n"
+                            "       [--stream [--fresh] [--every K] [--rss]] FILE...\n", argv[0]);
             return 2;
         }
     }
@@ -373,7 +502,10 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    for (; i < argc; i++) {
+    stream.registered = registered;
+    if (streaming)
+        status = run_stream(&log, &cb, &stream, argv + i, argc - i);
+    for (; !streaming && i < argc; i++) {
         long len = 0;
         unsigned char *msg = read_message(argv[i], hex, &len);
         int32_t rc;

@@ -5,14 +5,30 @@
 reference the header promises) and writes the lines that ``dnsshim_test``
 prints for it, field for field.  It shares no code with ``shim``: a mistake
 in the library cannot be copied into what it is checked against.
+
+dnspython's choice of RDATA class depends on what it parsed before: its
+registry, ``dns.rdata._rdata_classes``, is filled as it goes, and a record
+of class ANY (or NONE, or an unassigned class) stores GenericRdata under
+``(ANY, type)``, which then answers for IN records of that type, later in the
+same message too.  So this module loads every type first, with dnspython's
+own ``dns.rdata.load_all_types(disable_dynamic_load=False)``: every real
+implementation is then registered under its own class, and what a lookup
+adds later cannot hide one.  :func:`parse` also puts the registry back to
+that state before each message.  The agreement tests still take
+dnspython's verdict from a fresh process for every message
+(tests/fresh.py, :func:`verdict`).
 """
 
 import struct
 
 import dns.ipv6
 import dns.message
+import dns.rdata
 import dns.rdataclass
 import dns.rdatatype as T
+
+dns.rdata.load_all_types(disable_dynamic_load=False)
+_LOADED_REGISTRY = dict(dns.rdata._rdata_classes)
 
 TARGET_KINDS = {T.CNAME: "cname", T.NS: "ns", T.PTR: "ptr", T.DNAME: "dname"}
 
@@ -87,12 +103,16 @@ def record_line(bit, index, rrset, typed=True, other=True):
 
 
 def parse(wire: bytes):
+    registry = dns.rdata._rdata_classes
+    registry.clear()
+    registry.update(_LOADED_REGISTRY)
     return dns.message.from_wire(wire, keyring=False, one_rr_per_rrset=True)
 
 
-def expected_log(wire: bytes, sections=7, typed=True, other=True, stop_at=0) -> list:
-    """The callback lines and the final status line dnsshim_test prints."""
-    m = parse(wire)
+def expected_log(wire: bytes, sections=7, typed=True, other=True, stop_at=0, m=None) -> list:
+    """The callback lines and the final status line dnsshim_test prints
+    (``m``: the message already parsed from ``wire``)."""
+    m = parse(wire) if m is None else m
     lines = [header_line(wire, m)]
     for bit, index, rrset in records(m):
         if bit & (sections or 1):
@@ -115,3 +135,17 @@ def record_tuples(m) -> list:
         out.append((bit, index, _name(rrset.name), int(rrset.rdtype), rclass, rrset.ttl,
                     rd.to_wire() if rd is not None else b""))
     return out
+
+
+def verdict(wire: bytes) -> dict:
+    """dnspython's whole verdict on a message, as plain data (JSON):
+    ``{"error": "ExceptionClass"}`` when from_wire rejects it, else its
+    records (:func:`record_tuples`, RDATA in hex), the header's rcode, EDNS
+    version and flags, and :func:`expected_log`."""
+    try:
+        m = parse(wire)
+    except Exception as e:  # noqa: BLE001 - every rejection counts
+        return {"error": type(e).__name__}
+    return {"records": [[*t[:6], t[6].hex()] for t in record_tuples(m)],
+            "header": [int(m.rcode()), m.edns, m.ednsflags & 0xFFFF],
+            "log": expected_log(wire, m=m)}
