@@ -72,6 +72,8 @@ def install_log_hooks(log):
     go to the library's log too."""
     import warnings
 
+    from shim import glue
+
     def showwarning(message, category, filename, lineno, file=None, line=None):
         log(glue.LOG_WARNING, warnings.formatwarning(message, category, filename, lineno,
                                                      line).rstrip())
