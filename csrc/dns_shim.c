@@ -242,8 +242,9 @@ static void dns_shim__own_dir(char *out, size_t size)
     Dl_info info;
     char *slash;
     out[0] = '\0';
-    if (!(DNS_SHIM_IN_PACKAGE || DNS_SHIM_BUNDLE) || dladdr((void *)&dns_shim_version, &info) == 0 ||
-        info.dli_fname == NULL || realpath(info.dli_fname, out) == NULL)
+    if (!(DNS_SHIM_IN_PACKAGE || DNS_SHIM_BUNDLE) ||
+        dladdr((void *)&dns_shim_version, &info) == 0 || info.dli_fname == NULL ||
+        realpath(info.dli_fname, out) == NULL)
         return;
     slash = strrchr(out, '/');
     if (slash != NULL)
@@ -252,7 +253,8 @@ static void dns_shim__own_dir(char *out, size_t size)
 
 /* Where the shim package is, and the Python installation it belongs to,
 ** for a library installed in it: <site-packages>/shim/lib/libdnsshim.so.N,
-** <prefix>/lib/pythonX.Y/site-packages, <prefix>/bin/pythonX.Y. */
+** <prefix>/lib/pythonX.Y/site-packages, <prefix>/bin/pythonX.Y.  A bundle's
+** library is <bundle>/lib/libdnsshim.so.N: its folder is all it needs. */
 static void dns_shim__locate(void)
 {
     char dir[4096];

@@ -342,13 +342,32 @@ def _tree_size(path: Path) -> int:
 
 
 def bundle(dest, strip=False, optimize=0, extra_modules=(), verbose=False) -> dict:
-    """Writes the bundle into dest (absent or empty); returns its summary."""
-    build_ffi = _source_tree()
+    """Writes the bundle into dest (absent or empty); returns its summary.
+    On failure dest is left as it was found."""
     dest = Path(dest).resolve()
     if dest.exists() and any(dest.iterdir()):
         raise BundleError(f"{dest} is not empty")
     if optimize not in (0, 1, 2):
         raise BundleError("--optimize is 0, 1 or 2")
+    import importlib.util
+
+    for name in extra_modules:
+        if importlib.util.find_spec(name) is None:
+            raise BundleError(f"--extra-module {name}: this Python has no such module")
+    existed = dest.exists()
+    try:
+        return _bundle(dest, strip, optimize, extra_modules, verbose)
+    except BaseException:
+        if existed:
+            for item in dest.iterdir():
+                shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
+        else:
+            shutil.rmtree(dest, ignore_errors=True)
+        raise
+
+
+def _bundle(dest: Path, strip, optimize, extra_modules, verbose) -> dict:
+    build_ffi = _source_tree()
     libdir, pylib = build_ffi._python_lib()
     soname = sysconfig.get_config_var("INSTSONAME")
     libpython = Path(libdir) / soname
@@ -446,8 +465,8 @@ def bundle(dest, strip=False, optimize=0, extra_modules=(), verbose=False) -> di
         "modules": len(sources), "extension_modules": len(extensions),
         "bytes": _tree_size(dest),
         "bytes_libpython": (lib / soname).stat().st_size,
-        "bytes_modules": _tree_size(py_dir) - _tree_size(py_dir / "lib-dynload"),
-        "bytes_extensions": _tree_size(py_dir / "lib-dynload"),
+        "bytes_modules": sum(p.stat().st_size for p in py_dir.rglob("*.pyc")),
+        "bytes_extensions": sum((py_dir / rel).stat().st_size for rel in extensions),
         "system_libraries": sorted(needed - inside),
         "glibc": ".".join(map(str, glibc)),
         "licenses": licenses,

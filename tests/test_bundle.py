@@ -224,3 +224,8 @@ def test_bundle_options_and_refusals(tmp_path):
     again = subprocess.run([sys.executable, "-m", "shim", "bundle", str(where)],
                            capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert again.returncode == 1 and "is not empty" in again.stderr
+    missing = subprocess.run([sys.executable, "-m", "shim", "bundle", str(tmp_path / "none"),
+                              "--extra-module", "no_such_module_here"], capture_output=True,
+                             text=True, cwd=ROOT, timeout=600)
+    assert missing.returncode == 1 and "no_such_module_here" in missing.stderr
+    assert not (tmp_path / "none").exists()
