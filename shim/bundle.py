@@ -214,12 +214,14 @@ def _module_names_under(package_dir: Path, prefix: str):
     return sorted(set(names))
 
 
-def set_runpath(path: Path, value: str = "$ORIGIN") -> bool:
-    """Rewrites an ELF file's DT_RUNPATH or DT_RPATH in place (as chrpath
-    does: the new text may not be longer, the rest is NUL-padded), so that
-    nothing in the bundle looks for libraries in the build machine's Python
-    (its libpython and extension modules carry that installation's lib/).
-    Returns whether there was one."""
+def drop_runpath(path: Path) -> bool:
+    """Removes an ELF file's DT_RUNPATH and DT_RPATH entries in place (as
+    ``chrpath -d`` does: the later entries of the dynamic section move up, a
+    DT_NULL fills the end), so that nothing in the bundle looks for libraries
+    in the build machine's Python: its libpython and extension modules carry
+    that installation's lib/ and need nothing from it (libpython is loaded
+    by then, their other libraries are the system's).  Returns whether there
+    was one."""
     import struct
 
     data = bytearray(path.read_bytes())
@@ -229,41 +231,28 @@ def set_runpath(path: Path, value: str = "$ORIGIN") -> bool:
     if wide:
         phoff, = struct.unpack_from(order + "Q", data, 0x20)
         phentsize, phnum = struct.unpack_from(order + "HH", data, 0x36)
-        dyn_fmt, ph = order + "qQ", lambda o: struct.unpack_from(order + "IIQQQQ", data, o)
+        header, entry_format = order + "IIQQQQ", order + "qQ"
     else:
         phoff, = struct.unpack_from(order + "I", data, 0x1C)
         phentsize, phnum = struct.unpack_from(order + "HH", data, 0x2A)
-        dyn_fmt = order + "iI"
-
-        def ph(o):
-            t, off, vaddr, _, filesz, _, flags, _ = struct.unpack_from(order + "8I", data, o)
-            return t, flags, off, vaddr, 0, filesz
-    headers = [ph(phoff + i * phentsize) for i in range(phnum)]
-    dynamic = next((h for h in headers if h[0] == 2), None)  # PT_DYNAMIC
-    if dynamic is None:
-        return False
-    entry = struct.calcsize(dyn_fmt)
-    tags = {}
-    for o in range(dynamic[2], dynamic[2] + dynamic[5], entry):
-        tag, val = struct.unpack_from(dyn_fmt, data, o)
-        if tag == 0:
-            break
-        tags.setdefault(tag, val)
-    strtab = tags.get(5)  # DT_STRTAB, an address
-    spots = [tags[t] for t in (29, 15) if t in tags]  # DT_RUNPATH, DT_RPATH
-    if strtab is None or not spots:
-        return False
-    load = next(h for h in headers if h[0] == 1 and h[3] <= strtab < h[3] + h[5])  # PT_LOAD
-    base = strtab - load[3] + load[2]
-    for spot in spots:
-        start = base + spot
-        end = data.index(0, start)
-        new = value.encode()
-        if len(new) > end - start:
-            raise BundleError(f"{path}: run path {data[start:end]!r} is shorter than {value!r}")
-        data[start:end] = new + b"\0" * (end - start - len(new))
-    path.write_bytes(bytes(data))
-    return True
+        header, entry_format = order + "IIIIII", order + "iI"
+    size = struct.calcsize(entry_format)
+    for i in range(phnum):
+        fields = struct.unpack_from(header, data, phoff + i * phentsize)
+        if fields[0] != 2:  # PT_DYNAMIC
+            continue
+        offset, filesz = (fields[2], fields[5]) if wide else (fields[1], fields[4])
+        entries = [struct.unpack_from(entry_format, data, o)
+                   for o in range(offset, offset + filesz - size + 1, size)]
+        kept = [e for e in entries if e[0] not in (15, 29)]  # DT_RPATH, DT_RUNPATH
+        if len(kept) == len(entries):
+            return False
+        kept += [(0, 0)] * (len(entries) - len(kept))
+        for n, (tag, value) in enumerate(kept):
+            struct.pack_into(entry_format, data, offset + n * size, tag, value)
+        path.write_bytes(bytes(data))
+        return True
+    return False
 
 
 def _strip(path: Path):
@@ -421,7 +410,7 @@ def _bundle(dest: Path, strip, optimize, extra_modules, verbose) -> dict:
             shutil.copyfile((staging_py / rel).resolve(), target)
             if strip:
                 _strip(target)
-            set_runpath(target)
+            drop_runpath(target)
         modules = {".".join(rel.with_suffix("").parts) for rel in sources | extensions}
         shutil.copyfile(stage_lib / build_ffi.SONAME, lib / build_ffi.SONAME)
         os.symlink(build_ffi.SONAME, lib / build_ffi.LIBNAME)
@@ -430,7 +419,7 @@ def _bundle(dest: Path, strip, optimize, extra_modules, verbose) -> dict:
         if strip:
             _strip(lib / soname)
             _strip(lib / build_ffi.SONAME)
-        set_runpath(lib / soname)
+        drop_runpath(lib / soname)
         _dist_metadata(py_dir, modules)
         include = dest / "include"
         include.mkdir()

@@ -168,6 +168,20 @@ def test_bundle_api_contract_with_no_python(bundle, moved, tmp_path):
     assert opened_outside(trace, [str(moved[0]) + "/"], {str(moved[1])}) == []
 
 
+def test_bundle_valgrind(moved, message_files):
+    """The bundle's own start-up code (csrc/dns_shim.c's bundle mode) under
+    memcheck: 0 errors, no definite or indirect leak."""
+    from test_c_programs import VALGRIND, _require_valgrind
+
+    _require_valgrind()
+    vectors_only = [f for f in message_files if f.name.startswith("vector_")]
+    result = subprocess.run([*VALGRIND, str(moved[1]), "--registered", *vectors_only],
+                            capture_output=True, text=True, timeout=900,
+                            env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert result.stdout.count("status 0 success") >= len(vectors.NAMES) - 1
+
+
 def test_bundle_layout(bundle):
     where, summary = bundle
     lib = where / "lib"
