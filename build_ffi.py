@@ -50,6 +50,7 @@ typedef struct dns_shim__step {
     const void *arg;
 } dns_shim__step;
 extern "Python" int32_t dns_shim__py_process(const uint8_t *buf, int32_t len,
+                                             const dns_shim_query *query,
                                              const dns_shim_callbacks *callbacks,
                                              const uint64_t *done, size_t n_done,
                                              dns_shim__step **steps, size_t *count,
@@ -236,8 +237,7 @@ def build(out_dir: str, verbose: bool = False, in_package: bool = False,
         ffi.emit_c_code(c_file)
         version_script = os.path.join(tmp, "libdnsshim.map")
         with open(version_script, "w", encoding="utf-8") as f:
-            f.write("{\n  global:\n    process_dns_response;\n    dns_shim_*;\n"
-                    f"    PyInit_{MODULE};\n  local:\n    *;\n}};\n")
+            f.write(version_script_text())
         _run([_cc(), "-shared", *common, *_defines(python, root, in_package), *bundle_flags,
               c_file, "-o", shared + ".tmp", f"-Wl,--version-script={version_script}",
               f"-Wl,-soname,{SONAME}", "-Wl,--no-undefined",
@@ -258,6 +258,41 @@ def build(out_dir: str, verbose: bool = False, in_package: bool = False,
             os.remove(static)
         _run(["ar", "rcs", static, obj], verbose)
     return shared
+
+
+#: The exported functions by the symbol-version node of the release that
+#: added them (libcurl's and glibc's way: one node per minor release, each
+#: inheriting the one before).  Nodes are only ever appended, and a function
+#: never moves.  cffi's module init goes with 1.0.
+SYMBOL_VERSIONS = {
+    "DNSSHIM_1.0": ["process_dns_response", "dns_shim_register_callbacks", "dns_shim_process",
+                    "dns_shim_init", "dns_shim_strerror", "dns_shim_version",
+                    "dns_shim_set_log_handler", f"PyInit_{MODULE}"],
+    "DNSSHIM_1.1": ["dns_shim_process_reply"],
+}
+
+
+def header_functions(path: str = HEADER) -> set:
+    """The functions the header exports (DNS_SHIM_API)."""
+    with open(path, encoding="utf-8") as f:
+        return set(re.findall(r"^DNS_SHIM_API\s[^;(]*?\b(\w+)\s*\(", f.read(), re.M))
+
+
+def version_script_text() -> str:
+    """The linker's version script: every exported name in its node, all
+    else local.  Refuses when the header exports a function no node lists."""
+    listed = {name for names in SYMBOL_VERSIONS.values() for name in names}
+    missing = header_functions() - listed
+    if missing:
+        raise SystemExit(f"build_ffi.SYMBOL_VERSIONS does not list {sorted(missing)}: add "
+                         "them to the node of the release that adds them")
+    text, previous = "", None
+    for node, names in SYMBOL_VERSIONS.items():
+        body = "".join(f"    {name};\n" for name in names)
+        local = "  local:\n    *;\n" if previous is None else ""
+        text += f"{node} {{\n  global:\n{body}{local}}}{' ' + previous if previous else ''};\n"
+        previous = node
+    return text
 
 
 def pkgconfig_text(version: str, prefix: str) -> str:

@@ -62,7 +62,8 @@
 ** The internal entry points, written in Python (shim/embedded.py, which
 ** calls shim.glue.plan and shim.glue.release).
 **
-** dns_shim__py_process parses the message and, when it is good, builds
+** dns_shim__py_process parses the message (checking it against query, when
+** that is not NULL: dns_shim_process_reply) and, when it is good, builds
 ** every struct the callbacks will get and the ordered list of calls to
 ** make: *steps, *count, each step naming its callback by the member's offset
 ** in dns_shim_callbacks.  It returns DNS_SHIM__PY_DONE or a negative
@@ -82,6 +83,7 @@ typedef struct dns_shim__step {
     const void *arg; /* the struct for that callback */
 } dns_shim__step;
 static int32_t dns_shim__py_process(const uint8_t *buf, int32_t len,
+                                    const dns_shim_query *query,
                                     const dns_shim_callbacks *callbacks,
                                     const uint64_t *done, size_t n_done,
                                     dns_shim__step **steps, size_t *count, uint64_t *token);
@@ -121,10 +123,22 @@ static size_t dns_shim__take_finished(uint64_t *done)
 }
 
 /* The sizes of dns_shim_callbacks that this library accepts.  When the
-** struct grows, the old size is kept here so older callers still work. */
+** struct grows, the old size is kept here so older callers still work.
+** 1.0's struct ended with on_other, a function pointer, so its size (padded
+** to a pointer's alignment) is where the next pointer, on_edns_option,
+** starts: offsetof gives it on every ABI, without a second copy of the old
+** struct. */
 static const uint32_t dns_shim__known_sizes[] = {
-    (uint32_t)sizeof(dns_shim_callbacks),
+    (uint32_t)offsetof(dns_shim_callbacks, on_edns_option), /* 1.0 */
+    (uint32_t)sizeof(dns_shim_callbacks),                   /* 1.1 */
 };
+
+/* The sizes of dns_shim_query that this library accepts (it is 1.1's). */
+static const uint32_t dns_shim__known_query_sizes[] = {
+    (uint32_t)sizeof(dns_shim_query), /* 1.1 */
+};
+
+#define DNS_SHIM__KNOWN_QUERY_FLAGS DNS_SHIM_MATCH_CASE
 
 #define DNS_SHIM__ALL_SECTIONS \
     (DNS_SHIM_SECTION_ANSWER | DNS_SHIM_SECTION_AUTHORITY | DNS_SHIM_SECTION_ADDITIONAL)
@@ -180,26 +194,49 @@ static void dns_shim__logf(int32_t level, const char *fmt, ...)
 /* ------------------------------------------------------------------ */
 /* Callback sets                                                        */
 
+static int dns_shim__known_size(uint32_t size, const uint32_t *known, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (size == known[i])
+            return 1;
+    return 0;
+}
+
+#define DNS_SHIM__KNOWN(size, table) \
+    dns_shim__known_size((size), (table), sizeof(table) / sizeof((table)[0]))
+
 /* Copies *in into *out, normalised to the full current struct (members the
-** caller's older header does not know are zeroed).  Returns a status. */
+** caller's older header does not know are zeroed, and never read from the
+** caller's memory).  Returns a status. */
 static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_callbacks *out)
 {
-    size_t i, size;
-    int known = 0;
+    size_t size;
 
     if (in == NULL)
         return DNS_SHIM_ERR_BAD_ARGUMENT;
     size = in->struct_size;
-    for (i = 0; i < sizeof(dns_shim__known_sizes) / sizeof(dns_shim__known_sizes[0]); i++)
-        if (size == dns_shim__known_sizes[i])
-            known = 1;
-    if (!known)
+    if (!DNS_SHIM__KNOWN(in->struct_size, dns_shim__known_sizes))
         return DNS_SHIM_ERR_BAD_ARGUMENT;
     if (in->sections & ~(uint32_t)DNS_SHIM__ALL_SECTIONS)
         return DNS_SHIM_ERR_BAD_ARGUMENT;
     memset(out, 0, sizeof(*out));
     memcpy(out, in, size);
     out->struct_size = (uint32_t)sizeof(*out);
+    return DNS_SHIM_OK;
+}
+
+/* The same for a query: NULL, an unknown size, unknown flags or no qname are
+** DNS_SHIM_ERR_BAD_ARGUMENT.  The qname's syntax is checked in Python. */
+static int32_t dns_shim__copy_query(const dns_shim_query *in, dns_shim_query *out)
+{
+    if (in == NULL || !DNS_SHIM__KNOWN(in->struct_size, dns_shim__known_query_sizes))
+        return DNS_SHIM_ERR_BAD_ARGUMENT;
+    memset(out, 0, sizeof(*out));
+    memcpy(out, in, in->struct_size);
+    out->struct_size = (uint32_t)sizeof(*out);
+    if ((out->flags & ~(uint32_t)DNS_SHIM__KNOWN_QUERY_FLAGS) || out->qname == NULL)
+        return DNS_SHIM_ERR_BAD_ARGUMENT;
     return DNS_SHIM_OK;
 }
 
@@ -541,12 +578,14 @@ static int dns_shim__call(const dns_shim_callbacks *cb, const dns_shim__step *st
     DNS_SHIM__CASE(on_naptr, dns_shim_naptr)
     DNS_SHIM__CASE(on_soa, dns_shim_soa)
     DNS_SHIM__CASE(on_other, dns_shim_raw)
+    DNS_SHIM__CASE(on_edns_option, dns_shim_edns_option)
     }
 #undef DNS_SHIM__CASE
     return -1;
 }
 
-static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_callbacks *callbacks)
+static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
+                             const dns_shim_callbacks *callbacks)
 {
     static const uint8_t empty[1] = {0};
     dns_shim__step *steps = NULL;
@@ -559,14 +598,14 @@ static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_cal
     if (buf == NULL)
         buf = empty; /* only with len == 0: checked by the callers */
     n_done = dns_shim__take_finished(done);
-    rc = dns_shim__py_process(buf, len, callbacks, done, n_done, &steps, &count, &token);
+    rc = dns_shim__py_process(buf, len, query, callbacks, done, n_done, &steps, &count, &token);
     if (rc == 0) {
         /* cffi could not run the Python function: it is not attached. */
         dns_shim__log("the parser is not attached to the library; returning DNS_SHIM_ERR_INIT");
         return DNS_SHIM_ERR_INIT;
     }
     if (rc != DNS_SHIM__PY_DONE) {
-        if (rc < DNS_SHIM_ERR_INTERNAL || rc > 0)
+        if (rc < DNS_SHIM_ERR_MISMATCH || rc > 0)
             return DNS_SHIM_ERR_INTERNAL; /* never pass on a value that is not ours */
         return rc;
     }
@@ -609,24 +648,55 @@ DNS_SHIM_API int32_t dns_shim_process(const uint8_t *dns_response, int32_t respo
     status = dns_shim__copy_callbacks(callbacks, &copy);
     if (status != DNS_SHIM_OK)
         return status;
-    return dns_shim__run(dns_response, response_len, &copy);
+    return dns_shim__run(dns_response, response_len, NULL, &copy);
+}
+
+/* The registered set, one whole set, old or new, taken at the start of the
+** call: returns copy, or NULL when none is registered. */
+static const dns_shim_callbacks *dns_shim__take_registered(dns_shim_callbacks *copy)
+{
+    int have;
+    pthread_mutex_lock(&dns_shim__registered_lock);
+    have = dns_shim__have_registered;
+    if (have)
+        *copy = dns_shim__registered;
+    pthread_mutex_unlock(&dns_shim__registered_lock);
+    return have ? copy : NULL;
 }
 
 DNS_SHIM_API int32_t process_dns_response(uint8_t *dns_response, int32_t response_len)
 {
     dns_shim_callbacks copy;
-    int have;
     int32_t status = dns_shim__check_buffer(dns_response, response_len);
 
     if (status != DNS_SHIM_OK)
         return status;
-    /* One whole set, old or new, taken at the start of the call. */
-    pthread_mutex_lock(&dns_shim__registered_lock);
-    have = dns_shim__have_registered;
-    if (have)
-        copy = dns_shim__registered;
-    pthread_mutex_unlock(&dns_shim__registered_lock);
-    return dns_shim__run(dns_response, response_len, have ? &copy : NULL);
+    return dns_shim__run(dns_response, response_len, NULL, dns_shim__take_registered(&copy));
+}
+
+DNS_SHIM_API int32_t dns_shim_process_reply(const uint8_t *dns_response, int32_t response_len,
+                                            const dns_shim_query *query,
+                                            const dns_shim_callbacks *callbacks)
+{
+    dns_shim_callbacks copy;
+    dns_shim_query query_copy;
+    const dns_shim_callbacks *use;
+    int32_t status = dns_shim__check_buffer(dns_response, response_len);
+
+    if (status != DNS_SHIM_OK)
+        return status;
+    if (callbacks != NULL) {
+        status = dns_shim__copy_callbacks(callbacks, &copy);
+        if (status != DNS_SHIM_OK)
+            return status;
+        use = &copy;
+    } else {
+        use = dns_shim__take_registered(&copy);
+    }
+    status = dns_shim__copy_query(query, &query_copy);
+    if (status != DNS_SHIM_OK)
+        return status;
+    return dns_shim__run(dns_response, response_len, &query_copy, use);
 }
 
 /* ------------------------------------------------------------------ */

@@ -25,10 +25,15 @@
 **
 **   Which status wins.  Argument checks come first, in this order: length
 **   (DNS_SHIM_ERR_BAD_LENGTH), buffer pointer (DNS_SHIM_ERR_NULL_BUFFER), the
-**   callbacks struct (DNS_SHIM_ERR_BAD_ARGUMENT); they are answered without
-**   starting the runtime.  Then the 12-byte header (DNS_SHIM_ERR_SHORT_HEADER),
-**   then the QR bit (DNS_SHIM_ERR_NOT_RESPONSE), then the first defect met
-**   while reading the message in wire order.
+**   callbacks struct, then (dns_shim_process_reply) the query struct
+**   (DNS_SHIM_ERR_BAD_ARGUMENT); they are answered without starting the
+**   runtime, except the syntax of the query's qname, checked once it runs
+**   and still before the message.  Then the 12-byte header
+**   (DNS_SHIM_ERR_SHORT_HEADER), then the QR bit (DNS_SHIM_ERR_NOT_RESPONSE),
+**   then, for dns_shim_process_reply, the ID (DNS_SHIM_ERR_MISMATCH), then
+**   the first defect met while reading the message in wire order, then, for
+**   dns_shim_process_reply, the question and the COOKIE
+**   (DNS_SHIM_ERR_MISMATCH).
 **
 **   Pointers handed to callbacks.  Every pointer inside a struct passed to a
 **   callback (names, byte strings, the struct itself) is owned by the library
@@ -45,6 +50,10 @@
 **
 **   Byte strings.  dns_shim_bytes is binary safe: use len, not strlen.  For
 **   convenience data[len] is always a NUL byte.
+**
+**   Versions.  Each function is bound to the symbol version of the release
+**   that added it (DNSSHIM_1.0, DNSSHIM_1.1, ...; see "Versioning" at the
+**   end of this header).
 **
 **   Threads.  Every function may be called from any thread, concurrently.
 **   Parsing runs under the embedded interpreter's global lock, so calls from
@@ -108,9 +117,9 @@ DNS_SHIM_BEGIN_DECLS
 ** package's version (shim.__version__) is checked against these at build.
 */
 #define DNS_SHIM_VERSION_MAJOR 1
-#define DNS_SHIM_VERSION_MINOR 0
+#define DNS_SHIM_VERSION_MINOR 1
 #define DNS_SHIM_VERSION_PATCH 0
-/* One number to compare: 0xMMmmpp, e.g. 0x010000 for 1.0.0. */
+/* One number to compare: 0xMMmmpp, e.g. 0x010100 for 1.1.0. */
 #define DNS_SHIM_VERSION_NUMBER ((DNS_SHIM_VERSION_MAJOR << 16) | (DNS_SHIM_VERSION_MINOR << 8) | DNS_SHIM_VERSION_PATCH)
 
 /*
@@ -149,7 +158,16 @@ typedef enum dns_shim_status {
     /* The QR bit is clear: a query, not a response. */
     DNS_SHIM_ERR_NOT_RESPONSE = -8,
     /* An OPT record outside the additional section, a second OPT, or an OPT
-    ** whose owner is not the root. */
+    ** whose owner is not the root.  Since 1.1, malformed option data too
+    ** (1.0 reported most of it as DNS_SHIM_ERR_BAD_RDATA): an option whose
+    ** code and length, or whose data, run past the OPT RDATA; an EDE (15)
+    ** under 2 octets, or whose EXTRA-TEXT is not UTF-8; a COOKIE (10) whose
+    ** client part is not 8 octets or whose server part is not 8 to 32; an
+    ** ECS (8) of a family other than 1 and 2, a source or scope prefix
+    ** longer than the family's address, address octets other than the
+    ** source prefix needs, or non-zero bits past the prefix; any other
+    ** option data dnspython's class for its code rejects (a REPORT-CHANNEL
+    ** agent domain that is not a name, say). */
     DNS_SHIM_ERR_BAD_EDNS = -9,
     /* Any other structural violation: a TSIG that is not the last record of
     ** the additional section or whose class is not ANY; in an UPDATE message,
@@ -159,7 +177,9 @@ typedef enum dns_shim_status {
     /* A callback returned non-zero; dispatch stopped right there. */
     DNS_SHIM_ERR_CALLBACK = -11,
     /* The callbacks struct is NULL where one is required, its struct_size is
-    ** not one this library knows, or its sections mask has unknown bits. */
+    ** not one this library knows, or its sections mask has unknown bits; the
+    ** query of dns_shim_process_reply is NULL, its struct_size unknown, its
+    ** flags have unknown bits, or its qname is NULL or not a name. */
     DNS_SHIM_ERR_BAD_ARGUMENT = -12,
     /* Memory ran out inside the library. */
     DNS_SHIM_ERR_NO_MEMORY = -13,
@@ -168,7 +188,13 @@ typedef enum dns_shim_status {
     /* Anything unexpected inside the library (a bug): the details, with the
     ** Python traceback, are logged (see dns_shim_set_log_handler); the caller
     ** is never crashed. */
-    DNS_SHIM_ERR_INTERNAL = -15
+    DNS_SHIM_ERR_INTERNAL = -15,
+    /* (1.1) dns_shim_process_reply: the response does not answer the query:
+    ** another ID; no question, or more than one; another question name
+    ** (compared as dns_shim_query says), type or class; a client cookie was
+    ** sent and the response has no COOKIE option, more than one, or one
+    ** whose client part differs.  No callback is called. */
+    DNS_SHIM_ERR_MISMATCH = -16
 } dns_shim_status;
 
 /* Message sections, as bits of dns_shim_callbacks.sections and as the value
@@ -217,7 +243,9 @@ typedef struct dns_shim_rr {
                            ** record takes none) */
 } dns_shim_rr;
 
-/* A binary-safe byte string; data[len] is a NUL byte for convenience. */
+/* A binary-safe byte string; data[len] is a NUL byte for convenience.  In
+** the structs the library hands to callbacks, data is never NULL, also when
+** len is 0. */
 typedef struct dns_shim_bytes {
     const uint8_t *data;
     size_t len;
@@ -294,6 +322,47 @@ typedef struct dns_shim_raw {
 } dns_shim_raw;
 
 /*
+** (1.1) One option of the OPT record (RFC 6891), given to on_edns_option.
+**
+** code and data are always set: the option's code and its octets exactly as
+** sent (len 0 for an option without data).  The decoded forms below are
+** filled for the three options the library decodes, and are zero (numbers),
+** -1 (ede_info_code) or empty (len 0) for every other code, padding (12)
+** included.  Every one of them has been checked (see DNS_SHIM_ERR_BAD_EDNS):
+** a malformed option fails the whole message and reaches no callback.
+** Like every struct handed to a callback, the struct and every byte string
+** in it belong to the library and are valid until on_edns_option returns;
+** every dns_shim_bytes has a non-NULL data with a NUL at data[len], also
+** when len is 0.  RFC 8914 says EXTRA-TEXT is for people: do not parse it.
+*/
+typedef struct dns_shim_edns_option {
+    uint16_t code;                 /* the OPTION-CODE: 8 ECS, 10 COOKIE, 12
+                                   ** padding, 15 EDE, ... */
+    dns_shim_bytes data;           /* the OPTION-DATA, as sent */
+    /* EDE, code 15 (RFC 8914, Extended DNS Errors): */
+    int32_t ede_info_code;         /* the INFO-CODE, 0 to 65535 (18 =
+                                   ** Prohibited, 22 = No Reachable
+                                   ** Authority...); -1 unless code is 15 */
+    dns_shim_bytes ede_text;       /* the EXTRA-TEXT: UTF-8, for people, not
+                                   ** programs; one final NUL, which RFC 8914
+                                   ** allows, is not counted; len 0 when there
+                                   ** is none */
+    /* COOKIE, code 10 (RFC 7873, DNS Cookies): */
+    dns_shim_bytes cookie_client;  /* the client cookie, 8 octets */
+    dns_shim_bytes cookie_server;  /* the server cookie, 8 to 32 octets, or
+                                   ** len 0 when the option has none */
+    /* ECS, code 8 (RFC 7871, Client Subnet): */
+    uint16_t ecs_family;           /* 1 IPv4, 2 IPv6 */
+    uint8_t ecs_source_prefix;     /* SOURCE PREFIX-LENGTH, in bits */
+    uint8_t ecs_scope_prefix;      /* SCOPE PREFIX-LENGTH, in bits (what the
+                                   ** answer is valid for) */
+    dns_shim_bytes ecs_address;    /* the address as sent: only the
+                                   ** (ecs_source_prefix + 7) / 8 octets the
+                                   ** prefix needs, network order, the bits
+                                   ** past the prefix zero */
+} dns_shim_edns_option;
+
+/*
 ** Callbacks.  Each gets the ctx of its dns_shim_callbacks and one record;
 ** it returns 0 to go on, anything else to stop dispatch (the call then
 ** returns DNS_SHIM_ERR_CALLBACK).  Any callback may be NULL.
@@ -308,16 +377,20 @@ typedef int32_t (*dns_shim_srv_cb)(void *ctx, const dns_shim_srv *record);
 typedef int32_t (*dns_shim_naptr_cb)(void *ctx, const dns_shim_naptr *record);
 typedef int32_t (*dns_shim_soa_cb)(void *ctx, const dns_shim_soa *record);
 typedef int32_t (*dns_shim_raw_cb)(void *ctx, const dns_shim_raw *record);
+typedef int32_t (*dns_shim_edns_option_cb)(void *ctx, const dns_shim_edns_option *option);
 
 /*
 ** The set of callbacks for one message (dns_shim_process) or for every
 ** message (dns_shim_register_callbacks).
 **
-** Order of calls: on_header first, then one call per resource record on the
-** wire, in wire order (answer, authority, additional), each section only if
-** its bit is in `sections`.  Records are never merged into RRsets; duplicates
-** are kept, each with its own TTL.  The OPT pseudo-record is never a record:
-** its fields fill the header.
+** Order of calls: on_header first, then on_edns_option once per option of
+** the OPT record, in wire order (whatever `sections` says: like on_header,
+** it is not a record of a section), then one call per resource record on
+** the wire, in wire order (answer, authority, additional), each section only
+** if its bit is in `sections`.  Records are never merged into RRsets;
+** duplicates are kept, each with its own TTL.  The OPT pseudo-record is
+** never a record: its fields fill the header, its options go to
+** on_edns_option.
 **
 ** Typed callbacks are for class IN records only.  A record whose typed
 ** callback is NULL, or which has none, goes to on_other when it is set, and
@@ -326,7 +399,11 @@ typedef int32_t (*dns_shim_raw_cb)(void *ctx, const dns_shim_raw *record);
 ** Versioning: set struct_size to sizeof(dns_shim_callbacks).  Members are
 ** only ever appended; struct_size tells the library which ones the caller
 ** knows, so a program built against an older header keeps working.  A
-** struct_size the library does not know is DNS_SHIM_ERR_BAD_ARGUMENT.
+** struct_size the library does not know is DNS_SHIM_ERR_BAD_ARGUMENT.  The
+** sizes known: 1.0's (the struct up to on_other, offsetof(dns_shim_callbacks,
+** on_edns_option)) and 1.1's.  A caller that passes 1.0's size gets 1.0's
+** behaviour: the library never reads the members after on_other, so
+** on_edns_option is never called.
 */
 typedef struct dns_shim_callbacks {
     uint32_t struct_size;          /* sizeof(dns_shim_callbacks) */
@@ -346,6 +423,8 @@ typedef struct dns_shim_callbacks {
     dns_shim_naptr_cb on_naptr;
     dns_shim_soa_cb on_soa;
     dns_shim_raw_cb on_other;
+    /* 1.1 */
+    dns_shim_edns_option_cb on_edns_option;
 } dns_shim_callbacks;
 
 /*
@@ -389,6 +468,71 @@ DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callb
 */
 DNS_SHIM_API int32_t dns_shim_process(const uint8_t *dns_response, int32_t response_len,
                                       const dns_shim_callbacks *callbacks);
+
+/*
+** (1.1) The query a response must answer, for dns_shim_process_reply
+** (RFC 5452: accept a response only if its ID, question name, type and
+** class are those of the query sent).
+**
+** struct_size: sizeof(dns_shim_query); members are only ever appended, as
+**   for dns_shim_callbacks.
+** id, qtype, qclass: as sent.
+** qname: the name as sent, NUL-terminated, in the presentation form the
+**   library delivers names in (see Names above: "\." for a dot inside a
+**   label, \DDD for other octets, ASCII only), a final dot optional, the
+**   root ".".  Not NULL, not "" nor "@".  Compared as DNS compares names,
+**   ASCII letters without case, unless flags has DNS_SHIM_MATCH_CASE.
+** flags: DNS_SHIM_MATCH_CASE, or 0.  Other bits: DNS_SHIM_ERR_BAD_ARGUMENT.
+** cookie_client: NULL, or the 8 octets of the client cookie the query's
+**   COOKIE option carried (RFC 7873): the response must then carry exactly
+**   one COOKIE option whose client part is those 8 octets (its server part
+**   is the caller's to keep for the next query).
+**
+** The library reads the struct, qname and cookie_client during the call
+** only.
+*/
+typedef struct dns_shim_query {
+    uint32_t struct_size;          /* sizeof(dns_shim_query) */
+    uint16_t id;
+    const char *qname;
+    uint16_t qtype;
+    uint16_t qclass;
+    uint32_t flags;                /* DNS_SHIM_MATCH_CASE or 0 */
+    const uint8_t *cookie_client;  /* 8 octets, or NULL */
+} dns_shim_query;
+
+/* dns_shim_query.flags: compare the question's name octet for octet, case
+** included, for queries sent with DNS 0x20 case randomisation (a spoofer
+** must then guess the case of every letter too). */
+#define DNS_SHIM_MATCH_CASE 1
+
+/*
+** dns_shim_process_reply (1.1): parse one DNS response that must answer
+** `query`, with `callbacks` for this call, or the registered set.
+**
+** dns_response, response_len: as for process_dns_response.
+** query: required (NULL is DNS_SHIM_ERR_BAD_ARGUMENT); see dns_shim_query.
+** callbacks: NULL means the registered set (as process_dns_response uses,
+**   possibly none: parse and check only); else used for this call only.
+**
+** Returns DNS_SHIM_OK, DNS_SHIM_ERR_MISMATCH when the response does not
+** answer the query, or another negative dns_shim_status.  No callback runs
+** unless the response matches and parsed fully.
+**
+** The checks, in order: the arguments; the 12-byte header; QR; the ID (so
+** that a spoofed datagram with another ID costs the least work); the whole
+** message (a malformed response whose ID matches gets its malformation
+** status, not DNS_SHIM_ERR_MISMATCH); then exactly one question, its name,
+** type and class; then the COOKIE when cookie_client is given.  An error
+** response without a question (some servers answer FORMERR or NOTIMP so)
+** is therefore a mismatch: read it, if you want to, with dns_shim_process.
+**
+** What it does not check: the address and port the response came from (the
+** socket's job), TSIG, DNSSEC.
+*/
+DNS_SHIM_API int32_t dns_shim_process_reply(const uint8_t *dns_response, int32_t response_len,
+                                            const dns_shim_query *query,
+                                            const dns_shim_callbacks *callbacks);
 
 /*
 ** dns_shim_init: start the embedded runtime now rather than on the first
@@ -442,6 +586,38 @@ typedef void (*dns_shim_log_handler)(void *ctx, int32_t level, const char *messa
 ** effect for messages logged after it returns.  Never starts the runtime.
 */
 DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx);
+
+/*
+** VERSIONING
+**
+**   The SONAME is libdnsshim.so.MAJOR: within a major version nothing is
+**   removed or changed.  Each minor release adds a symbol-version node,
+**   inheriting the one before: DNSSHIM_1.0 (every function of 1.0),
+**   DNSSHIM_1.1 (dns_shim_process_reply).  A program built against this
+**   header records, per function, the node it needs.
+**
+**   A program built against 1.0 runs unchanged against 1.1: the same
+**   functions, the same callbacks struct (struct_size says it is 1.0's, and
+**   the library reads no further), the same results but one: malformed OPT
+**   option data is DNS_SHIM_ERR_BAD_EDNS where 1.0 said DNS_SHIM_ERR_BAD_RDATA
+**   (or, wrongly, DNS_SHIM_ERR_BAD_NAME for option data cut short with
+**   another option after it).
+**
+**   A program that uses a 1.1 function needs a 1.1 library.  Against a
+**   library with version nodes that lacks DNSSHIM_1.1 the dynamic linker
+**   refuses to start it ("version `DNSSHIM_1.1' not found").  The 1.0
+**   library has no version nodes: there the linker only warns ("no version
+**   information available") and fails at the first call of the missing
+**   function, unless the program is linked with -Wl,-z,now, which makes it
+**   refuse to start ("undefined symbol: dns_shim_process_reply, version
+**   DNSSHIM_1.1").  To refuse with your own message, check before the first
+**   1.1 call, with 1.0's functions only:
+**
+**     int major = 0, minor = 0;
+**     if (sscanf(dns_shim_version(), "%d.%d", &major, &minor) != 2 ||
+**         major != DNS_SHIM_VERSION_MAJOR || minor < DNS_SHIM_VERSION_MINOR)
+**         refuse: the library is older than this header
+*/
 
 DNS_SHIM_END_DECLS
 

@@ -1,13 +1,28 @@
 /*
 ** dnsshim-dump: print DNS responses, parsed by libdnsshim.
 **
-**   dnsshim-dump [-x] [--sections answer,authority,additional] [--json] FILE...
+**   dnsshim-dump [-x] [--sections answer,authority,additional] [--json]
+**                [--expect-id N --expect-name NAME [--expect-type T]
+**                 [--expect-class C] [--match-case] [--expect-cookie HEX16]] FILE...
 **
 **   -x          the files hold hex text (whitespace and # comments allowed)
 **   -           as a FILE: standard input
 **   --sections  which sections to print (default: all three)
 **   --json      one JSON object per message, per line, instead of dig-like
-**               text: {"file", "header", "records", "status", "error"}
+**               text: {"file", "header", "options", "records", "status",
+**               "error"}
+**   --expect-*  each message must answer this query (dns_shim_process_reply):
+**               its ID and name (both required), type and class (a number,
+**               a mnemonic or TYPEnnn/CLASSnnn; default A and IN),
+**               --match-case (DNS 0x20), the client cookie sent
+**
+** EDNS options are printed in the OPT PSEUDOSECTION as dig prints them:
+** "; EDE: 18 (Prohibited): (text)", "; COOKIE: <client><server>",
+** "; CLIENT-SUBNET: 192.0.2.0/24/0", "; PAD: (N bytes)", "; NSID: <hex>
+** ("text")", "; OPT=N: <hex> ("text")".  dig adds " (good)" to COOKIE after
+** comparing it with the cookie it sent; this tool knows that cookie only from
+** --expect-cookie: a response printed then has echoed it (else it is
+** rejected) and gets " (good)"; without it no verdict is printed.
 **
 ** A small, complete example of a C program using the library: it registers
 ** its callbacks once, hands each message to process_dns_response, and never
@@ -21,8 +36,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 static int json = 0;
+static int cookie_checked = 0;
 
 static const char *type_name(uint16_t type, char *buf, size_t size)
 {
@@ -77,37 +94,83 @@ static const char *section_name(uint32_t section)
 
 /* ---- JSON: written exactly as Python's json.dumps writes it ------------ */
 
+/* One code point below 256 inside a JSON string, escaped as json.dumps does. */
+static void json_char(uint8_t c)
+{
+    switch (c) {
+    case '"': fputs("\\\"", stdout); break;
+    case '\\': fputs("\\\\", stdout); break;
+    case '\n': fputs("\\n", stdout); break;
+    case '\r': fputs("\\r", stdout); break;
+    case '\t': fputs("\\t", stdout); break;
+    case '\b': fputs("\\b", stdout); break;
+    case '\f': fputs("\\f", stdout); break;
+    default:
+        if (c < 0x20 || c > 0x7e)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+}
+
 /* A JSON string of bytes, each byte one code point (Latin-1), ASCII out. */
 static void json_bytes(const uint8_t *data, size_t len)
 {
     size_t i;
     putchar('"');
-    for (i = 0; i < len; i++) {
-        uint8_t c = data[i];
-        switch (c) {
-        case '"': fputs("\\\"", stdout); break;
-        case '\\': fputs("\\\\", stdout); break;
-        case '\n': fputs("\\n", stdout); break;
-        case '\r': fputs("\\r", stdout); break;
-        case '\t': fputs("\\t", stdout); break;
-        case '\b': fputs("\\b", stdout); break;
-        case '\f': fputs("\\f", stdout); break;
-        default:
-            if (c < 0x20 || c > 0x7e)
-                printf("\\u%04x", c);
-            else
-                putchar(c);
-        }
-    }
+    for (i = 0; i < len; i++)
+        json_char(data[i]);
     putchar('"');
 }
 
 static void json_str(const char *s) { json_bytes((const uint8_t *)s, strlen(s)); }
 
-static int json_records_open = 0, json_first_record = 1;
+/* UTF-8 text (the library has checked it) as a JSON string, as Python's
+** json.dumps writes it: ASCII out, \uXXXX for every other code point,
+** surrogate pairs above U+FFFF. */
+static void json_utf8(const uint8_t *s, size_t len)
+{
+    size_t i = 0;
+    putchar('"');
+    while (i < len) {
+        uint32_t c = s[i];
+        size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4, k;
+        if (c < 0x80) {
+            json_char((uint8_t)c);
+            i++;
+            continue;
+        }
+        c &= n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07;
+        for (k = 1; k < n && i + k < len; k++)
+            c = (c << 6) | (s[i + k] & 0x3F);
+        i += n;
+        if (c < 0x10000)
+            printf("\\u%04x", (unsigned)c);
+        else
+            printf("\\u%04x\\u%04x", (unsigned)(0xD800 + ((c - 0x10000) >> 10)),
+                   (unsigned)(0xDC00 + ((c - 0x10000) & 0x3FF)));
+    }
+    putchar('"');
+}
+
+/* The JSON object is written as the callbacks come: "header" (on_header),
+** "options" (on_edns_option), then "records"; json_records() closes the
+** options' list and opens the records' once.  json_state: 0 before the
+** header, 1 in the options, 2 in the records. */
+static int json_state = 0, json_first_record = 1, json_first_option = 1;
+
+static void json_records(void)
+{
+    if (json_state == 0)
+        printf("\"header\": null, \"options\": [");
+    if (json_state != 2)
+        printf("], \"records\": [");
+    json_state = 2;
+}
 
 static void json_rr(const char *kind, const dns_shim_rr *rr)
 {
+    json_records();
     printf("%s{\"section\": \"%s\", \"index\": %" PRIu32 ", \"owner\": ",
            json_first_record ? "" : ", ", section_name(rr->section), rr->index);
     json_first_record = 0;
@@ -142,11 +205,22 @@ static void print_string(const uint8_t *data, size_t len)
 
 static uint32_t current_section = 0;
 
+/* The question section, printed after the OPT pseudo-section and its
+** options: on_header keeps it here until the first record or the end. */
+static char pending_question[1400];
+
+static void flush_question(void)
+{
+    fputs(pending_question, stdout);
+    pending_question[0] = '\0';
+}
+
 /* The record's owner, TTL, class and type, after a section title when a
 ** new section starts. */
 static void print_rr(const dns_shim_rr *rr)
 {
     char tbuf[16], cbuf[16];
+    flush_question();
     if (rr->section != current_section) {
         current_section = rr->section;
         printf("\n;; %s SECTION:\n", rr->section == DNS_SHIM_SECTION_ANSWER      ? "ANSWER"
@@ -180,10 +254,10 @@ static int32_t on_header(void *ctx, const dns_shim_header *h)
         else
             fputs("null", stdout);
         printf(", \"qtype\": %u, \"qclass\": %u, \"edns_version\": %" PRId32 ", "
-               "\"edns_payload\": %u, \"edns_do\": %s, \"edns_flags\": %u}, \"records\": [",
+               "\"edns_payload\": %u, \"edns_do\": %s, \"edns_flags\": %u}, \"options\": [",
                h->qtype, h->qclass, h->edns_version, h->edns_payload,
                h->edns_do ? "true" : "false", h->edns_flags);
-        json_records_open = 1;
+        json_state = 1;
         return 0;
     }
     current_section = 0;
@@ -197,12 +271,147 @@ static int32_t on_header(void *ctx, const dns_shim_header *h)
     if (h->edns_version >= 0)
         printf("\n;; OPT PSEUDOSECTION:\n; EDNS: version: %" PRId32 ", flags:%s; udp: %u\n",
                h->edns_version, h->edns_do ? " do" : "", h->edns_payload);
-    if (h->qname != NULL) {
-        printf("\n;; QUESTION SECTION:\n;");
-        print_fqdn(h->qname);
-        printf("\t\t%s\t%s\n", class_name(h->qclass, cbuf, sizeof cbuf),
-               type_name(h->qtype, tbuf, sizeof tbuf));
+    pending_question[0] = '\0';
+    if (h->qname != NULL)
+        snprintf(pending_question, sizeof pending_question, "\n;; QUESTION SECTION:\n;%s%s\t\t%s\t%s\n",
+                 h->qname, strcmp(h->qname, ".") == 0 ? "" : ".",
+                 class_name(h->qclass, cbuf, sizeof cbuf), type_name(h->qtype, tbuf, sizeof tbuf));
+    return 0;
+}
+
+/* RFC 5952 text of an IPv6 address: lower-case hex, no leading zeros, the
+** longest run (the first of equal ones) of two or more zero fields as "::"
+** (never the dotted IPv4 tail inet_ntop writes for some). */
+static void print_ipv6(const uint8_t a[16])
+{
+    int words[8], i, best = -1, best_len = 1;
+    for (i = 0; i < 8; i++)
+        words[i] = (a[2 * i] << 8) | a[2 * i + 1];
+    for (i = 0; i < 8;) {
+        int j = i;
+        while (j < 8 && words[j] == 0)
+            j++;
+        if (j - i > best_len)
+            best = i, best_len = j - i;
+        i = j + 1;
     }
+    for (i = 0; i < 8; i++) {
+        if (i == best) {
+            printf("::");
+            i += best_len - 1;
+            continue;
+        }
+        printf("%s%x", i > 0 && i != best + best_len ? ":" : "", words[i]);
+    }
+}
+
+static void print_ecs_address(const dns_shim_edns_option *o)
+{
+    uint8_t a[16] = {0};
+    memcpy(a, o->ecs_address.data, o->ecs_address.len <= 16 ? o->ecs_address.len : 16);
+    if (o->ecs_family == 1)
+        printf("%u.%u.%u.%u", a[0], a[1], a[2], a[3]);
+    else
+        print_ipv6(a);
+}
+
+static void print_hex(dns_shim_bytes b)
+{
+    size_t i;
+    for (i = 0; i < b.len; i++)
+        printf("%02x", b.data[i]);
+}
+
+/* RFC 8914's INFO-CODEs (the IANA registry), as dig names them. */
+static const char *ede_name(int32_t code)
+{
+    static const char *names[] = {
+        "Other", "Unsupported DNSKEY Algorithm", "Unsupported DS Digest Type", "Stale Answer",
+        "Forged Answer", "DNSSEC Indeterminate", "DNSSEC Bogus", "Signature Expired",
+        "Signature Not Yet Valid", "DNSKEY Missing", "RRSIGs Missing", "No Zone Key Bit Set",
+        "NSEC Missing", "Cached Error", "Not Ready", "Blocked", "Censored", "Filtered",
+        "Prohibited", "Stale NXDOMAIN Answer", "Not Authoritative", "Not Supported",
+        "No Reachable Authority", "Network Error", "Invalid Data",
+        "Signature Expired before Valid", "Too Early", "Unsupported NSEC3 Iterations Value",
+        "Unable to conform to policy", "Synthesized", "Invalid Query Type",
+    };
+    return code >= 0 && (size_t)code < sizeof names / sizeof names[0] ? names[code] : NULL;
+}
+
+static int32_t on_edns_option(void *ctx, const dns_shim_edns_option *o)
+{
+    size_t i;
+    (void)ctx;
+    if (json) {
+        printf("%s{\"code\": %u, \"data\": \"", json_first_option ? "" : ", ", o->code);
+        json_first_option = 0;
+        print_hex(o->data);
+        printf("\"");
+        if (o->code == 15) {
+            printf(", \"kind\": \"ede\", \"info_code\": %" PRId32 ", \"text\": ", o->ede_info_code);
+            json_utf8(o->ede_text.data, o->ede_text.len);
+        } else if (o->code == 10) {
+            printf(", \"kind\": \"cookie\", \"client\": \"");
+            print_hex(o->cookie_client);
+            printf("\", \"server\": \"");
+            print_hex(o->cookie_server);
+            printf("\"");
+        } else if (o->code == 8) {
+            printf(", \"kind\": \"ecs\", \"family\": %u, \"source_prefix\": %u, "
+                   "\"scope_prefix\": %u, \"address\": \"", o->ecs_family, o->ecs_source_prefix,
+                   o->ecs_scope_prefix);
+            print_ecs_address(o);
+            printf("\"");
+        } else {
+            printf(", \"kind\": \"other\"");
+        }
+        printf("}");
+        return 0;
+    }
+    if (o->code == 15) {
+        const char *name = ede_name(o->ede_info_code);
+        printf("; EDE: %" PRId32, o->ede_info_code);
+        if (name)
+            printf(" (%s)", name);
+        if (o->ede_text.len) {
+            printf(": (");
+            for (i = 0; i < o->ede_text.len; i++) {
+                uint8_t c = o->ede_text.data[i];
+                if (c == '"' || c == '\\')
+                    printf("\\%c", c);
+                else if (c < 0x20 || c > 0x7e)
+                    printf("\\%03u", c);
+                else
+                    putchar(c);
+            }
+            printf(")");
+        }
+    } else if (o->code == 10) {
+        printf("; COOKIE: ");
+        print_hex(o->cookie_client);
+        print_hex(o->cookie_server);
+        printf("%s", cookie_checked ? " (good)" : "");
+    } else if (o->code == 8) {
+        printf("; CLIENT-SUBNET: ");
+        print_ecs_address(o);
+        printf("/%u/%u", o->ecs_source_prefix, o->ecs_scope_prefix);
+    } else if (o->code == 12) {
+        printf("; PAD: (%zu bytes)", o->data.len);
+    } else {
+        if (o->code == 3)
+            printf("; NSID");
+        else
+            printf("; OPT=%u", o->code);
+        if (o->data.len) {
+            printf(": ");
+            print_hex(o->data);
+            printf(" (\"");
+            for (i = 0; i < o->data.len; i++)
+                putchar(o->data.data[i] >= 0x20 && o->data.data[i] <= 0x7e ? o->data.data[i] : '.');
+            printf("\")");
+        }
+    }
+    printf("\n");
     return 0;
 }
 
@@ -396,21 +605,98 @@ static int parse_sections(const char *text, uint32_t *mask)
 
 static int usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [-x] [--sections answer,authority,additional] [--json] FILE...\n"
+    fprintf(stderr, "usage: %s [-x] [--sections answer,authority,additional] [--json]\n"
+                    "       [--expect-id N --expect-name NAME [--expect-type T] [--expect-class C]\n"
+                    "        [--match-case] [--expect-cookie HEX16]] FILE...\n"
                     "       (\"-\" reads standard input)\n", argv0);
     return 2;
+}
+
+/* A 16-bit number, decimal or 0x hex; -1 if not. */
+static long parse_u16(const char *text)
+{
+    int base = text[0] == '0' && (text[1] == 'x' || text[1] == 'X') ? 16 : 10;
+    const char *digits = base == 16 ? text + 2 : text;
+    char *end;
+    unsigned long v;
+    if (!(base == 16 ? isxdigit((unsigned char)digits[0]) : isdigit((unsigned char)digits[0])))
+        return -1;
+    v = strtoul(digits, &end, base);
+    return *end || v > 0xFFFF ? -1 : (long)v;
+}
+
+/* A type or class: a number, a mnemonic of the table, TYPEnnn/CLASSnnn. */
+static long parse_mnemonic(const char *text, int is_type)
+{
+    char buf[16];
+    const char *prefix = is_type ? "TYPE" : "CLASS";
+    unsigned v;
+    size_t n = strlen(prefix);
+    for (v = 0; v <= 0xFFFF; v++) {
+        const char *name = is_type ? type_name((uint16_t)v, buf, sizeof buf)
+                                   : class_name((uint16_t)v, buf, sizeof buf);
+        if (name != buf && strcasecmp(name, text) == 0)
+            return (long)v;
+    }
+    if (strncasecmp(text, prefix, n) == 0 && text[n] >= '0' && text[n] <= '9')
+        text += n;
+    else if (!(text[0] >= '0' && text[0] <= '9'))
+        return -1;
+    {
+        char *end;
+        unsigned long value = strtoul(text, &end, 10);
+        return *end || value > 0xFFFF ? -1 : (long)value;
+    }
+}
+
+static int parse_cookie(const char *hex, uint8_t out[8])
+{
+    int i;
+    if (strlen(hex) != 16)
+        return -1;
+    for (i = 0; i < 16; i++)
+        if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f') ||
+              (hex[i] >= 'A' && hex[i] <= 'F')))
+            return -1;
+    for (i = 0; i < 8; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        out[i] = (uint8_t)v;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     dns_shim_callbacks cb;
-    int i, hex = 0, failed = 0, files = 0;
+    dns_shim_query query;
+    uint8_t cookie[8];
+    int i, hex = 0, failed = 0, files = 0, expecting = 0, have_id = 0;
+    long value;
     uint32_t sections = DNS_SHIM_SECTION_ANSWER | DNS_SHIM_SECTION_AUTHORITY |
                         DNS_SHIM_SECTION_ADDITIONAL;
 
+    memset(&query, 0, sizeof query);
+    query.struct_size = sizeof query;
+    query.qtype = query.qclass = 1;
     for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
+        const char *arg = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(argv[i], "-x") == 0)
             hex = 1;
+        else if (strcmp(argv[i], "--expect-id") == 0 && arg && (value = parse_u16(arg)) >= 0)
+            query.id = (uint16_t)value, have_id = expecting = 1, i++;
+        else if (strcmp(argv[i], "--expect-name") == 0 && arg)
+            query.qname = arg, expecting = 1, i++;
+        else if (strcmp(argv[i], "--expect-type") == 0 && arg &&
+                 (value = parse_mnemonic(arg, 1)) >= 0)
+            query.qtype = (uint16_t)value, expecting = 1, i++;
+        else if (strcmp(argv[i], "--expect-class") == 0 && arg &&
+                 (value = parse_mnemonic(arg, 0)) >= 0)
+            query.qclass = (uint16_t)value, expecting = 1, i++;
+        else if (strcmp(argv[i], "--match-case") == 0)
+            query.flags |= DNS_SHIM_MATCH_CASE, expecting = 1;
+        else if (strcmp(argv[i], "--expect-cookie") == 0 && arg && parse_cookie(arg, cookie) == 0)
+            query.cookie_client = cookie, cookie_checked = expecting = 1, i++;
         else if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else if (strcmp(argv[i], "--sections") == 0 && i + 1 < argc) {
@@ -422,7 +708,7 @@ int main(int argc, char **argv)
         } else
             return usage(argv[0]);
     }
-    if (i >= argc)
+    if (i >= argc || (expecting && (!have_id || query.qname == NULL)))
         return usage(argv[0]);
     memset(&cb, 0, sizeof cb);
     cb.struct_size = sizeof cb;
@@ -437,6 +723,7 @@ int main(int argc, char **argv)
     cb.on_naptr = on_naptr;
     cb.on_soa = on_soa;
     cb.on_other = on_other;
+    cb.on_edns_option = on_edns_option;
     if (dns_shim_register_callbacks(&cb) != DNS_SHIM_OK) {
         fprintf(stderr, "dns_shim_register_callbacks failed\n");
         return 1;
@@ -453,16 +740,20 @@ int main(int argc, char **argv)
             printf("{\"file\": ");
             json_str(argv[i]);
             printf(", ");
-            json_records_open = 0;
-            json_first_record = 1;
+            json_state = 0;
+            json_first_record = json_first_option = 1;
         } else {
             printf(";; %s, %ld bytes\n", argv[i], len);
         }
-        rc = process_dns_response(msg, len > 65535 ? -1 : (int32_t)len);
+        pending_question[0] = '\0';
+        if (expecting)
+            rc = dns_shim_process_reply(msg, len > 65535 ? -1 : (int32_t)len, &query, NULL);
+        else
+            rc = process_dns_response(msg, len > 65535 ? -1 : (int32_t)len);
         free(msg);
+        flush_question();
         if (json) {
-            if (!json_records_open)
-                printf("\"header\": null, \"records\": [");
+            json_records();
             printf("], \"status\": %" PRId32 ", \"error\": ", rc);
             if (rc != DNS_SHIM_OK)
                 json_str(dns_shim_strerror(rc));

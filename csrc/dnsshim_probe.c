@@ -9,7 +9,8 @@
 ** compiled file: importlib reads them through io.open_code, which raises
 ** the "open" event) is recorded.  Registers a callback for every member and
 ** all sections, feeds each FILE (a raw DNS message) to dns_shim_process,
-** twice (typed callbacks; on_other only), then runs SCRIPT (Python text) in
+** twice (typed callbacks; on_other only), and to dns_shim_process_reply
+** with a query of its ID, then runs SCRIPT (Python text) in
 ** the library's interpreter with OUT bound to the output path and OPENED to
 ** the list of paths opened: the bundler's script imports what the bundle
 ** must also hold and writes what was loaded.  Exit status 0 when every call
@@ -36,6 +37,7 @@ ANY(on_srv, dns_shim_srv)
 ANY(on_naptr, dns_shim_naptr)
 ANY(on_soa, dns_shim_soa)
 ANY(on_other, dns_shim_raw)
+ANY(on_edns_option, dns_shim_edns_option)
 
 static PyObject *opened; /* the paths of every "open" audit event */
 
@@ -73,6 +75,7 @@ int main(int argc, char **argv)
     all.on_naptr = on_naptr;
     all.on_soa = on_soa;
     all.on_other = on_other;
+    all.on_edns_option = on_edns_option;
     none.on_other = on_other; /* every typed record through on_other too */
     if (PySys_AddAuditHook(record_open, NULL) != 0)
         return 1;
@@ -81,13 +84,25 @@ int main(int argc, char **argv)
     for (i = 3; i < argc; i++) {
         long len = 0;
         unsigned char *wire = read_message(argv[i], 0, &len);
-        int32_t a, b;
+        int32_t a, b, c;
+        dns_shim_query query = {0};
+        static const uint8_t cookie[8] = {1, 2, 3, 4, 5, 6, 7, 8};
         if (wire == NULL)
             return 2;
         a = dns_shim_process(wire, (int32_t)len, &all);
         b = dns_shim_process(wire, (int32_t)len, &none);
-        printf("%s %d %d\n", argv[i], (int)a, (int)b);
-        if (a > 0 || a <= DNS_SHIM_ERR_INIT || b > 0 || b <= DNS_SHIM_ERR_INIT)
+        /* The reply checks too: the query is the message's own ID with a
+        ** name it may not have. */
+        query.struct_size = sizeof query;
+        query.id = len >= 2 ? (uint16_t)(wire[0] << 8 | wire[1]) : 0;
+        query.qname = "example.com";
+        query.qtype = 1;
+        query.qclass = 1;
+        query.cookie_client = cookie;
+        c = dns_shim_process_reply(wire, (int32_t)len, &query, &all);
+        printf("%s %d %d %d\n", argv[i], (int)a, (int)b, (int)c);
+        if (a > 0 || a <= DNS_SHIM_ERR_INIT || b > 0 || b <= DNS_SHIM_ERR_INIT || c > 0 ||
+            (c <= DNS_SHIM_ERR_INIT && c != DNS_SHIM_ERR_MISMATCH))
             rc = 1; /* not started, internal error, or not a status at all */
         free(wire);
     }

@@ -15,6 +15,13 @@
 **   --hex           the files hold hex text
 **   --log           install a log handler that prints each message to stdout
 **                   as "log LEVEL: LINE" (one per line of the message)
+**   --size-1.0      pass 1.0's struct_size (the struct up to on_other) with
+**                   on_edns_option still set: the library must not call it
+**   --expect-id N --expect-name NAME [--expect-type T] [--expect-class C]
+**   [--match-case] [--expect-cookie HEX16]
+**                   check each message against that query with
+**                   dns_shim_process_reply (type and class default to 1);
+**                   with --registered, its callbacks argument is NULL
 **   --stream        each FILE holds many messages, each preceded by its
 **                   length as 4 octets, big-endian; they are numbered from 0
 **                   across the files and printed as "# N"
@@ -40,6 +47,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +203,36 @@ static int32_t on_other(void *ctx, const dns_shim_raw *r)
     return count_call(ctx);
 }
 
+static int32_t on_edns_option(void *ctx, const dns_shim_edns_option *o)
+{
+    printf("edns_option code=%u", o->code);
+    print_bytes(ctx, "data", o->data);
+    printf(" ede=%" PRId32, o->ede_info_code);
+    print_bytes(ctx, "ede_text", o->ede_text);
+    print_bytes(ctx, "cookie_client", o->cookie_client);
+    print_bytes(ctx, "cookie_server", o->cookie_server);
+    printf(" ecs_family=%u ecs_source=%u ecs_scope=%u", o->ecs_family, o->ecs_source_prefix,
+           o->ecs_scope_prefix);
+    print_bytes(ctx, "ecs_address", o->ecs_address);
+    printf("\n");
+    return count_call(ctx);
+}
+
+/* The 8 octets of a client cookie from 16 hex digits; 0 or -1. */
+static int parse_cookie(const char *hex, uint8_t out[8])
+{
+    int i;
+    if (strlen(hex) != 16)
+        return -1;
+    for (i = 0; i < 8; i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+            return -1;
+        out[i] = (uint8_t)v;
+    }
+    return 0;
+}
+
 static void print_log(void *ctx, int32_t level, const char *message)
 {
     const char *line = message;
@@ -307,11 +345,78 @@ static int run_api(void)
     ok_msg[2] &= 0x7f; /* QR clear */
     expect("process_dns_response(query)", process_dns_response(ok_msg, sizeof ok_msg),
            DNS_SHIM_ERR_NOT_RESPONSE);
+    ok_msg[2] |= 0x80;
+
+    /* dns_shim_process_reply: arguments, then the query against the reply. */
+    {
+        dns_shim_query q;
+        memset(&q, 0, sizeof q);
+        q.struct_size = sizeof q;
+        q.id = 0x1234;
+        q.qname = "a";
+        q.qtype = 1;
+        q.qclass = 1;
+        calls = 0;
+        cb.on_header = count_only;
+        expect("reply(NULL, 19, q, cb)", dns_shim_process_reply(NULL, 19, &q, &cb),
+               DNS_SHIM_ERR_NULL_BUFFER);
+        expect("reply(msg, -1, q, cb)", dns_shim_process_reply(ok_msg, -1, &q, &cb),
+               DNS_SHIM_ERR_BAD_LENGTH);
+        expect("reply query NULL", dns_shim_process_reply(ok_msg, sizeof ok_msg, NULL, &cb),
+               DNS_SHIM_ERR_BAD_ARGUMENT);
+        bad = cb;
+        bad.struct_size = 0;
+        expect("reply callbacks struct_size 0",
+               dns_shim_process_reply(ok_msg, sizeof ok_msg, &q, &bad), DNS_SHIM_ERR_BAD_ARGUMENT);
+        q.struct_size = sizeof q - 8;
+        expect("reply query struct_size - 8",
+               dns_shim_process_reply(ok_msg, sizeof ok_msg, &q, &cb), DNS_SHIM_ERR_BAD_ARGUMENT);
+        q.struct_size = sizeof q;
+        q.flags = 2;
+        expect("reply query flags 2", dns_shim_process_reply(ok_msg, sizeof ok_msg, &q, &cb),
+               DNS_SHIM_ERR_BAD_ARGUMENT);
+        q.flags = 0;
+        q.qname = NULL;
+        expect("reply qname NULL", dns_shim_process_reply(ok_msg, sizeof ok_msg, &q, &cb),
+               DNS_SHIM_ERR_BAD_ARGUMENT);
+        q.qname = "a..b";
+        expect("reply qname a..b", dns_shim_process_reply(ok_msg, 5, &q, &cb),
+               DNS_SHIM_ERR_BAD_ARGUMENT);
+        q.qname = "A.";
+        expect("reply short header", dns_shim_process_reply(ok_msg, 11, &q, &cb),
+               DNS_SHIM_ERR_SHORT_HEADER);
+        expect("on_header calls before a match", calls, 0);
+        expect("reply matches", dns_shim_process_reply(ok_msg, sizeof ok_msg, &q, &cb),
+               DNS_SHIM_OK);
+        expect("on_header calls", calls, 1);
+        q.flags = DNS_SHIM_MATCH_CASE;
+        expect("reply with case", dns_shim_process_reply(ok_msg, sizeof ok_msg, &q, &cb),
+               DNS_SHIM_ERR_MISMATCH);
+        q.flags = 0;
+        q.id = 0x1235;
+        expect("reply other id", dns_shim_process_reply(ok_msg, sizeof ok_msg, &q, &cb),
+               DNS_SHIM_ERR_MISMATCH);
+        /* The ID is checked before the rest of the message is read. */
+        expect("reply other id, cut", dns_shim_process_reply(ok_msg, 14, &q, &cb),
+               DNS_SHIM_ERR_MISMATCH);
+        q.id = 0x1234;
+        expect("reply right id, cut", dns_shim_process_reply(ok_msg, 14, &q, &cb),
+               DNS_SHIM_ERR_TRUNCATED);
+        expect("on_header calls after mismatches", calls, 1);
+        /* NULL callbacks: the registered set (none now: parse and check). */
+        expect("reply registered none", dns_shim_process_reply(ok_msg, sizeof ok_msg, &q, NULL),
+               DNS_SHIM_OK);
+        expect("register cb", dns_shim_register_callbacks(&cb), DNS_SHIM_OK);
+        expect("reply registered", dns_shim_process_reply(ok_msg, sizeof ok_msg, &q, NULL),
+               DNS_SHIM_OK);
+        expect("on_header calls", calls, 2);
+        expect("register NULL", dns_shim_register_callbacks(NULL), DNS_SHIM_OK);
+    }
 
     /* Text. */
-    for (s = 1; s >= DNS_SHIM_ERR_INTERNAL - 2; s--) {
+    for (s = 1; s >= DNS_SHIM_ERR_MISMATCH - 2; s--) {
         const char *text = dns_shim_strerror(s);
-        int known = s <= 0 && s >= DNS_SHIM_ERR_INTERNAL;
+        int known = s <= 0 && s >= DNS_SHIM_ERR_MISMATCH;
         printf("%s strerror(%" PRId32 ") = \"%s\"\n", text && *text ? "ok" : "FAIL", s,
                text ? text : "(null)");
         api_failures += !(text && *text);
@@ -336,11 +441,15 @@ static int run_api(void)
 struct stream_opts {
     int registered, fresh, rss;
     long every;
+    const dns_shim_query *query; /* --expect-*: dns_shim_process_reply; else NULL */
 };
 
-static int32_t parse_one(const dns_shim_callbacks *cb, int registered, unsigned char *msg,
-                         int32_t len)
+/* One message through the entry point the options chose. */
+static int32_t parse_one(const dns_shim_callbacks *cb, int registered,
+                         const dns_shim_query *query, unsigned char *msg, int32_t len)
 {
+    if (query != NULL)
+        return dns_shim_process_reply(msg, len, query, registered ? NULL : cb);
     return registered ? process_dns_response(msg, len) : dns_shim_process(msg, len, cb);
 }
 
@@ -366,7 +475,7 @@ static int stream_message(struct log_ctx *log, const dns_shim_callbacks *cb,
         fflush(stdout);
         pid = fork();
         if (pid == 0) {
-            rc = parse_one(cb, o->registered, msg, len);
+            rc = parse_one(cb, o->registered, o->query, msg, len);
             printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
             fflush(stdout);
             _exit(log->failures ? 3 : 0);
@@ -378,7 +487,7 @@ static int stream_message(struct log_ctx *log, const dns_shim_callbacks *cb,
             log->failures++;
         }
     } else {
-        rc = parse_one(cb, o->registered, msg, len);
+        rc = parse_one(cb, o->registered, o->query, msg, len);
         printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
     }
     fflush(stdout);
@@ -439,10 +548,16 @@ int main(int argc, char **argv)
 {
     struct log_ctx log = {0, 0, 0};
     dns_shim_callbacks cb;
-    int i, registered = 0, typed = 1, other = 1, hex = 0, status = 0;
+    dns_shim_query query;
+    uint8_t cookie[8];
+    int i, registered = 0, typed = 1, other = 1, hex = 0, status = 0, size_10 = 0, reply = 0;
     uint32_t sections = 7;
-    struct stream_opts stream = {0, 0, 0, 1};
+    struct stream_opts stream = {0, 0, 0, 1, NULL};
     int streaming = 0;
+
+    memset(&query, 0, sizeof query);
+    query.struct_size = sizeof query;
+    query.qtype = query.qclass = 1;
 
     for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
         if (strcmp(argv[i], "--api") == 0)
@@ -461,6 +576,21 @@ int main(int argc, char **argv)
             sections = (uint32_t)strtoul(argv[++i], NULL, 0);
         else if (strcmp(argv[i], "--stop-at") == 0 && i + 1 < argc)
             log.stop_at = strtol(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--size-1.0") == 0)
+            size_10 = 1;
+        else if (strcmp(argv[i], "--expect-id") == 0 && i + 1 < argc)
+            query.id = (uint16_t)strtoul(argv[++i], NULL, 0), reply = 1;
+        else if (strcmp(argv[i], "--expect-name") == 0 && i + 1 < argc)
+            query.qname = argv[++i], reply = 1;
+        else if (strcmp(argv[i], "--expect-type") == 0 && i + 1 < argc)
+            query.qtype = (uint16_t)strtoul(argv[++i], NULL, 0), reply = 1;
+        else if (strcmp(argv[i], "--expect-class") == 0 && i + 1 < argc)
+            query.qclass = (uint16_t)strtoul(argv[++i], NULL, 0), reply = 1;
+        else if (strcmp(argv[i], "--match-case") == 0)
+            query.flags |= DNS_SHIM_MATCH_CASE, reply = 1;
+        else if (strcmp(argv[i], "--expect-cookie") == 0 && i + 1 < argc &&
+                 parse_cookie(argv[i + 1], cookie) == 0)
+            query.cookie_client = cookie, i++, reply = 1;
         else if (strcmp(argv[i], "--stream") == 0)
             streaming = 1;
         else if (strcmp(argv[i], "--fresh") == 0)
@@ -471,7 +601,9 @@ int main(int argc, char **argv)
             stream.every = strtol(argv[++i], NULL, 0);
         else {
             fprintf(stderr, "usage: %s [--api] [--registered] [--sections N] [--stop-at N] "
-                            "[--no-typed] [--no-other] [--hex] [--log]\n"
+                            "[--no-typed] [--no-other] [--hex] [--log] [--size-1.0]\n"
+                            "       [--expect-id N --expect-name NAME [--expect-type T] "
+                            "[--expect-class C] [--match-case] [--expect-cookie HEX16]]\n"
                             "       [--stream [--fresh] [--every K] [--rss]] FILE...\n", argv[0]);
             return 2;
         }
@@ -497,12 +629,16 @@ int main(int argc, char **argv)
     }
     if (other)
         cb.on_other = on_other;
+    cb.on_edns_option = on_edns_option;
+    if (size_10)
+        cb.struct_size = (uint32_t)offsetof(dns_shim_callbacks, on_edns_option);
     if (registered && dns_shim_register_callbacks(&cb) != DNS_SHIM_OK) {
         fprintf(stderr, "dns_shim_register_callbacks failed\n");
         return 1;
     }
 
     stream.registered = registered;
+    stream.query = reply ? &query : NULL;
     if (streaming)
         status = run_stream(&log, &cb, &stream, argv + i, argc - i);
     for (; !streaming && i < argc; i++) {
@@ -515,8 +651,7 @@ int main(int argc, char **argv)
         }
         printf("# %s\n", argv[i]);
         log.calls = 0;
-        rc = registered ? process_dns_response(msg, (int32_t)len)
-                        : dns_shim_process(msg, (int32_t)len, &cb);
+        rc = parse_one(&cb, registered, reply ? &query : NULL, msg, (int32_t)len);
         printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
         free(msg);
     }

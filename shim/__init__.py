@@ -13,11 +13,11 @@ The package is the Python half of ``libdnsshim.so``:
 names are loaded on first use.
 """
 
-__version__ = "1.0.0"
+__version__ = "1.1.0"
 
 _API = {"parse_response", "Response", "Header", "Record", "A", "AAAA", "Target", "MX", "TXT",
-        "SRV", "NAPTR", "SOA", "Raw", "Section"}
-_STATUS = {"Status", "DnsShimError"}
+        "SRV", "NAPTR", "SOA", "Raw", "Section", "EdnsOption", "Query"}
+_STATUS = {"Status", "DnsShimError", "MismatchError"}
 
 __all__ = sorted(_API | _STATUS)
 

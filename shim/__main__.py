@@ -2,7 +2,9 @@
 dump of DNS responses.
 
     python -m shim --cflags | --libs | --static-libs | --pkgconfig-dir | --includedir | --libdir
-    python -m shim dump [-x] [--sections answer,authority,additional] [--json] FILE...
+    python -m shim dump [-x] [--sections answer,authority,additional] [--json]
+                        [--expect-id N --expect-name NAME [--expect-type T]
+                         [--expect-class C] [--match-case] [--expect-cookie HEX16]] FILE...
     python -m shim bundle DIR [--strip] [--optimize N] [--extra-module M ...]
 
 The first form prints paths and flags (like pybind11's --includes): for

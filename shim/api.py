@@ -13,6 +13,18 @@ the code (``exc.status``)::
     for rec in response.answer:
         if isinstance(rec, shim.SRV):
             print(rec.target, rec.port)
+
+The OPT record's options are ``response.options`` (:class:`EdnsOption`, the
+C ``dns_shim_edns_option``).  Given ``expect=shim.Query(...)``, the query the
+response must answer, ``parse_response`` checks it as
+``dns_shim_process_reply`` does, in the same order, and raises
+:class:`shim.status.MismatchError` when the response does not answer it::
+
+    query = shim.Query(id=0x1234, qname="example.com", qtype=1, cookie_client=cookie)
+    response = shim.parse_response(wire, expect=query)
+    for option in response.options:
+        if option.code == 15:
+            print(option.ede_info_code, option.ede_text.decode())
 """
 
 from __future__ import annotations
@@ -24,10 +36,11 @@ import dns.rdataclass
 import dns.rdatatype
 
 from shim.decode import Section, decode
+from shim.match import MATCH_CASE, Expected
 from shim.status import BadLengthError
 
 __all__ = ["parse_response", "Response", "Header", "Record", "A", "AAAA", "Target", "MX", "TXT",
-           "SRV", "NAPTR", "SOA", "Raw", "Section"]
+           "SRV", "NAPTR", "SOA", "Raw", "Section", "EdnsOption", "Query"]
 
 
 def _text(name) -> str:
@@ -133,9 +146,53 @@ class Raw(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class EdnsOption:
+    """dns_shim_edns_option: one option of the OPT record, in wire order.
+
+    ``code`` and ``data`` (the octets as sent) always; the decoded forms of
+    EDE (15), COOKIE (10) and ECS (8), and -1, 0 or ``b""`` for every other
+    code (see csrc/dns_shim.h)."""
+
+    code: int
+    data: bytes
+    ede_info_code: int = -1
+    ede_text: bytes = b""        # UTF-8
+    cookie_client: bytes = b""   # 8 octets
+    cookie_server: bytes = b""   # 8 to 32 octets, or empty
+    ecs_family: int = 0          # 1 IPv4, 2 IPv6
+    ecs_source_prefix: int = 0
+    ecs_scope_prefix: int = 0
+    ecs_address: bytes = b""     # the prefix's octets, as sent
+
+
+@dataclasses.dataclass(frozen=True)
+class Query:
+    """The query a response must answer (``dns_shim_query``), for
+    ``parse_response(wire, expect=Query(...))``.
+
+    ``qname`` in the presentation form the library delivers (a final dot
+    optional), compared without case unless ``match_case`` (for DNS 0x20);
+    ``cookie_client``: the 8 octets of client cookie sent, which the
+    response's COOKIE option must echo, or None.  Values that cannot be a
+    query raise :class:`shim.status.BadArgumentError` when used."""
+
+    id: int
+    qname: str
+    qtype: int = 1
+    qclass: int = 1
+    match_case: bool = False
+    cookie_client: bytes | None = None
+
+    def expected(self) -> Expected:
+        return Expected(self.id, self.qname, self.qtype, self.qclass,
+                        MATCH_CASE if self.match_case else 0, self.cookie_client)
+
+
+@dataclasses.dataclass(frozen=True)
 class Response:
     header: Header
     records: list  # every record, in wire order
+    options: tuple = ()  # the OPT record's EdnsOptions, in wire order
 
     def section(self, section: Section) -> list:
         return [r for r in self.records if r.section == section]
@@ -176,18 +233,24 @@ def _typed(rr: tuple, rd) -> Record:
     return None
 
 
-def parse_response(wire) -> Response:
+def parse_response(wire, expect: Query | None = None) -> Response:
     """Parse a whole DNS response (bytes-like, without a TCP length prefix).
 
+    :param expect: the :class:`Query` the response must answer, checked as
+        ``dns_shim_process_reply`` checks it: the query's values first
+        (:class:`BadArgumentError`), the header, QR, the ID, the whole
+        message, then the question and the COOKIE
+        (:class:`MismatchError`).
     :raises shim.status.DnsShimError: the subclass for the first defect, with
         ``.status`` the code the C ABI returns for the same bytes (a length
         over 65535 is :class:`BadLengthError`).
     :raises TypeError: if ``wire`` is not bytes-like.
     """
+    expected = expect.expected() if expect is not None else None
     wire = bytes(memoryview(wire))
     if len(wire) > 65535:
         raise BadLengthError(f"{len(wire)} octets")
-    decoded = decode(wire)
+    decoded = decode(wire, expected)
     h = decoded.header
     header = Header(h.id, h.flags, h.opcode, h.rcode, h.qdcount, h.ancount, h.nscount,
                     h.arcount, _text(h.qname) if h.qname is not None else None, h.qtype,
@@ -201,4 +264,7 @@ def parse_response(wire) -> Response:
         if typed is None:
             typed = Raw(*rr, rec.rdata.to_wire() if rec.rdata is not None else b"")
         records.append(typed)
-    return Response(header, records)
+    options = tuple(EdnsOption(o.code, o.data, o.ede_info_code, o.ede_text, o.cookie_client,
+                               o.cookie_server, o.ecs_family, o.ecs_source_prefix,
+                               o.ecs_scope_prefix, o.ecs_address) for o in h.options)
+    return Response(header, records, options)

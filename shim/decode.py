@@ -22,11 +22,20 @@ Where it differs from ``from_wire`` on purpose: a message with the QR bit
 clear is rejected (``ERR_NOT_RESPONSE``); a TSIG record is not verified (there
 are no keys) but is checked for its place and handed on like any record,
 where ``from_wire`` without a keyring raises ``UnknownTSIGKey``.
+
+The OPT record's options are read here too (:func:`_read_options`): each is
+parsed by dnspython's own option class (``dns.edns``), after the checks of
+RFC 7871, 7873 and 8914 that this library promises whatever dnspython's
+version accepts; a defect in them is ``ERR_BAD_EDNS``.  Given the query the
+response must answer (:class:`shim.match.Expected`), :func:`decode` checks it
+in the documented order: the header, QR, the ID before any other work, then
+the whole message, then the question and the COOKIE.
 """
 
 import enum
 import struct
 
+import dns.edns
 import dns.exception
 import dns.name
 import dns.rdataclass
@@ -45,7 +54,7 @@ from shim.status import (
     TruncatedError,
 )
 
-__all__ = ["Section", "Header", "Record", "Response", "decode"]
+__all__ = ["Section", "Header", "EdnsOption", "Record", "Response", "decode"]
 
 
 class Section(enum.IntEnum):
@@ -86,6 +95,7 @@ class Header:
     __slots__ = (
         "id", "flags", "opcode", "rcode", "qdcount", "ancount", "nscount", "arcount",
         "qname", "qtype", "qclass", "edns_version", "edns_payload", "edns_flags",
+        "options",
     )
 
     def __init__(self, id, flags, qdcount, ancount, nscount, arcount):
@@ -103,6 +113,7 @@ class Header:
         self.edns_version = -1
         self.edns_payload = 0
         self.edns_flags = 0
+        self.options = []  # the OPT record's EdnsOptions, in wire order
 
     @property
     def edns_do(self) -> bool:
@@ -110,6 +121,47 @@ class Header:
 
     def __repr__(self):
         return "Header(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
+
+
+class EdnsOption:
+    """One option of the OPT record (RFC 6891): ``code``, ``data`` (its octets
+    as sent), ``parsed`` (dnspython's Option), and the decoded forms of the
+    options this library knows, zero or empty for every other code:
+
+    * EDE (15, RFC 8914): ``ede_info_code`` (-1 for other codes) and
+      ``ede_text`` (UTF-8 octets, one final NUL dropped as dnspython drops
+      it; empty when absent);
+    * COOKIE (10, RFC 7873): ``cookie_client`` (8 octets), ``cookie_server``
+      (8 to 32, or empty);
+    * ECS (8, RFC 7871): ``ecs_family`` (1 or 2), ``ecs_source_prefix``,
+      ``ecs_scope_prefix``, ``ecs_address`` (the prefix's octets as sent).
+    """
+
+    __slots__ = ("code", "data", "parsed", "ede_info_code", "ede_text", "cookie_client",
+                 "cookie_server", "ecs_family", "ecs_source_prefix", "ecs_scope_prefix",
+                 "ecs_address")
+
+    def __init__(self, code, data, parsed):
+        self.code = code
+        self.data = data
+        self.parsed = parsed
+        self.ede_info_code = -1
+        self.ede_text = self.cookie_client = self.cookie_server = self.ecs_address = b""
+        self.ecs_family = self.ecs_source_prefix = self.ecs_scope_prefix = 0
+        if code == _EDE:
+            self.ede_info_code = int(parsed.code)
+            self.ede_text = parsed.text.encode("utf-8") if parsed.text is not None else b""
+        elif code == _COOKIE:
+            self.cookie_client = parsed.client
+            self.cookie_server = parsed.server
+        elif code == _ECS:
+            self.ecs_family = parsed.family
+            self.ecs_source_prefix = parsed.srclen
+            self.ecs_scope_prefix = parsed.scopelen
+            self.ecs_address = parsed.addrdata
+
+    def __repr__(self):
+        return f"EdnsOption({self.code}, {self.data.hex()})"
 
 
 class Record:
@@ -341,12 +393,108 @@ def _read_rdata(parser, rdclass, rdtype, rdlen):
         parser.end = saved_end
 
 
-def decode(wire) -> Response:
+_EDE = dns.edns.OptionType.EDE
+_COOKIE = dns.edns.OptionType.COOKIE
+_ECS = dns.edns.OptionType.ECS
+_OPTION_HEADER = struct.Struct("!HH")
+_ECS_FIELDS = struct.Struct("!HBB")
+_ECS_BITS = {1: 32, 2: 128}
+
+
+def _check_option(code, data, at):
+    """The rules of RFC 8914, 7873 and 7871 for EDE, COOKIE and ECS data,
+    checked here rather than left to dnspython, whose classes enforce most
+    of them in 2.9.2 but not all in every version this package accepts
+    (the zero padding bits of ECS, for one)."""
+    n = len(data)
+    if code == _EDE:
+        if n < 2:
+            raise BadEdnsError(f"EDE option of {n} octets: the INFO-CODE needs 2", at)
+    elif code == _COOKIE:
+        if n < 8:
+            raise BadEdnsError(f"COOKIE option of {n} octets: the client cookie needs 8", at)
+        if n != 8 and not 16 <= n <= 40:
+            raise BadEdnsError(f"COOKIE server cookie of {n - 8} octets: 8 to 32 allowed", at)
+    elif code == _ECS:
+        if n < 4:
+            raise BadEdnsError(f"ECS option of {n} octets: its fixed fields need 4", at)
+        family, source, scope = _ECS_FIELDS.unpack_from(data)
+        bits = _ECS_BITS.get(family)
+        if bits is None:
+            raise BadEdnsError(f"ECS family {family}: 1 (IPv4) or 2 (IPv6) only", at)
+        if source > bits or scope > bits:
+            raise BadEdnsError(f"ECS prefix /{source} scope /{scope}: over {bits} bits", at)
+        need = (source + 7) // 8
+        if n - 4 != need:
+            raise BadEdnsError(f"ECS address of {n - 4} octets: a /{source} needs {need}", at)
+        if source % 8 and data[-1] & (0xFF >> (source % 8)):
+            raise BadEdnsError(f"ECS address has bits set past its /{source} prefix", at)
+
+
+#: Which dnspython class parses an option's data: a fixed table, like
+#: shim.rdtable's for RDATA, never dnspython's registry (dns.edns.register_type
+#: lets a host program change what dns.edns.get_option_class answers).  Every
+#: other code is a GenericOption: its data, kept as sent.
+_OPTION_CLASSES = {
+    int(dns.edns.OptionType[code]): getattr(dns.edns, name)
+    for code, name in (("NSID", "NSIDOption"), ("ECS", "ECSOption"), ("COOKIE", "CookieOption"),
+                       ("EDE", "EDEOption"), ("REPORTCHANNEL", "ReportChannelOption"),
+                       ("EDE_EXTRA_TEXT_LANGUAGE", "EDEExtraTextLanguageOption"),
+                       ("FILTERING_CONTACT", "FilteringContactOption"),
+                       ("FILTERING_ORGANIZATION", "FilteringOrganizationOption"),
+                       ("FILTERING_DB", "FilteringDBOption"))
+    if code in dns.edns.OptionType.__members__ and hasattr(dns.edns, name)
+}
+
+
+def _parse_option(code, wire, start, length):
+    """dnspython's parse of one option's data, with the class of the table."""
+    cls = _OPTION_CLASSES.get(code, dns.edns.GenericOption)
+    parser = dns.wire.Parser(wire, start)
+    with parser.restrict_to(length):
+        return cls.from_wire_parser(dns.edns.OptionType.make(code), parser)
+
+
+def _read_options(wire, start, end):
+    """The options of the OPT RDATA at wire[start:end], in wire order, each
+    parsed by dnspython's class for its code (``dns.edns``, chosen by
+    ``_OPTION_CLASSES``) after :func:`_check_option`.  Anything wrong in them is ``ERR_BAD_EDNS``: an
+    option (its code and length, or its data) running past the RDATA, data
+    that breaks its RFC's rules, or that dnspython rejects (EDE EXTRA-TEXT
+    that is not UTF-8, say)."""
+    options = []
+    p = start
+    while p < end:
+        if end - p < 4:
+            raise BadEdnsError(f"option header cut: {end - p} octets left in the OPT RDATA", p)
+        code, length = _OPTION_HEADER.unpack_from(wire, p)
+        if length > end - p - 4:
+            raise BadEdnsError(f"option {code} of {length} octets runs past the OPT RDATA", p)
+        data = wire[p + 4:p + 4 + length]
+        _check_option(code, data, p)
+        try:
+            parsed = _parse_option(code, wire, p + 4, length)
+        except MemoryError:
+            raise
+        except Exception as e:  # dnspython's classes raise FormError, ValueError...
+            raise BadEdnsError(f"option {code} rejected: {e or type(e).__name__}", p) from None
+        options.append(EdnsOption(code, data, parsed))
+        p += 4 + length
+    return options
+
+
+def decode(wire, expect=None) -> Response:
     """Decode a whole DNS response.
 
     :param wire: the message, without a TCP length prefix (bytes-like).
+    :param expect: a :class:`shim.match.Expected`, the query this response
+        must answer, or None.  Its checks come in this order: the 12-octet
+        header, QR, then the ID (before any other work), then the whole
+        message (a malformed message with the right ID gets its malformation
+        status), then the question and the COOKIE.
     :returns: the :class:`Response`.
-    :raises shim.status.DnsShimError: the subclass for the first defect.
+    :raises shim.status.DnsShimError: the subclass for the first defect
+        (``MismatchError`` when the response does not answer ``expect``).
     """
     wire = bytes(wire)
     wire_end = len(wire)
@@ -355,6 +503,8 @@ def decode(wire) -> Response:
     id_, flags, qdcount, ancount, nscount, arcount = _HEADER.unpack_from(wire)
     if not flags & _QR:
         raise NotResponseError()
+    if expect is not None:
+        expect.check_id(id_)
     header = Header(id_, flags, qdcount, ancount, nscount, arcount)
     update = header.opcode == _OPCODE_UPDATE
     zone_class = None  # UPDATE: the class of the zone (question) section
@@ -409,7 +559,13 @@ def decode(wire) -> Response:
                 if rdlen > wire_end - parser.current:
                     raise TruncatedError(
                         f"RDLENGTH {rdlen} runs past the end of the message", start)
-                rdata, rdata_wire = _read_rdata(parser, rdclass, rdtype, rdlen)
+                if rdtype == _OPT:
+                    rdata_start = parser.current
+                    parser.current = rdata_start + rdlen
+                    parser.furthest = max(parser.furthest, parser.current)
+                    header.options = _read_options(wire, rdata_start, parser.current)
+                else:
+                    rdata, rdata_wire = _read_rdata(parser, rdclass, rdtype, rdlen)
             if rdtype == _OPT:
                 have_opt = True
                 header.edns_payload = wire_class
@@ -426,4 +582,7 @@ def decode(wire) -> Response:
 
     if parser.current != wire_end:
         raise TrailingDataError(f"{wire_end - parser.current} octets", parser.current)
-    return Response(header, records)
+    response = Response(header, records)
+    if expect is not None:
+        expect.check(response)
+    return response

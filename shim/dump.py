@@ -1,9 +1,21 @@
 """``python -m shim dump``: what dnsshim-dump prints, through the Python API.
 
-    python -m shim dump [-x] [--sections answer,authority,additional] [--json] FILE...
+    python -m shim dump [-x] [--sections answer,authority,additional] [--json]
+                        [--expect-id N --expect-name NAME [--expect-type T] [--expect-class C]
+                         [--match-case] [--expect-cookie HEX16]] FILE...
 
 The output is the C tool's, byte for byte (the tests compare them), from
-:func:`shim.parse_response`: no C, no cffi.
+:func:`shim.parse_response`: no C, no cffi.  With ``--expect-*`` each
+message must answer that query (``parse_response(wire, expect=Query(...))``,
+dns_shim_process_reply in C), or is rejected with ERR_MISMATCH.
+
+EDNS options are printed in the OPT PSEUDOSECTION as dig prints them
+(``; EDE: 18 (Prohibited): (text)``, ``; COOKIE: <client><server>``,
+``; CLIENT-SUBNET: 192.0.2.0/24/0``, ``; PAD: (N bytes)``, ``; NSID: <hex>
+("text")``, ``; OPT=N: <hex> ("text")``).  dig adds `` (good)`` to COOKIE
+after comparing it with the cookie it sent; these tools know the sent cookie
+only from ``--expect-cookie``: then a response that is printed has echoed it
+(else it is rejected) and gets `` (good)``; without it, no verdict is printed.
 """
 
 import argparse
@@ -11,7 +23,7 @@ import json
 import re
 import sys
 
-from shim.api import AAAA, MX, NAPTR, SOA, SRV, TXT, A, Raw, Target, parse_response
+from shim.api import AAAA, MX, NAPTR, SOA, SRV, TXT, A, Query, Raw, Target, parse_response
 from shim.decode import Section
 from shim.status import DnsShimError, strerror
 
@@ -29,6 +41,15 @@ FLAGS = [(0x8000, "qr"), (0x0400, "aa"), (0x0200, "tc"), (0x0100, "rd"), (0x0080
 TARGET_KINDS = {5: "cname", 2: "ns", 12: "ptr", 39: "dname"}
 SECTION_WORDS = {"answer": Section.ANSWER, "authority": Section.AUTHORITY,
                  "additional": Section.ADDITIONAL}
+#: RFC 8914's INFO-CODEs (the IANA registry), as dig names them.
+EDE_NAMES = ["Other", "Unsupported DNSKEY Algorithm", "Unsupported DS Digest Type",
+             "Stale Answer", "Forged Answer", "DNSSEC Indeterminate", "DNSSEC Bogus",
+             "Signature Expired", "Signature Not Yet Valid", "DNSKEY Missing", "RRSIGs Missing",
+             "No Zone Key Bit Set", "NSEC Missing", "Cached Error", "Not Ready", "Blocked",
+             "Censored", "Filtered", "Prohibited", "Stale NXDOMAIN Answer", "Not Authoritative",
+             "Not Supported", "No Reachable Authority", "Network Error", "Invalid Data",
+             "Signature Expired before Valid", "Too Early", "Unsupported NSEC3 Iterations Value",
+             "Unable to conform to policy", "Synthesized", "Invalid Query Type"]
 
 
 def _type(t):
@@ -65,6 +86,71 @@ def _ipv6(address: bytes) -> str:
     return ":".join(f"{(address[i] << 8) | address[i + 1]:x}" for i in range(0, 16, 2))
 
 
+def _ipv6_text(address: bytes) -> str:
+    """RFC 5952: lower-case hex, no leading zeros, the longest run (the first
+    of equal ones) of two or more zero fields as "::"."""
+    words = [(address[i] << 8) | address[i + 1] for i in range(0, 16, 2)]
+    best, best_len, i = -1, 1, 0
+    while i < 8:
+        j = i
+        while j < 8 and words[j] == 0:
+            j += 1
+        if j - i > best_len:
+            best, best_len = i, j - i
+        i = j + 1
+    if best < 0:
+        return ":".join(f"{w:x}" for w in words)
+    head = ":".join(f"{w:x}" for w in words[:best])
+    tail = ":".join(f"{w:x}" for w in words[best + best_len:])
+    return f"{head}::{tail}"
+
+
+def _ecs_address(o) -> str:
+    if o.ecs_family == 1:
+        return ".".join(str(b) for b in o.ecs_address.ljust(4, b"\0"))
+    return _ipv6_text(o.ecs_address.ljust(16, b"\0"))
+
+
+def _printable(data: bytes) -> str:
+    return "".join(chr(c) if 0x20 <= c <= 0x7E else "." for c in data)
+
+
+def _escaped(data: bytes) -> str:
+    """Bytes as _string escapes them, unquoted."""
+    return _string(data)[1:-1]
+
+
+def option_text(o, cookie_checked: bool) -> str:
+    """One option of the OPT PSEUDOSECTION, as dig prints it."""
+    if o.code == 15:
+        name = EDE_NAMES[o.ede_info_code] if o.ede_info_code < len(EDE_NAMES) else None
+        return (f"; EDE: {o.ede_info_code}" + (f" ({name})" if name else "")
+                + (f": ({_escaped(o.ede_text)})" if o.ede_text else ""))
+    if o.code == 10:
+        return (f"; COOKIE: {o.cookie_client.hex()}{o.cookie_server.hex()}"
+                + (" (good)" if cookie_checked else ""))
+    if o.code == 8:
+        return f"; CLIENT-SUBNET: {_ecs_address(o)}/{o.ecs_source_prefix}/{o.ecs_scope_prefix}"
+    if o.code == 12:
+        return f"; PAD: ({len(o.data)} bytes)"
+    label = "NSID" if o.code == 3 else f"OPT={o.code}"
+    return f"; {label}" + (f": {o.data.hex()} (\"{_printable(o.data)}\")" if o.data else "")
+
+
+def _option_json(o) -> dict:
+    out = {"code": o.code, "data": o.data.hex()}
+    if o.code == 15:
+        out.update(kind="ede", info_code=o.ede_info_code, text=o.ede_text.decode("utf-8"))
+    elif o.code == 10:
+        out.update(kind="cookie", client=o.cookie_client.hex(), server=o.cookie_server.hex())
+    elif o.code == 8:
+        out.update(kind="ecs", family=o.ecs_family, source_prefix=o.ecs_source_prefix,
+                   scope_prefix=o.ecs_scope_prefix, address=_ecs_address(o))
+    else:
+        out.update(kind="other")
+    return out
+
+
 def _bytes_text(data: bytes) -> str:
     return data.decode("latin-1")  # one code point per byte, as the C tool escapes it
 
@@ -91,7 +177,7 @@ def _rdata_text(rec) -> str:
     return f"\\# {len(rec.rdata)}" + (f" {rec.rdata.hex()}" if rec.rdata else "")
 
 
-def text(response, sections) -> str:
+def text(response, sections, cookie_checked=False) -> str:
     h = response.header
     lines = [f";; ->>HEADER<<- opcode: {OPCODES[h.opcode] if h.opcode < 6 else 'OPCODE?'}, "
              f"status: {_rcode(h.rcode)}, id: {h.id}",
@@ -102,6 +188,7 @@ def text(response, sections) -> str:
         lines += ["", ";; OPT PSEUDOSECTION:",
                   f"; EDNS: version: {h.edns_version}, flags:{' do' if h.edns_do else ''}; "
                   f"udp: {h.edns_payload}"]
+        lines += [option_text(o, cookie_checked) for o in response.options]
     if h.qname is not None:
         lines += ["", ";; QUESTION SECTION:",
                   f";{_fqdn(h.qname)}\t\t{_class(h.qclass)}\t{_type(h.qtype)}"]
@@ -147,12 +234,13 @@ def _record_json(rec) -> dict:
 
 
 def as_json(name, response, status, sections) -> str:
-    obj = {"file": name, "header": None, "records": []}
+    obj = {"file": name, "header": None, "options": [], "records": []}
     if response is not None:
         h = response.header
         obj["header"] = {k: getattr(h, k) for k in (
             "id", "flags", "opcode", "rcode", "qdcount", "ancount", "nscount", "arcount",
             "qname", "qtype", "qclass", "edns_version", "edns_payload", "edns_do", "edns_flags")}
+        obj["options"] = [_option_json(o) for o in response.options]
         obj["records"] = [_record_json(r) for r in response.records if r.section & sections]
     obj["status"] = int(status)
     obj["error"] = strerror(status) if status else None
@@ -167,11 +255,54 @@ def _read(path: str, hex_text: bool) -> bytes:
     return data
 
 
+def _mnemonic(table: dict, prefix: str):
+    """A parser of a type (or class): a number, a mnemonic of the table, or
+    the generic TYPEnnn (CLASSnnn) form, as the C tool reads it."""
+    def parse(text: str) -> int:
+        for number, name in table.items():
+            if name == text.upper():
+                return number
+        digits = text[len(prefix):] if text.upper().startswith(prefix) else text
+        if digits.isdigit() and int(digits) <= 0xFFFF:
+            return int(digits)
+        raise ValueError(text)
+    return parse
+
+
+_rrtype = _mnemonic(TYPE_NAMES, "TYPE")
+_rrclass = _mnemonic(CLASS_NAMES, "CLASS")
+
+
+def _u16(text: str) -> int:
+    """A 16-bit number, decimal or 0x hex, as the C tool reads it."""
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+", text):
+        value = int(text, 16)
+    elif re.fullmatch(r"[0-9]+", text):
+        value = int(text, 10)
+    else:
+        raise ValueError(text)
+    if value > 0xFFFF:
+        raise ValueError(text)
+    return value
+
+
+def _cookie(text: str) -> bytes:
+    if not re.fullmatch(r"[0-9a-fA-F]{16}", text):
+        raise ValueError(text)
+    return bytes.fromhex(text)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m shim dump", description=__doc__.splitlines()[0])
     parser.add_argument("-x", dest="hex", action="store_true", help="the files hold hex text")
     parser.add_argument("--sections", default="answer,authority,additional")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--expect-id", type=_u16, help="the query's ID (with --expect-name)")
+    parser.add_argument("--expect-name", help="the query's name (with --expect-id)")
+    parser.add_argument("--expect-type", type=_rrtype, help="the query's type (default A)")
+    parser.add_argument("--expect-class", type=_rrclass, help="the query's class (default IN)")
+    parser.add_argument("--match-case", action="store_true", help="compare the name's case too")
+    parser.add_argument("--expect-cookie", type=_cookie, help="the client cookie sent (16 hex)")
     parser.add_argument("files", nargs="+", metavar="FILE")
     args = parser.parse_args(argv)
     try:
@@ -180,6 +311,16 @@ def main(argv=None) -> int:
             sections |= SECTION_WORDS[word]
     except KeyError:
         parser.error(f"--sections: {args.sections!r}")
+    query = None
+    if args.match_case or any(v is not None for v in (
+            args.expect_id, args.expect_name, args.expect_type, args.expect_class,
+            args.expect_cookie)):
+        if args.expect_id is None or args.expect_name is None:
+            parser.error("--expect-id and --expect-name are required with any --expect- option")
+        query = Query(args.expect_id, args.expect_name,
+                      1 if args.expect_type is None else args.expect_type,
+                      1 if args.expect_class is None else args.expect_class,
+                      args.match_case, args.expect_cookie)
     failed = 0
     out = sys.stdout
     for path in args.files:
@@ -190,7 +331,7 @@ def main(argv=None) -> int:
             failed = 1
             continue
         try:
-            response, status = parse_response(wire), 0
+            response, status = parse_response(wire, expect=query), 0
         except DnsShimError as e:
             response, status = None, int(e.status)
         if args.json:
@@ -198,7 +339,7 @@ def main(argv=None) -> int:
         else:
             out.write(f";; {path}, {len(wire)} bytes\n")
             if response is not None:
-                out.write(text(response, sections))
+                out.write(text(response, sections, args.expect_cookie is not None))
             else:
                 out.write(f";; rejected: {strerror(status)} ({status})\n")
             out.write("\n")

@@ -53,13 +53,14 @@ def attach():
         lib.dns_shim__log_level(level, text.encode("utf-8", "replace"))
 
     glue.log = log
-    if lib.dns_shim__owns_interpreter():
+    if owns:
         install_log_hooks(log)
 
     @ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=glue.report_unraisable)
-    def dns_shim__py_process(buf, length, callbacks, finished, n_finished, steps, count, token):
+    def dns_shim__py_process(buf, length, query, callbacks, finished, n_finished, steps, count,
+                             token):
         glue.release_all(finished, n_finished)
-        return glue.plan(ffi, buf, length, callbacks, steps, count, token) or done
+        return glue.plan(ffi, buf, length, callbacks, steps, count, token, query) or done
 
     @ffi.def_extern(onerror=glue.report_unraisable)
     def dns_shim__py_release(token):

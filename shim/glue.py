@@ -26,6 +26,7 @@ import dns.rdataclass
 import dns.rdatatype
 
 from shim.decode import Section, decode
+from shim.match import Expected
 from shim.status import BadArgumentError, DnsShimError, Status, status_of
 
 _IN = dns.rdataclass.IN
@@ -57,6 +58,7 @@ class _Types:
         self.naptr = t("dns_shim_naptr *")
         self.soa = t("dns_shim_soa *")
         self.raw = t("dns_shim_raw *")
+        self.edns_option = t("dns_shim_edns_option *")
         self.bytes_array = t("dns_shim_bytes[]")
         self.u8_array = t("uint8_t[]")
         self.char_array = t("char[]")
@@ -131,6 +133,16 @@ class _Converter:
             h.id, h.flags, h.opcode, h.rcode, h.qdcount, h.ancount, h.nscount, h.arcount,
             qname, h.qtype, h.qclass, h.edns_version, h.edns_payload, 1 if h.edns_do else 0,
             h.edns_flags))
+
+    def edns_option(self, o):
+        """dns_shim_edns_option {code, data, ede_info_code, ede_text, cookie_client,
+        cookie_server, ecs_family, ecs_source_prefix, ecs_scope_prefix,
+        ecs_address}: a decode.EdnsOption, its forms decoded there."""
+        b = self.bytes
+        return self.new(self.t.edns_option, (
+            o.code, b(o.data), o.ede_info_code, b(o.ede_text), b(o.cookie_client),
+            b(o.cookie_server), o.ecs_family, o.ecs_source_prefix, o.ecs_scope_prefix,
+            b(o.ecs_address)))
 
     # One method per typed struct: (record) -> cdata pointer.
 
@@ -236,12 +248,17 @@ def prepare(ffi, response, callbacks):
     """Every (callback member, argument) pair of a message, in order, and
     the converter that owns the arguments.  Records whose callback is NULL
     (with no on_other to fall back on) or whose section is not asked for are
-    left out; nothing is called yet: every struct is built first."""
+    left out; nothing is called yet: every struct is built first.  The OPT
+    record's options go to on_edns_option after on_header, whatever the
+    sections (the C side zeroes that member for a 1.0 caller's struct)."""
     conv = _Converter(ffi)
     null = ffi.NULL
     calls = []
     if callbacks.on_header != null:
         calls.append(("on_header", conv.header(response.header)))
+    if callbacks.on_edns_option != null:
+        for option in response.header.options:
+            calls.append(("on_edns_option", conv.edns_option(option)))
     wanted = callbacks.sections or Section.ANSWER
     other = "on_other" if callbacks.on_other != null else None
     chosen = {}  # rdtype -> (member, converter), for class IN
@@ -263,11 +280,22 @@ def prepare(ffi, response, callbacks):
     return conv, calls
 
 
-def _decode_for(ffi, buf, length, callbacks):
-    """The checks and the decoding both paths below start with."""
+def expected(ffi, query) -> Expected:
+    """A dns_shim_query (C has checked its struct_size, flags and that qname
+    is not NULL) as the decoding layer's Expected; its qname's syntax is
+    checked there (BadArgumentError)."""
+    cookie = query.cookie_client
+    return Expected(query.id, ffi.string(query.qname), query.qtype, query.qclass, query.flags,
+                    None if cookie == ffi.NULL else ffi.buffer(cookie, 8)[:])
+
+
+def _decode_for(ffi, buf, length, callbacks, query):
+    """The checks and the decoding both paths below start with: the
+    arguments, then the message (checked against the query, if any)."""
     if callbacks != ffi.NULL and callbacks.sections & ~_ALL_SECTIONS:
         raise BadArgumentError("unknown bits in the sections mask")
-    return decode(ffi.buffer(buf, length)[:])
+    expect = None if query == ffi.NULL else expected(ffi, query)
+    return decode(ffi.buffer(buf, length)[:], expect)
 
 
 def _status_of_failure(exc) -> Status:
@@ -277,14 +305,16 @@ def _status_of_failure(exc) -> Status:
     return status
 
 
-def process(ffi, buf, length, callbacks) -> Status:
+def process(ffi, buf, length, callbacks, query=None) -> Status:
     """A whole call, driven from Python: ``length`` bytes at ``buf`` (a
     cdata pointer), with ``callbacks`` (a ``dns_shim_callbacks *``, or NULL
-    to parse and check only); the callbacks are called from here.  This is
-    the glue on its own, for tests and tools; the library uses plan() and
-    calls the callbacks from C.  Never raises."""
+    to parse and check only) and ``query`` (a ``dns_shim_query *`` the
+    response must answer, or None/NULL); the callbacks are called from here.
+    This is the glue on its own, for tests and tools; the library uses plan()
+    and calls the callbacks from C.  Never raises."""
     try:
-        response = _decode_for(ffi, buf, length, callbacks)
+        response = _decode_for(ffi, buf, length, callbacks,
+                               ffi.NULL if query is None else query)
         if callbacks == ffi.NULL:
             return Status.OK
         conv, calls = prepare(ffi, response, callbacks)
@@ -302,7 +332,7 @@ _PENDING = {}
 _TOKENS = itertools.count(1)
 
 
-def plan(ffi, buf, length, callbacks, out_steps, out_count, out_token) -> Status:
+def plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None) -> Status:
     """The library's call: decode, convert, and hand C the list of calls to
     make, so that C calls the callbacks without holding the interpreter's
     lock (one lock hand-over per message rather than one per callback, and
@@ -310,9 +340,11 @@ def plan(ffi, buf, length, callbacks, out_steps, out_count, out_token) -> Status
 
     On OK, ``*out_steps`` points to ``*out_count`` dns_shim__step
     {member offset, argument}; everything they point to stays alive until C
-    calls release(``*out_token``) (0: nothing to release).  Never raises."""
+    calls release(``*out_token``) (0: nothing to release).  ``query``: the
+    ``dns_shim_query *`` of dns_shim_process_reply, or NULL.  Never raises."""
     try:
-        response = _decode_for(ffi, buf, length, callbacks)
+        response = _decode_for(ffi, buf, length, callbacks,
+                               ffi.NULL if query is None else query)
         out_count[0] = 0
         out_token[0] = 0
         if callbacks == ffi.NULL:

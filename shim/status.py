@@ -27,6 +27,7 @@ class Status(enum.IntEnum):
     ERR_NO_MEMORY = -13
     ERR_INIT = -14
     ERR_INTERNAL = -15
+    ERR_MISMATCH = -16
 
     @property
     def c_name(self) -> str:
@@ -46,13 +47,14 @@ TEXTS = {
     Status.ERR_BAD_NAME: "malformed domain name or compression pointer",
     Status.ERR_BAD_RDATA: "record data malformed for its type",
     Status.ERR_NOT_RESPONSE: "message is not a response (QR bit clear)",
-    Status.ERR_BAD_EDNS: "misplaced, repeated or misnamed OPT record",
+    Status.ERR_BAD_EDNS: "malformed, misplaced or repeated OPT record",
     Status.ERR_FORMAT: "malformed message structure",
     Status.ERR_CALLBACK: "a callback stopped processing",
     Status.ERR_BAD_ARGUMENT: "invalid callbacks argument",
     Status.ERR_NO_MEMORY: "out of memory",
     Status.ERR_INIT: "the embedded Python runtime could not start",
     Status.ERR_INTERNAL: "internal error in the DNS shim",
+    Status.ERR_MISMATCH: "response does not match the query",
 }
 UNKNOWN_TEXT = "unknown dnsshim status"
 
@@ -130,7 +132,8 @@ class NotResponseError(DnsShimError):
 
 
 class BadEdnsError(DnsShimError):
-    """An OPT record misplaced, repeated or not owned by the root."""
+    """An OPT record misplaced, repeated or not owned by the root, or
+    malformed option data inside it."""
 
     status = Status.ERR_BAD_EDNS
 
@@ -139,6 +142,15 @@ class FormatError(DnsShimError):
     """Any other structural violation (TSIG placement, UPDATE rules)."""
 
     status = Status.ERR_FORMAT
+
+
+class MismatchError(DnsShimError):
+    """A response that does not answer the query it was checked against
+    (dns_shim_process_reply, ``parse_response(wire, expect=...)``): its ID,
+    its question (none, several, another name, type or class) or its
+    COOKIE."""
+
+    status = Status.ERR_MISMATCH
 
 
 #: Every exception class by its status, for the callers that map back.
@@ -155,6 +167,7 @@ ERROR_CLASSES = {
         NotResponseError,
         BadEdnsError,
         FormatError,
+        MismatchError,
     )
 }
 

@@ -1,12 +1,17 @@
 """Coverage-guided fuzzing with atheris (libFuzzer for Python).
 
-    python tests/fuzz.py decode|glue [libFuzzer options] NEW_INPUTS_DIR [SEED_DIR...]
+    python tests/fuzz.py decode|glue|reply [libFuzzer options] NEW_INPUTS_DIR [SEED_DIR...]
 
 Targets:
 
 * ``decode``: the decoding layer (shim.decode.decode) alone;
 * ``glue``: the C glue (shim.glue.process) with an ABI-mode ffi and
-  callbacks that read every field, i.e. records to structs to callbacks.
+  callbacks that read every field, i.e. records to structs to callbacks;
+* ``reply``: the decoder checking each input against a query that has the
+  input's own ID (so that every input gets past the ID check), a name, type
+  and class from the input's first question when it has one, the case flag
+  and a client cookie from its last octets: the matching path of
+  dns_shim_process_reply.
 
 The only allowed outcome is a status: decode may raise DnsShimError and
 nothing else; glue.process must return a status that names a message
@@ -55,6 +60,26 @@ def decode_target(data: bytes) -> None:
         pass
 
 
+def reply_target(data: bytes) -> None:
+    import shim.match
+    qname, qtype, qclass = "example.com", 1, 1
+    try:
+        h = shim.decode.decode(data).header
+        if h.qname is not None:
+            qname, qtype, qclass = h.qname.to_text(), h.qtype, h.qclass
+    except DnsShimError:
+        pass
+    flags = data[-1] & 1 if data else 0
+    cookie = data[-8:] if len(data) >= 20 and data[-9] & 1 else None
+    # Outside the try: a name the library delivers must always be a valid qname.
+    expected = shim.match.Expected(int.from_bytes(data[:2].ljust(2, b"\0"), "big"), qname,
+                                   qtype, qclass, flags, cookie)
+    try:
+        shim.decode.decode(data, expected)
+    except DnsShimError:
+        pass
+
+
 def make_glue_target():
     sys.path.insert(0, str(HERE))
     from recorder import Recorder
@@ -73,10 +98,10 @@ def make_glue_target():
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1] not in ("decode", "glue"):
+    if len(argv) < 2 or argv[1] not in ("decode", "glue", "reply"):
         print(__doc__)
         return 2
-    target = decode_target if argv[1] == "decode" else make_glue_target()
+    target = {"decode": decode_target, "reply": reply_target}.get(argv[1]) or make_glue_target()
     atheris.Setup([argv[0]] + argv[2:], target)
     atheris.Fuzz()
     return 0

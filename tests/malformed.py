@@ -9,7 +9,8 @@ offset 12) and one A record whose owner points back to it.
 import struct
 
 from shim.status import Status
-from wire import AT_QNAME, QR, RD_RA, TC, header, name, opt, pointer, question, rr
+from wire import (AT_QNAME, QR, RD_RA, TC, header, name, opt, option, pointer, question, rr,
+                  with_options)
 
 S = Status
 A_RDATA = bytes([192, 0, 2, 1])
@@ -148,13 +149,59 @@ CASES = {
     # a CNAME target whose label runs to the end of the RDATA, not of the name.
     "rdata_name_unterminated": (header(qd=1, an=1) + question() + rr(AT_QNAME, 5, b"\x03abc"),
                                 S.ERR_BAD_RDATA),
-    "opt_rdlength_1": (header(qd=1, ar=1) + question() + opt(rdata=b"\x00"), S.ERR_BAD_RDATA),
 
     # ---- EDNS -------------------------------------------------------------------
     "two_opt_records": (header(qd=1, ar=2) + question() + opt() + opt(), S.ERR_BAD_EDNS),
     "opt_in_answer": (header(qd=1, an=1) + question() + opt(), S.ERR_BAD_EDNS),
     "opt_in_authority": (header(qd=1, ns=1) + question() + opt(), S.ERR_BAD_EDNS),
     "opt_owner_not_root": (header(qd=1, ar=1) + question() + opt(owner=AT_QNAME), S.ERR_BAD_EDNS),
+    # One octet of OPT RDATA: an option's code and length need 4 (1.0 said
+    # ERR_BAD_RDATA; since 1.1 every defect of the options is ERR_BAD_EDNS).
+    "opt_rdlength_1": (header(qd=1, ar=1) + question() + opt(rdata=b"\x00"), S.ERR_BAD_EDNS),
+
+    # ---- EDNS options (RFC 6891, 8914, 7873, 7871): all ERR_BAD_EDNS ---------
+    # OPTION-LENGTH 10, 2 octets of data left in the OPT RDATA.
+    "option_overruns_opt_rdata": (with_options(option(15, b"\x00\x12", length=10)),
+                                  S.ERR_BAD_EDNS),
+    # a good COOKIE, then 3 octets: not an option's code and length.
+    "option_header_cut": (with_options(option(10, bytes(8)), b"\x00\x0f\x00"), S.ERR_BAD_EDNS),
+    # EDE: INFO-CODE needs 2 octets.
+    "ede_0_octets": (with_options(option(15)), S.ERR_BAD_EDNS),
+    "ede_1_octet": (with_options(option(15, b"\x12")), S.ERR_BAD_EDNS),
+    # EXTRA-TEXT must be UTF-8 (dnspython's rule, kept).
+    "ede_text_not_utf8": (with_options(option(15, b"\x00\x12\xff\xfe")), S.ERR_BAD_EDNS),
+    # COOKIE: client cookie 8 octets, server cookie 8 to 32 or none.
+    "cookie_empty": (with_options(option(10)), S.ERR_BAD_EDNS),
+    "cookie_client_7": (with_options(option(10, bytes(7))), S.ERR_BAD_EDNS),
+    "cookie_server_7": (with_options(option(10, bytes(8) + bytes(7))), S.ERR_BAD_EDNS),
+    "cookie_server_33": (with_options(option(10, bytes(8) + bytes(33))), S.ERR_BAD_EDNS),
+    # ECS: FAMILY, SOURCE PREFIX-LENGTH, SCOPE PREFIX-LENGTH, ADDRESS.
+    "ecs_fields_cut": (with_options(option(8, b"\x00\x01\x18")), S.ERR_BAD_EDNS),
+    "ecs_family_0": (with_options(option(8, b"\x00\x00\x18\x00" + b"\xc0\x00\x02")),
+                     S.ERR_BAD_EDNS),
+    "ecs_family_3": (with_options(option(8, b"\x00\x03\x18\x00" + b"\xc0\x00\x02")),
+                     S.ERR_BAD_EDNS),
+    "ecs_source_33_ipv4": (with_options(option(8, b"\x00\x01\x21\x00" + bytes(5))),
+                           S.ERR_BAD_EDNS),
+    "ecs_source_129_ipv6": (with_options(option(8, b"\x00\x02\x81\x00" + bytes(17))),
+                            S.ERR_BAD_EDNS),
+    "ecs_scope_33_ipv4": (with_options(option(8, b"\x00\x01\x18\x21" + b"\xc0\x00\x02")),
+                          S.ERR_BAD_EDNS),
+    # a /24 needs 3 octets of address: 4 sent, then 2.
+    "ecs_address_beyond_prefix": (with_options(option(8, b"\x00\x01\x18\x00" + bytes(
+        [192, 0, 2, 0]))), S.ERR_BAD_EDNS),
+    "ecs_address_short_of_prefix": (with_options(option(8, b"\x00\x01\x18\x00\xc0\x00")),
+                                    S.ERR_BAD_EDNS),
+    # a /23: the last bit of the third octet is past the prefix, and set.
+    "ecs_bits_past_prefix": (with_options(option(8, b"\x00\x01\x17\x00\xc0\x00\x03")),
+                             S.ERR_BAD_EDNS),
+    # an EDE of 1 octet with an option after it (1.0 said ERR_BAD_NAME here).
+    "ede_1_octet_then_padding": (with_options(option(15, b"\x12"), option(12)), S.ERR_BAD_EDNS),
+    # a good EDE, then the bad option: all or nothing, no callback at all.
+    "good_option_then_bad": (with_options(option(15, b"\x00\x12"), option(10, bytes(7))),
+                             S.ERR_BAD_EDNS),
+    # REPORT-CHANNEL's agent domain must be a name (dnspython's rule, kept).
+    "report_channel_not_a_name": (with_options(option(18, b"\x05ab")), S.ERR_BAD_EDNS),
 
     # ---- structure ----------------------------------------------------------------
     "tsig_not_last": (header(qd=1, ar=2) + question() + rr(name("key"), 250, TSIG, rclass=255, ttl=0)
@@ -210,6 +257,18 @@ ACCEPTED = {
     # 0, yet dnspython (and so the shim) reports 0. Found by the mutator.
     "update_rdataless_ttl": header(flags=QR | (5 << 11), qd=1, an=1) + question(qtype=6)
                             + rr(AT_QNAME, 5, b"", rclass=254, ttl=16384),
+    # EDNS options at the edges of their rules.
+    "ede_code_only": with_options(option(15, b"\x00\x16")),           # 22, no EXTRA-TEXT
+    "cookie_client_only": with_options(option(10, bytes(range(8)))),
+    "cookie_server_8": with_options(option(10, bytes(16))),
+    "cookie_server_32": with_options(option(10, bytes(40))),
+    "ecs_source_0": with_options(option(8, b"\x00\x01\x00\x00")),   # no address at all
+    "ecs_ipv6_source_128": with_options(option(8, b"\x00\x02\x80\x00" + bytes(range(16)))),
+    "ecs_source_23": with_options(option(8, b"\x00\x01\x17\x00\xc0\x00\x02")),
+    "unknown_option_empty": with_options(option(65001)),
+    "padding": with_options(option(12, bytes(37))),
+    # the same option twice is not a defect (dnspython keeps both too).
+    "two_cookies": with_options(option(10, bytes(8)), option(10, bytes(range(8)))),
 }
 
 _BIG = exactly_65535()

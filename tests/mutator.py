@@ -164,6 +164,10 @@ def disagreement(wire, ref=None, dispatch=None):
     h = mine.header
     if [h.rcode, h.edns_version, h.edns_flags] != ref["header"]:
         return "header differs"
+    mine_options = [[15, o.ede_info_code, o.ede_text.hex()] if o.code == 15
+                    else [o.code, o.data.hex()] for o in h.options]
+    if "options" in ref and mine_options != ref["options"]:
+        return "EDNS options differ"
     if dispatch is not None and dispatch(wire) != ref["log"]:
         return "dispatched records differ"
     return None

@@ -18,7 +18,7 @@ class Recorder:
         "on_cname": "dns_shim_target", "on_ns": "dns_shim_target", "on_ptr": "dns_shim_target",
         "on_dname": "dns_shim_target", "on_mx": "dns_shim_mx", "on_txt": "dns_shim_txt",
         "on_srv": "dns_shim_srv", "on_naptr": "dns_shim_naptr", "on_soa": "dns_shim_soa",
-        "on_other": "dns_shim_raw",
+        "on_other": "dns_shim_raw", "on_edns_option": "dns_shim_edns_option",
     }
 
     def __init__(self, ffi, sections=7, only=None, stop_at=0, result=1):
@@ -69,6 +69,13 @@ class Recorder:
                     f"qd={r.qdcount} an={r.ancount} ns={r.nscount} ar={r.arcount} qname={qname} "
                     f"qtype={r.qtype} qclass={r.qclass} edns={r.edns_version} "
                     f"payload={r.edns_payload} do={r.edns_do} eflags={r.edns_flags}")
+        if member == "on_edns_option":
+            b = self._bytes
+            return (f"edns_option code={r.code} data={b(r.data)} ede={r.ede_info_code} "
+                    f"ede_text={b(r.ede_text)} cookie_client={b(r.cookie_client)} "
+                    f"cookie_server={b(r.cookie_server)} ecs_family={r.ecs_family} "
+                    f"ecs_source={r.ecs_source_prefix} ecs_scope={r.ecs_scope_prefix} "
+                    f"ecs_address={b(r.ecs_address)}")
         if member == "on_a":
             return self._rr("a", r.rr) + " address=" + ".".join(str(b) for b in r.address)
         if member == "on_aaaa":

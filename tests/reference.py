@@ -56,6 +56,35 @@ def header_line(wire: bytes, m) -> str:
             f"eflags={eflags}")
 
 
+def option_line(o) -> str:
+    """The line for one EDNS option, from dnspython's Option object (its
+    to_wire() is the data as sent for every option the tests send: an EDE
+    EXTRA-TEXT with a final NUL is checked on its own)."""
+    import dns.edns
+    ede, ede_text, client, server = -1, b"", b"", b""
+    family = source = scope = 0
+    address = b""
+    if isinstance(o, dns.edns.EDEOption):
+        ede, ede_text = int(o.code), (o.text or "").encode()
+    elif isinstance(o, dns.edns.CookieOption):
+        client, server = o.client, o.server
+    elif isinstance(o, dns.edns.ECSOption):
+        family, source, scope, address = o.family, o.srclen, o.scopelen, o.addrdata
+    return (f"edns_option code={int(o.otype)} data={_hex(o.to_wire())} ede={ede} "
+            f"ede_text={_hex(ede_text)} cookie_client={_hex(client)} "
+            f"cookie_server={_hex(server)} ecs_family={family} ecs_source={source} "
+            f"ecs_scope={scope} ecs_address={_hex(address)}")
+
+
+def option_view(o) -> list:
+    """What the agreement check compares of an EDNS option: its code and
+    data (hex), or for EDE, whose EXTRA-TEXT dnspython keeps without a final
+    NUL, its code, INFO-CODE and text."""
+    if int(o.otype) == 15:
+        return [15, int(o.code), (o.text or "").encode().hex()]
+    return [int(o.otype), o.to_wire().hex()]
+
+
 def records(m):
     """(section bit, index, rrset) for every record, in wire order."""
     out = []
@@ -109,11 +138,15 @@ def parse(wire: bytes):
     return dns.message.from_wire(wire, keyring=False, one_rr_per_rrset=True)
 
 
-def expected_log(wire: bytes, sections=7, typed=True, other=True, stop_at=0, m=None) -> list:
+def expected_log(wire: bytes, sections=7, typed=True, other=True, stop_at=0, m=None,
+                 options=True) -> list:
     """The callback lines and the final status line dnsshim_test prints
-    (``m``: the message already parsed from ``wire``)."""
+    (``m``: the message already parsed from ``wire``; options: whether
+    on_edns_option is set, as it is by default)."""
     m = parse(wire) if m is None else m
     lines = [header_line(wire, m)]
+    if options:
+        lines += [option_line(o) for o in m.options]
     for bit, index, rrset in records(m):
         if bit & (sections or 1):
             line = record_line(bit, index, rrset, typed, other)
@@ -148,4 +181,5 @@ def verdict(wire: bytes) -> dict:
         return {"error": type(e).__name__}
     return {"records": [[*t[:6], t[6].hex()] for t in record_tuples(m)],
             "header": [int(m.rcode()), m.edns, m.ednsflags & 0xFFFF],
+            "options": [option_view(o) for o in m.options],
             "log": expected_log(wire, m=m)}

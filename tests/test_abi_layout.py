@@ -24,11 +24,24 @@ LAYOUT = {
     "dns_shim_soa": (64, {"rr": 0, "mname": 24, "rname": 32, "serial": 40, "refresh": 44,
                           "retry": 48, "expire": 52, "minimum": 56}),
     "dns_shim_raw": (40, {"rr": 0, "rdata": 24}),
-    "dns_shim_callbacks": (120, {"struct_size": 0, "sections": 4, "ctx": 8, "on_header": 16,
+    # 1.0's struct was 120 octets, up to on_other; 1.1 appended on_edns_option.
+    "dns_shim_callbacks": (128, {"struct_size": 0, "sections": 4, "ctx": 8, "on_header": 16,
                                  "on_a": 24, "on_aaaa": 32, "on_cname": 40, "on_ns": 48,
                                  "on_ptr": 56, "on_dname": 64, "on_mx": 72, "on_txt": 80,
-                                 "on_srv": 88, "on_naptr": 96, "on_soa": 104, "on_other": 112}),
+                                 "on_srv": 88, "on_naptr": 96, "on_soa": 104, "on_other": 112,
+                                 "on_edns_option": 120}),
+    # 1.1
+    "dns_shim_edns_option": (104, {"code": 0, "data": 8, "ede_info_code": 24, "ede_text": 32,
+                                   "cookie_client": 48, "cookie_server": 64, "ecs_family": 80,
+                                   "ecs_source_prefix": 82, "ecs_scope_prefix": 83,
+                                   "ecs_address": 88}),
+    "dns_shim_query": (32, {"struct_size": 0, "id": 4, "qname": 8, "qtype": 16, "qclass": 18,
+                            "flags": 20, "cookie_client": 24}),
 }
+
+#: What each release's structs were: a struct's size in a release is where
+#: the first member a later release appended starts.
+SIZE_IN_1_0 = {"dns_shim_callbacks": 120}
 
 
 @pytest.mark.parametrize("struct", sorted(LAYOUT))
@@ -45,7 +58,7 @@ def test_layout(header_ffi, struct):
 def test_every_public_struct_is_recorded(header_ffi):
     import re
     import build_ffi
-    declared = set(re.findall(r"typedef struct (dns_shim_[a-z]+) \{", build_ffi.header_cdef()))
+    declared = set(re.findall(r"typedef struct (dns_shim_[a-z_]+) \{", build_ffi.header_cdef()))
     assert declared == set(LAYOUT)
 
 
@@ -65,3 +78,12 @@ def test_version_macros(abi):
                 .replace("PATCH", str(patch))) == (major << 16) | (minor << 8) | patch
     assert ffi.string(lib.dns_shim_version()).decode().startswith(shim.__version__ + " (CPython ")
     assert build_ffi.SONAME == f"libdnsshim.so.{major}"
+
+
+def test_1_0_sizes_are_what_1_0_declared(header_ffi):
+    """1.0's size of each grown struct is the offset of the first member 1.1
+    appended: the library's table of known sizes is built that way."""
+    if header_ffi.sizeof("void *") != 8:
+        pytest.skip("the layout is recorded for LP64")
+    assert header_ffi.offsetof("dns_shim_callbacks", "on_edns_option") == \
+        SIZE_IN_1_0["dns_shim_callbacks"]

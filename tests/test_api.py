@@ -27,6 +27,12 @@ def log_lines(response):
              f"qname={h.qname if h.qname is not None else '<NULL>'} qtype={h.qtype} "
              f"qclass={h.qclass} edns={h.edns_version} payload={h.edns_payload} "
              f"do={int(h.edns_do)} eflags={h.edns_flags}"]
+    for o in response.options:
+        lines.append(f"edns_option code={o.code} data={o.data.hex()} ede={o.ede_info_code} "
+                     f"ede_text={o.ede_text.hex()} cookie_client={o.cookie_client.hex()} "
+                     f"cookie_server={o.cookie_server.hex()} ecs_family={o.ecs_family} "
+                     f"ecs_source={o.ecs_source_prefix} ecs_scope={o.ecs_scope_prefix} "
+                     f"ecs_address={o.ecs_address.hex()}")
     kinds = {5: "cname", 2: "ns", 12: "ptr", 39: "dname"}
     for r in response.records:
         base = (f"sec={int(r.section)} idx={r.index} owner={r.owner} type={r.type} "

@@ -135,7 +135,7 @@ BAD_CORPUS = {
     "tcpdump_snaplen_truncated_counts_exceed.bin": (Status.ERR_TRUNCATED, None),
     "tcpdump_zlip1_self_pointer_query.bin": (Status.ERR_NOT_RESPONSE, Status.ERR_BAD_NAME),
     "tcpdump_zlip3_label_then_pointer_loop_query.bin": (Status.ERR_NOT_RESPONSE, Status.ERR_BAD_NAME),
-    "zeek_edns_opt_rdlen1.bin": (Status.ERR_BAD_RDATA, None),
+    "zeek_edns_opt_rdlen1.bin": (Status.ERR_BAD_EDNS, None),  # 1.0: ERR_BAD_RDATA
     "zeek_loc_rdlen15.bin": (Status.ERR_BAD_RDATA, None),
     "zeek_svcb_alpn_len_too_long.bin": (Status.ERR_BAD_RDATA, None),
     "zeek_svcb_rdlen2.bin": (Status.ERR_BAD_RDATA, None),

@@ -21,7 +21,7 @@ from shim.status import DnsShimError, Status
 REGRESSIONS = sorted((Path(__file__).parent / "regressions").glob("*.bin"))
 
 
-@pytest.mark.parametrize("target, runs", [("decode", 20000), ("glue", 10000)])
+@pytest.mark.parametrize("target, runs", [("decode", 20000), ("glue", 10000), ("reply", 5000)])
 def test_fuzz_bounded(target, runs, tmp_path):
     pytest.importorskip("atheris")
     seeds = [str(CORPUS / f) for f in ("good", "bad", "captures", "cares-fuzzinput")

@@ -81,19 +81,19 @@ def test_unknown_section_bits(header_ffi):
     assert rec.calls == []
 
 
-def test_unexpected_exception_is_internal_and_reported(header_ffi, monkeypatch, capsys):
+def test_unexpected_exception_is_internal_and_reported(header_ffi, monkeypatch, capfd):
     def broken(*args):
         raise RuntimeError("injected fault in the C glue")
     monkeypatch.setitem(glue.TYPED, 1, ("on_a", broken))  # type 1: A
     rec = Recorder(header_ffi)
     assert run(header_ffi, malformed.GOOD, rec) == Status.ERR_INTERNAL
     assert rec.calls == [], "the fault came before the first callback"
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert "DNS_SHIM_ERR_INTERNAL" in err and "injected fault in the C glue" in err
     assert "Traceback" in err
 
 
-def test_memory_error_while_converting_is_no_memory(header_ffi, monkeypatch, capsys):
+def test_memory_error_while_converting_is_no_memory(header_ffi, monkeypatch, capfd):
     real_init = glue._Converter.__init__
     count = [0]
 
@@ -112,7 +112,7 @@ def test_memory_error_while_converting_is_no_memory(header_ffi, monkeypatch, cap
     assert run(header_ffi, vectors.wire("every_type"), rec) == Status.ERR_NO_MEMORY
     assert count[0] == 3
     assert rec.calls == [], "all or nothing: no callback before every struct is built"
-    assert "DNS_SHIM_ERR_NO_MEMORY" in capsys.readouterr().err
+    assert "DNS_SHIM_ERR_NO_MEMORY" in capfd.readouterr().err
 
 
 def test_memory_error_inside_dnspython_rdata_parser_is_no_memory(header_ffi, monkeypatch):

@@ -107,7 +107,8 @@ def test_callbacks_argument(abi):
     assert process(abi, malformed.GOOD, None) == Status.ERR_BAD_ARGUMENT
     rec = Recorder(ffi)
     size = ffi.sizeof("dns_shim_callbacks")
-    for wrong in (0, 4, size - 8, size + 8, 0xFFFFFFFF):
+    size_1_0 = ffi.offsetof("dns_shim_callbacks", "on_edns_option")
+    for wrong in (0, 4, size_1_0 - 8, size_1_0 + 4, size - 1, size + 8, 0xFFFFFFFF):
         rec.struct.struct_size = wrong
         assert process(abi, malformed.GOOD, rec) == Status.ERR_BAD_ARGUMENT
         assert lib.dns_shim_register_callbacks(rec.struct) == Status.ERR_BAD_ARGUMENT
@@ -141,7 +142,7 @@ def test_sections_and_fallback(abi):
 
 
 def test_unexpected_exception_is_internal(abi, monkeypatch, capfd):
-    def broken(wire):
+    def broken(wire, expect=None):
         raise RuntimeError("injected: decoder bug")
     monkeypatch.setattr(glue, "decode", broken)
     rec = Recorder(abi[0])
@@ -152,7 +153,7 @@ def test_unexpected_exception_is_internal(abi, monkeypatch, capfd):
 
 
 def test_memory_error_is_no_memory(abi, monkeypatch, capfd):
-    def oom(wire):
+    def oom(wire, expect=None):
         raise MemoryError
     monkeypatch.setattr(glue, "decode", oom)
     assert process(abi, malformed.GOOD, Recorder(abi[0])) == Status.ERR_NO_MEMORY
@@ -179,7 +180,7 @@ def test_out_of_range_python_result_is_internal(abi, monkeypatch):
 def test_plan_naming_no_callback_is_internal(abi, monkeypatch, capfd):
     kept = []
 
-    def bad_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token):
+    def bad_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None):
         steps = ffi.new("dns_shim__step[]", [(3, ffi.NULL)])  # offset 3: no member
         kept.append(steps)
         out_steps[0], out_count[0], out_token[0] = steps, 1, 0
@@ -216,7 +217,7 @@ def test_internal_error_goes_to_the_log_handler(abi, monkeypatch, capfd):
 
     marker = ffi.new("int *")
 
-    def broken(wire):
+    def broken(wire, expect=None):
         raise RuntimeError("injected: for the log")
     monkeypatch.setattr(glue, "decode", broken)
     lib.dns_shim_set_log_handler(handler, marker)

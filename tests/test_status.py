@@ -19,7 +19,8 @@ def test_values_are_the_abi():
         ("ERR_TRUNCATED", -4), ("ERR_TRAILING_DATA", -5), ("ERR_BAD_NAME", -6),
         ("ERR_BAD_RDATA", -7), ("ERR_NOT_RESPONSE", -8), ("ERR_BAD_EDNS", -9),
         ("ERR_FORMAT", -10), ("ERR_CALLBACK", -11), ("ERR_BAD_ARGUMENT", -12),
-        ("ERR_NO_MEMORY", -13), ("ERR_INIT", -14), ("ERR_INTERNAL", -15)]
+        ("ERR_NO_MEMORY", -13), ("ERR_INIT", -14), ("ERR_INTERNAL", -15),
+        ("ERR_MISMATCH", -16)]
 
 
 def test_every_error_class_has_its_own_status():
@@ -46,7 +47,7 @@ def test_strerror_from_c_is_the_python_table(abi):
     assert len(set(texts.values())) == len(texts), "each status has its own text"
     assert texts[Status.OK] == "success"
     assert texts[Status.ERR_TRUNCATED] == "message ends inside a question or record"
-    for unknown in (1, -16, 1000, -(2**31), 2**31 - 1):
+    for unknown in (1, -17, 1000, -(2**31), 2**31 - 1):
         assert ffi.string(lib.dns_shim_strerror(unknown)) == b"unknown dnsshim status"
         assert st.strerror(unknown) == "unknown dnsshim status"
 

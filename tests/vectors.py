@@ -9,7 +9,9 @@ with several strings and NUL bytes, NAPTR with an empty regexp, duplicates,
 a class other than IN, and TTLs with the top bit set.
 """
 
+import dns.edns
 import dns.message
+import dns.rcode
 import dns.rrset
 
 from shim.sample import ims_wire
@@ -136,7 +138,53 @@ def duplicates() -> dns.message.Message:
     return m
 
 
-BUILT = {"ims": ims_wire, "duplicates": lambda: duplicates().to_wire()}
+#: The client and server cookies of the EDNS vectors (RFC 7873: 8, and 8 to 32 octets).
+CLIENT_COOKIE = bytes.fromhex("24a1b2c3d4e5f607")
+SERVER_COOKIE = bytes.fromhex("0100000069e1a2b35f3c9d8e7a6b5c4d")
+
+
+def edns_query():
+    """The query the EDNS vectors answer: www.example.com A, ID 0x5c5c, with
+    a client cookie and a client subnet (dnspython's builder)."""
+    q = dns.message.make_query("www.example.com", "A", use_edns=0, options=[
+        dns.edns.CookieOption(CLIENT_COOKIE, b""), dns.edns.ECSOption("198.51.100.0", 24)])
+    q.id = 0x5C5C
+    return q
+
+
+def edns_options() -> dns.message.Message:
+    """An answer with every option the library decodes, in this order: COOKIE
+    (echoed client, server part), ECS for IPv4 (scope 24) and IPv6 (a /56,
+    scope 48), EDE 3 Stale Answer with EXTRA-TEXT, padding, an unknown code."""
+    r = dns.message.make_response(edns_query())
+    r.answer.append(dns.rrset.from_text("www.example.com.", 300, "IN", "A", "192.0.2.80"))
+    r.use_edns(0, payload=1232, options=[
+        dns.edns.CookieOption(CLIENT_COOKIE, SERVER_COOKIE),
+        dns.edns.ECSOption("198.51.100.0", 24, 24),
+        dns.edns.ECSOption("2001:db8:aa00::", 56, 48),
+        dns.edns.EDEOption(dns.edns.EDECode.STALE_ANSWER, "served stale: upstream timed out"),
+        dns.edns.GenericOption(dns.edns.OptionType.PADDING, bytes(11)),
+        dns.edns.GenericOption(65001, b"\x01private"),
+    ])
+    return r
+
+
+def ede_blocked() -> dns.message.Message:
+    """A filtering resolver's NXDOMAIN: EDE 15 Blocked with UTF-8 text, the
+    SOA in the authority section."""
+    q = dns.message.make_query("ads.example.net", "AAAA", use_edns=0)
+    q.id = 0x0F0F
+    r = dns.message.make_response(q)
+    r.set_rcode(dns.rcode.NXDOMAIN)
+    r.authority.append(dns.rrset.from_text(
+        "example.net.", 60, "IN", "SOA", "ns.example.net. hostmaster.example.net. 1 2 3 4 5"))
+    r.use_edns(0, options=[dns.edns.EDEOption(dns.edns.EDECode.BLOCKED, "bloqué par la politique")])
+    return r
+
+
+BUILT = {"ims": ims_wire, "duplicates": lambda: duplicates().to_wire(),
+         "edns_options": lambda: edns_options().to_wire(),
+         "ede_blocked": lambda: ede_blocked().to_wire()}
 
 
 def wire(name: str) -> bytes:

@@ -52,3 +52,16 @@ def opt(owner=b"\x00", payload=1232, ext_rcode=0, version=0, flags=0, rdata=b"")
     """An OPT pseudo-record: CLASS is the payload, TTL packs rcode/version/flags."""
     ttl = (ext_rcode << 24) | (version << 16) | flags
     return rr(owner, 41, rdata, rclass=payload, ttl=ttl)
+
+
+def option(code: int, data: bytes = b"", length=None) -> bytes:
+    """One EDNS option of an OPT RDATA: OPTION-CODE, OPTION-LENGTH (the real
+    one unless given), OPTION-DATA."""
+    return struct.pack("!HH", code, len(data) if length is None else length) + data
+
+
+def with_options(*options: bytes) -> bytes:
+    """The GOOD message of malformed.py (example.com A 192.0.2.1) with an
+    OPT record carrying these options."""
+    return (header(qd=1, an=1, ar=1) + question() + rr(AT_QNAME, 1, bytes([192, 0, 2, 1]))
+            + opt(rdata=b"".join(options)))
