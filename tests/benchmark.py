@@ -330,7 +330,8 @@ def instructions(build: Path, messages: dict, smoke: bool) -> dict:
     subprocess.run(["cc", "-O2", "-Wall", f"-I{ROOT / 'csrc'}",
                     f"-I{sysconfig.get_paths()['include']}",
                     str(ROOT / "csrc" / "dnsshim_callgrind.c"), "-o", str(program),
-                    f"-L{build}", "-ldnsshim", f"-Wl,-rpath,{build}", f"-L{libdir}", f"-l{pylib}"],
+                    f"-L{build}", "-ldnsshim", f"-Wl,-rpath,{build}", f"-L{libdir}",
+                    f"-Wl,-rpath,{libdir}", f"-l{pylib}"],
                    check=True)
     with tempfile.TemporaryDirectory(prefix="dnsshim-callgrind-") as tmp_name:
         tmp = Path(tmp_name)
