@@ -5,7 +5,8 @@ built against the copy with the copy's pkg-config file.  Then the program
 runs the whole comparison (the test vectors, the malformed cases, the
 corpus, the API contract) in a mount namespace where the Python
 installation the bundle came from, the virtualenv, pyenv, this source tree
-and the original bundle are empty folders, with every file it opens traced:
+and the original bundle are empty folders and the copy is read-only, with
+every file it opens traced (none for writing):
 its output must be byte for byte that of the program built against the
 ordinary library (which tests/test_c_programs.py compares with dnspython's
 own parse), and it must open nothing outside the bundle, the C runtime's
@@ -103,9 +104,11 @@ def run_without_python(moved, bundle_dir, args, trace):
     _require_isolation()
     place, program = moved
     hide = " && ".join(f"mount -t tmpfs none '{p}'" for p in _hidden_paths(bundle_dir))
+    # The bundle read-only, as in a firmware image.
+    read_only = f"mount --bind '{place}' '{place}' && mount -o remount,bind,ro '{place}'"
     command = [str(program), *map(str, args)]
-    script = (f"{hide} && exec strace -f -qq -e trace=open,openat,execve -o '{trace}' "
-              + " ".join(f"'{c}'" for c in command))
+    script = (f"{hide} && {read_only} && exec strace -f -qq -e trace=open,openat,execve "
+              f"-o '{trace}' " + " ".join(f"'{c}'" for c in command))
     result = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
                             text=True, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
                             cwd="/", timeout=900)
@@ -118,6 +121,13 @@ def run_without_python(moved, bundle_dir, args, trace):
 SYSTEM = ("/etc/ld.so.cache", "/etc/ld.so.preload", "/etc/localtime", "/etc/nsswitch.conf",
           "/etc/protocols", "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
           "/proc/", "/dev/", "/sys/")
+
+
+def opened_for_writing(trace):
+    """The paths the trace opened for writing: the library writes nothing."""
+    return sorted(re.search(r'"([^"]*)"', line).group(1)
+                  for line in Path(trace).read_text().splitlines()
+                  if re.search(r"\bopen(at)?\(", line) and re.search(r"O_WRONLY|O_RDWR|O_CREAT", line))
 
 
 def opened_outside(trace, allowed_dirs, allowed_files):
@@ -158,6 +168,7 @@ def test_bundle_runs_the_whole_comparison_with_no_python(built, bundle, moved, m
     outside = opened_outside(trace, [str(place) + "/"],
                              {str(program), *map(str, message_files)})
     assert outside == [], outside
+    assert opened_for_writing(trace) == []
 
 
 def test_bundle_api_contract_with_no_python(bundle, moved, tmp_path):
