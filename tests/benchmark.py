@@ -261,6 +261,11 @@ def run(build: Path, rounds: int, smoke: bool):
     summary = json.loads((bundle_dir / "share" / "dnsshim" / "bundle.json").read_text())
     result["cold_bundle"]["bundle_mib"] = summary["bytes"] / 2**20
     result["instructions"] = instructions(build, {n: msgs[n][0] for n in names}, smoke)
+    result["instructions_bundle"] = instructions(bundle_dir / "lib", {n: msgs[n][0] for n in names},
+                                                 smoke, bundle_dir / "lib")
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)  # the messages and the bundle
     return result
 
 
@@ -313,9 +318,10 @@ def build_bundle(tmp: Path):
     return where, program
 
 
-def instructions(build: Path, messages: dict, smoke: bool) -> dict:
+def instructions(build: Path, messages: dict, smoke: bool, libpython_dir: Path = None) -> dict:
     """name -> {shim, floor, shim/floor}: callgrind's instruction counts of
-    one call of each (warm), or {} without valgrind or its callgrind.h."""
+    one call of each (warm), with the library of build (a bundle's lib/, its
+    libpython there too), or {} without valgrind or its callgrind.h."""
     import shutil
     import sysconfig
 
@@ -324,17 +330,17 @@ def instructions(build: Path, messages: dict, smoke: bool) -> dict:
     messages = {**messages, **held_out()}
     if smoke:
         messages = {name: messages[name] for name in ("A", "TXT x40 small")}
-    program = build / "dnsshim_callgrind"
-    libdir = sysconfig.get_config_var("LIBDIR")
+    libdir = libpython_dir or sysconfig.get_config_var("LIBDIR")
     pylib = "python" + (sysconfig.get_config_var("LDVERSION") or sysconfig.get_python_version())
-    subprocess.run(["cc", "-O2", "-Wall", f"-I{ROOT / 'csrc'}",
-                    f"-I{sysconfig.get_paths()['include']}",
-                    str(ROOT / "csrc" / "dnsshim_callgrind.c"), "-o", str(program),
-                    f"-L{build}", "-ldnsshim", f"-Wl,-rpath,{build}", f"-L{libdir}",
-                    f"-Wl,-rpath,{libdir}", f"-l{pylib}"],
-                   check=True)
     with tempfile.TemporaryDirectory(prefix="dnsshim-callgrind-") as tmp_name:
         tmp = Path(tmp_name)
+        program = tmp / "dnsshim_callgrind"
+        subprocess.run(["cc", "-O2", "-Wall", f"-I{ROOT / 'csrc'}",
+                        f"-I{sysconfig.get_paths()['include']}",
+                        str(ROOT / "csrc" / "dnsshim_callgrind.c"), "-o", str(program),
+                        f"-L{build}", "-ldnsshim", f"-Wl,-rpath,{build}", f"-L{libdir}",
+                        f"-Wl,-rpath,{libdir}", f"-l{pylib}"],
+                       check=True)
         files = []
         for i, wire in enumerate(messages.values()):
             files.append(tmp / f"{i}.bin")
@@ -392,12 +398,14 @@ def table(result) -> str:
     lines.append("threads (CNAME+4A): " + ", ".join(f"{k}: {v:.0f} calls/s" for k, v in s.items())
                  + f"; 2 threads / 1 thread = {s[2] / s[1]:.2f}")
     if result["instructions"]:
+        bundled = result.get("instructions_bundle") or {}
         lines.append("")
         lines.append(f"{'instructions (callgrind)':<26}{'bytes':>7}{'shim':>12}{'floor':>12}"
-                     f"{'shim/floor':>12}")
+                     f"{'shim/floor':>12}{'bundle shim/floor':>19}")
         for name, e in result["instructions"].items():
+            other = f"{bundled[name]['shim/floor']:.2f}" if name in bundled else "n/a"
             lines.append(f"{name:<26}{e['bytes']:>7}{e['shim']:>12}{e['floor']:>12}"
-                         f"{e['shim/floor']:>12.2f}")
+                         f"{e['shim/floor']:>12.2f}{other:>19}")
     else:
         lines.append("instructions: not measured (needs valgrind and valgrind/callgrind.h)")
     lines.append(f"(medians of {result['rounds']} interleaved rounds; CPython {result['python']}, "

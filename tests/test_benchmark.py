@@ -28,8 +28,9 @@ def test_benchmark_smoke(built, tmp_path):
     # The instruction counts (valgrind is required in CI), one message and
     # one held-out shape in smoke mode.
     if data["instructions"] or os.environ.get("CI"):
-        assert set(data["instructions"]) == {"A", "TXT x40 small"}
-        for entry in data["instructions"].values():
+        assert set(data["instructions"]) == set(data["instructions_bundle"]) == {"A",
+                                                                                 "TXT x40 small"}
+        for entry in [*data["instructions"].values(), *data["instructions_bundle"].values()]:
             assert entry["shim"] > 10000 and entry["floor"] > 10000
             assert entry["shim/floor"] == entry["shim"] / entry["floor"]
         assert "shim/floor" in result.stdout
