@@ -3,8 +3,11 @@
     python build_ffi.py [--out DIR]      libraries into DIR (default: build/)
     python build_ffi.py --prefix DIR     lib/, include/, lib/pkgconfig/ under DIR
 
-builds libdnsshim.so.N (and the libdnsshim.so link) and libdnsshim.a.  A
-``pip install .`` builds them into the installed package (setup.py).
+builds libdnsshim.so.N (and the libdnsshim.so link) and libdnsshim.a, and
+beside them libdnsshim_ares.so.1 and libdnsshim_ares.a (c-ares's classic
+reply parsers, from ``csrc/dnsshim_ares.h`` and ``csrc/dnsshim_ares.c`` in
+the same way: see build_ares()).  A ``pip install .`` builds them into the
+installed package (setup.py).
 
 ``csrc/dns_shim.h`` is the one place the ABI is written down: its
 declarations, with preprocessor lines (other than integer ``#define``\\s) and
@@ -38,8 +41,11 @@ MODULE = "_dnsshim_cffi"
 LIBNAME = "libdnsshim.so"
 
 # Markers that only mean something to a C compiler.
-_MARKERS = re.compile(r"\b(DNS_SHIM_API|DNS_SHIM_BEGIN_DECLS|DNS_SHIM_END_DECLS)\b")
-_INT_DEFINE = re.compile(r"^#\s*define\s+DNS_SHIM_\w+\s+-?\d+\s*$")
+_MARKERS = re.compile(r"\b(DNS_SHIM_API|DNS_SHIM_BEGIN_DECLS|DNS_SHIM_END_DECLS"
+                      r"|DNSSHIM_ARES_INTERNAL)\b")
+# csrc/dnsshim_ares.h marks the Python side's functions for cffi this way.
+_PYTHON_MARKER = re.compile(r"\bDNSSHIM_ARES_PYTHON\b")
+_INT_DEFINE = re.compile(r"^#\s*define\s+(DNS_SHIM|DNSSHIM_ARES)_\w+\s+-?\d+\s*$")
 
 # The internal entry points (csrc/dns_shim.c says how they are used): not ABI,
 # so not in the header.
@@ -92,7 +98,7 @@ def header_cdef(path: str = HEADER) -> str:
             stripped = line.strip()
             if stripped.startswith("#") and not _INT_DEFINE.match(stripped):
                 continue
-            lines.append(_MARKERS.sub("", line))
+            lines.append(_PYTHON_MARKER.sub('extern "Python"', _MARKERS.sub("", line)))
     return "".join(lines)
 
 
@@ -201,13 +207,50 @@ def _run(cmd, verbose):
     subprocess.run(cmd, check=True)
 
 
+def _common_flags() -> list:
+    return ["-fPIC", "-O2", "-g", "-Wall", "-fvisibility=hidden", f"-I{CSRC}",
+            f"-I{sysconfig.get_paths()['include']}", "-pthread"]
+
+
+def _link_shared(c_file: str, shared: str, soname: str, version_script: str, flags: list,
+                 libs: list, tmp: str, verbose: bool, python_rpath: str = None) -> None:
+    """c_file linked as the shared object ``shared`` (written atomically),
+    exporting what the text of ``version_script`` says; libpython found
+    through python_rpath (default: its own directory)."""
+    script = os.path.join(tmp, soname + ".map")
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(version_script)
+    _run([_cc(), "-shared", *_common_flags(), *flags, c_file, "-o", shared + ".tmp",
+          f"-Wl,--version-script={script}", f"-Wl,-soname,{soname}", "-Wl,--no-undefined",
+          *libs, *_python_link_flags(python_rpath)], verbose)
+    os.replace(shared + ".tmp", shared)
+
+
+def _link_name(out_dir: str, libname: str, soname: str) -> None:
+    """The development link libX.so -> libX.so.N."""
+    link = os.path.join(out_dir, libname)
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink(soname, link)
+
+
+def _archive(c_file: str, static: str, flags: list, tmp: str, verbose: bool) -> None:
+    """c_file compiled into the static archive ``static``."""
+    obj = os.path.join(tmp, os.path.basename(static) + ".o")
+    _run([_cc(), "-c", *_common_flags(), *flags, c_file, "-o", obj], verbose)
+    if os.path.exists(static):
+        os.remove(static)
+    _run(["ar", "rcs", static, obj], verbose)
+
+
 def build(out_dir: str, verbose: bool = False, in_package: bool = False,
           python: str = None, root: str = None, bundle_optimize: int = None) -> str:
     """Generate, compile and link the library into out_dir:
 
     * libdnsshim.so.N (SONAME libdnsshim.so.N, N the ABI's major version)
       and the link libdnsshim.so -> libdnsshim.so.N;
-    * libdnsshim.a, the same code for static linking.
+    * libdnsshim.a, the same code for static linking;
+    * libdnsshim_ares.so.1 and libdnsshim_ares.a (build_ares()).
 
     python: the interpreter to pin (default: the one running this);
     root: the directory holding the shim package to import (default: this
@@ -229,34 +272,82 @@ def build(out_dir: str, verbose: bool = False, in_package: bool = False,
         if bundle else []
     os.makedirs(out_dir, exist_ok=True)
     shared = os.path.join(out_dir, SONAME)
-    static = os.path.join(out_dir, "libdnsshim.a")
-    common = ["-fPIC", "-O2", "-g", "-Wall", "-fvisibility=hidden", f"-I{CSRC}",
-              f"-I{sysconfig.get_paths()['include']}", "-pthread"]
     with tempfile.TemporaryDirectory(prefix="dnsshim-build-") as tmp:
         c_file = os.path.join(tmp, MODULE + ".c")
         ffi.emit_c_code(c_file)
-        version_script = os.path.join(tmp, "libdnsshim.map")
-        with open(version_script, "w", encoding="utf-8") as f:
-            f.write(version_script_text())
-        _run([_cc(), "-shared", *common, *_defines(python, root, in_package), *bundle_flags,
-              c_file, "-o", shared + ".tmp", f"-Wl,--version-script={version_script}",
-              f"-Wl,-soname,{SONAME}", "-Wl,--no-undefined",
-              *_python_link_flags("$ORIGIN" if bundle else None)], verbose)
-        os.replace(shared + ".tmp", shared)
-        link = os.path.join(out_dir, LIBNAME)
-        if os.path.lexists(link):
-            os.remove(link)
-        os.symlink(SONAME, link)
-        if bundle:
+        _link_shared(c_file, shared, SONAME, version_script_text(),
+                     _defines(python, root, in_package) + bundle_flags, [], tmp, verbose,
+                     python_rpath="$ORIGIN" if bundle else None)
+        _link_name(out_dir, LIBNAME, SONAME)
+        if bundle:  # the library of a bundle, alone
             return shared
         # The static archive cannot find itself: it uses the pinned Python
         # and, inside the package, that Python's own sys.path.
-        obj = os.path.join(tmp, "dns_shim.o")
-        _run([_cc(), "-c", *common, *_defines(python, "" if in_package else root, False),
-              c_file, "-o", obj], verbose)
-        if os.path.exists(static):
-            os.remove(static)
-        _run(["ar", "rcs", static, obj], verbose)
+        _archive(c_file, os.path.join(out_dir, "libdnsshim.a"),
+                 _defines(python, "" if in_package else root, False), tmp, verbose)
+    build_ares(out_dir, verbose)
+    return shared
+
+
+# ---------------------------------------------------------------- libdnsshim_ares
+
+ARES_HEADER = os.path.join(CSRC, "dnsshim_ares.h")
+ARES_MODULE = "_dnsshim_ares_cffi"
+ARES_LIBNAME = "libdnsshim_ares.so"
+# c-ares's classic parse API is fixed (1.18, 1.19): the major stays 1.
+ARES_SONAME = ARES_LIBNAME + ".1"
+#: What libdnsshim_ares exports: c-ares's classic parse API, exactly.
+ARES_EXPORTS = [
+    "ares_parse_a_reply", "ares_parse_aaaa_reply", "ares_parse_ns_reply",
+    "ares_parse_ptr_reply", "ares_parse_mx_reply", "ares_parse_txt_reply",
+    "ares_parse_txt_reply_ext", "ares_parse_srv_reply", "ares_parse_naptr_reply",
+    "ares_parse_soa_reply", "ares_parse_caa_reply", "ares_parse_uri_reply",
+    "ares_free_hostent", "ares_free_data", "ares_free_string", "ares_expand_name",
+    "ares_expand_string", "ares_strerror",
+]
+
+# The init code of libdnsshim_ares: libdnsshim has started the interpreter
+# and put the shim package on sys.path (dns_shim_init); attach our module.
+ARES_INIT_CODE = """\
+from _dnsshim_ares_cffi import ffi, lib
+try:
+    import shim.ares_embedded
+    shim.ares_embedded.attach()
+except BaseException:
+    import traceback
+    lib.dnsshim_ares__report_start_failure(
+        ("the parser could not be loaded:\\n" + traceback.format_exc()).encode("utf-8", "replace"))
+"""
+
+
+def make_ares_ffi() -> cffi.FFI:
+    ffi = cffi.FFI()
+    ffi.cdef(header_cdef(ARES_HEADER))
+    with open(os.path.join(CSRC, "dnsshim_ares.c"), encoding="utf-8") as f:
+        ffi.set_source(ARES_MODULE, f.read())
+    ffi.embedding_init_code(ARES_INIT_CODE)
+    return ffi
+
+
+def build_ares(out_dir: str, verbose: bool = False) -> str:
+    """libdnsshim_ares.so.1 (and its link) and libdnsshim_ares.a into out_dir,
+    beside libdnsshim, whose runtime it uses: the shared object needs
+    libdnsshim.so.N, found beside itself ($ORIGIN).  Returns its path."""
+    ffi = make_ares_ffi()
+    shared = os.path.join(out_dir, ARES_SONAME)
+    with tempfile.TemporaryDirectory(prefix="dnsshim-ares-build-") as tmp:
+        c_file = os.path.join(tmp, ARES_MODULE + ".c")
+        ffi.emit_c_code(c_file)
+        # c-ares's own symbols carry no version: neither do ours.
+        exports = "".join(f"    {name};\n" for name in ARES_EXPORTS)
+        # -z nodelete: the module lives on in the interpreter, so a dlclose()
+        # (a host Python's ctypes or cffi, a plugin loader) must not unmap it.
+        _link_shared(c_file, shared, ARES_SONAME,
+                     f"{{\n  global:\n{exports}  local:\n    *;\n}};\n", [],
+                     [f"-L{out_dir}", "-ldnsshim", "-Wl,-rpath,$ORIGIN", "-Wl,-z,nodelete",
+                      "-ldl"], tmp, verbose)
+        _link_name(out_dir, ARES_LIBNAME, ARES_SONAME)
+        _archive(c_file, os.path.join(out_dir, "libdnsshim_ares.a"), [], tmp, verbose)
     return shared
 
 
@@ -310,9 +401,23 @@ def pkgconfig_text(version: str, prefix: str) -> str:
             f"Libs.private: -L{libdir} -Wl,-rpath,{libdir} -l{pylib} -lpthread -ldl -lm\n")
 
 
+def ares_pkgconfig_text(version: str, prefix: str) -> str:
+    """dnsshim-ares.pc: -ldnsshim_ares with an rpath; the header is c-ares's
+    own <ares.h>; a static link needs libdnsshim and its libpython too."""
+    return (f"prefix={prefix}\n"
+            "libdir=${prefix}/lib\n\n"
+            "Name: dnsshim-ares\n"
+            "Description: c-ares's classic reply parsers (ares_parse_*_reply), with dnspython "
+            "reading every byte\n"
+            f"Version: {version}\n"
+            "Requires.private: dnsshim\n"
+            "Libs: -L${libdir} -Wl,-rpath,${libdir} -ldnsshim_ares\n"
+            "Libs.private: -ldnsshim -ldl\n")
+
+
 def install(prefix: str, verbose: bool = False, in_package: bool = False) -> str:
     """A complete tree under prefix: lib/ (the libraries), include/dns_shim.h,
-    lib/pkgconfig/dnsshim.pc, bin/dnsshim-dump.  Inside the package (in_package), prefix is the
+    lib/pkgconfig/dnsshim.pc and dnsshim-ares.pc, bin/dnsshim-dump.  Inside the package (in_package), prefix is the
     shim/ directory itself and the .pc file finds it relative to itself."""
     version = check_version()
     lib = os.path.join(prefix, "lib")
@@ -332,6 +437,9 @@ def install(prefix: str, verbose: bool = False, in_package: bool = False) -> str
     with open(os.path.join(pkgconfig, "dnsshim.pc"), "w", encoding="utf-8") as f:
         f.write(pkgconfig_text(version, "${pcfiledir}/../.." if in_package
                                else os.path.abspath(prefix)))
+    with open(os.path.join(pkgconfig, "dnsshim-ares.pc"), "w", encoding="utf-8") as f:
+        f.write(ares_pkgconfig_text(version, "${pcfiledir}/../.." if in_package
+                                    else os.path.abspath(prefix)))
     return shared
 
 

@@ -2,7 +2,8 @@
 
 ``pip install .`` (or building a wheel) runs build_ffi.py's install() into the
 package's build directory: shim/lib/libdnsshim.so.N (and libdnsshim.so),
-shim/lib/libdnsshim.a, shim/lib/pkgconfig/dnsshim.pc and
+shim/lib/libdnsshim.a, libdnsshim_ares.so.1 and .a beside them,
+shim/lib/pkgconfig/dnsshim.pc and dnsshim-ares.pc, and
 shim/include/dns_shim.h, found again by ``python -m shim --cflags --libs``.
 An editable install (pip install -e .) skips it: the tests and build_ffi.py
 build their own copies from the source tree.

@@ -586,3 +586,33 @@ def decode(wire, expect=None) -> Response:
     if expect is not None:
         expect.check(response)
     return response
+
+
+def decode_name(wire, offset):
+    """The name at ``offset`` of a message, as dnspython reads it there:
+    ``(Name, offset just past its encoding)``.  For callers that are given
+    one name's position (c-ares's ares_expand_name); the same name reader
+    and errors as :func:`decode`: :class:`BadNameError`, or
+    :class:`TruncatedError` for a name cut by the message's end."""
+    wire = bytes(wire)
+    if not 0 <= offset < len(wire):
+        raise TruncatedError("name runs past the end of the message", offset)
+    parser = _Parser(wire)
+    parser.pointed = {}
+    parser.current = offset
+    name = _read_name(parser, len(wire))
+    return name, parser.current
+
+
+def decode_string(wire, offset):
+    """The character-string (a length octet, then that many octets) at
+    ``offset``: ``(bytes, offset just past it)``, or :class:`TruncatedError`."""
+    wire = bytes(wire)
+    parser = _Parser(wire)
+    parser.current = offset
+    if not 0 <= offset <= len(wire):
+        raise TruncatedError("string outside the message", offset)
+    try:
+        return parser.get_counted_bytes(), parser.current
+    except _Overrun:
+        raise TruncatedError("string runs past the end of the message", offset) from None

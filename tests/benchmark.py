@@ -11,6 +11,8 @@ order of the methods shuffled each round, so machine noise hits all alike):
 * ``dnslib``: ``dnslib.DNSRecord.parse`` in Python;
 * ``c-ares``: c-ares's ``ares_parse_*_reply`` in C, where one applies (when
   the benchmark was built with Debian's libc-ares-dev);
+* ``dnsshim_ares``: the same C calls answered by libdnsshim_ares (the same
+  program linked with -ldnsshim_ares before -lcares), beside c-ares;
 
 then the bare call (a call rejected before parsing, length -1; and a
 header-only response), the cold start (the first call in a fresh process,
@@ -188,6 +190,9 @@ def run(build: Path, rounds: int, smoke: bool):
     header_only.write_bytes(header())
     files.append(header_only)
     cbench = CBench(build / "dnsshim_bench", files)
+    # The same C methods with libdnsshim_ares answering c-ares's calls.
+    ares_prog = build / "dnsshim_bench_ares"
+    cbench_ares = CBench(ares_prog, files) if ares_prog.exists() else None
 
     py_methods = {"from_wire": dns.message.from_wire}
     if dnslib is not None:
@@ -207,12 +212,16 @@ def run(build: Path, rounds: int, smoke: bool):
             wire, cares = msgs[name]
             n = iterations[name]
             methods = ["shim"] + list(py_methods) + (["c-ares"] if cares else [])
+            if cares and cbench_ares is not None:
+                methods.append("dnsshim_ares")
             random.shuffle(methods)
             for method in methods:
                 if method == "shim":
                     elapsed = cbench.time("shim", index, n)
                 elif method == "c-ares":
                     elapsed = cbench.time(cares, index, n)
+                elif method == "dnsshim_ares":
+                    elapsed = cbench_ares.time(cares, index, n)
                 else:
                     elapsed = py_time(py_methods[method], wire, n)
                 if elapsed is not None:
@@ -222,6 +231,8 @@ def run(build: Path, rounds: int, smoke: bool):
         n = 2 if smoke else 2000
         bare["header-only response"].append(cbench.time("shim", len(names), n) / n)
     cbench.close()
+    if cbench_ares is not None:
+        cbench_ares.close()
 
     bundle_dir, bundle_bench = build_bundle(tmp)
     cold = {"first_call_ms": [], "rss_added_mib": []}
@@ -252,6 +263,8 @@ def run(build: Path, rounds: int, smoke: bool):
         for peer in ("from_wire", "dnslib", "c-ares"):
             if peer in medians:
                 entry[f"shim/{peer}"] = shim / medians[peer]
+        if "dnsshim_ares" in medians and "c-ares" in medians:
+            entry["dnsshim_ares/c-ares"] = medians["dnsshim_ares"] / medians["c-ares"]
         result["messages"][name] = entry
     result["bare_us"] = {k: statistics.median(v) * 1e6 for k, v in bare.items()}
     result["cold"] = {k: statistics.median(v) for k, v in cold.items()}
@@ -365,7 +378,8 @@ def instructions(build: Path, messages: dict, smoke: bool, libpython_dir: Path =
 def table(result) -> str:
     lines = []
     head = (f"{'message':<22}{'bytes':>7}{'shim µs':>10}{'from_wire':>11}{'dnslib':>9}"
-            f"{'c-ares':>9}{'shim/from_wire':>16}{'shim/dnslib':>13}{'shim/c-ares':>13}")
+            f"{'c-ares':>9}{'shim/from_wire':>16}{'shim/dnslib':>13}{'shim/c-ares':>13}"
+            f"{'dnsshim_ares':>14}{'ares/c-ares':>13}")
     lines.append(head)
     lines.append("-" * len(head))
     for name, e in result["messages"].items():
@@ -376,7 +390,8 @@ def table(result) -> str:
         lines.append(f"{name:<22}{e['bytes']:>7}{cell('shim', 10)}{cell('from_wire', 11)}"
                      f"{cell('dnslib', 9)}{cell('c-ares', 9, '{:.2f}')}"
                      f"{cell('shim/from_wire', 16, '{:.2f}', e)}{cell('shim/dnslib', 13, '{:.2f}', e)}"
-                     f"{cell('shim/c-ares', 13, '{:.0f}', e)}")
+                     f"{cell('shim/c-ares', 13, '{:.0f}', e)}"
+                     f"{cell('dnsshim_ares', 14)}{cell('dnsshim_ares/c-ares', 13, '{:.0f}', e)}")
     b = result["bare_us"]
     lines.append("")
     lines.append(f"bare call, rejected before parsing (length -1): {b['reject (length -1)']:.3f} µs")

@@ -21,6 +21,8 @@ def test_benchmark_smoke(built, tmp_path):
     for name, entry in data["messages"].items():
         assert entry["median_us"]["shim"] > 0 and entry["median_us"]["from_wire"] > 0
         assert entry["shim/from_wire"] > 0
+        if "c-ares" in entry["median_us"]:
+            assert entry["median_us"]["dnsshim_ares"] > 0 and entry["dnsshim_ares/c-ares"] > 0
     assert set(data["threads_calls_per_second"]) == {"1", "2", "4"}
     assert data["cold"]["first_call_ms"] > 0
     assert data["cold_bundle"]["first_call_ms"] > 0 and data["cold_bundle"]["bundle_mib"] > 1

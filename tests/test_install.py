@@ -237,3 +237,37 @@ def test_header_compiles_on_its_own(tmp_path, compiler, flags):
                       '&& DNS_SHIM_VERSION_NUMBER > 0; }\n')
     subprocess.run([compiler, *flags, f"-I{ROOT / 'csrc'}", "-fsyntax-only", str(source)],
                    check=True)
+
+
+def test_dnsshim_ares_pkg_config_builds(installed, tmp_path):
+    """libdnsshim_ares as a c-ares user links it: dnsshim-ares.pc, shared and
+    static, the program written against c-ares's own <ares.h>."""
+    if subprocess.run(["pkg-config", "--exists", "libcares"]).returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail("CI must have c-ares's headers (.ci/run installs libc-ares-dev)")
+        pytest.skip("needs c-ares's headers: apt-get install libc-ares-dev")
+    env = dict(os.environ, PKG_CONFIG_PATH=shim_flags(installed, "--pkgconfig-dir"))
+
+    def pc(*args):
+        return subprocess.run(["pkg-config", *args, "dnsshim-ares"], env=env, capture_output=True,
+                              text=True, check=True).stdout.split()
+
+    source = ROOT / "csrc" / "dnsshim_ares_ims.c"
+    includes = [f"-I{ROOT / 'csrc'}", *pc("--cflags")]  # file_util.h; <ares.h> is the system's
+    shared, static = tmp_path / "ims", tmp_path / "ims_static"
+    subprocess.run(["cc", str(source), *includes, *pc("--libs"), "-o", str(shared)], check=True)
+    subprocess.run(["cc", str(source), *includes, "-Wl,--as-needed", "-Wl,-Bstatic",
+                    "-ldnsshim_ares", "-ldnsshim", "-Wl,-Bdynamic", *pc("--static", "--libs"),
+                    "-o", str(static)], check=True)
+    assert "libdnsshim" not in subprocess.run(["readelf", "-d", str(static)], capture_output=True,
+                                              text=True, check=True).stdout
+    from test_ares import _ims_messages
+    messages = _ims_messages(tmp_path)
+    outputs = []
+    for program in (shared, static):
+        result = subprocess.run([str(program), *map(str, messages)], capture_output=True,
+                                text=True, env=MINIMAL_ENV, cwd="/", timeout=120)
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1]
+    assert outputs[0].startswith("NAPTR 10 50 SIP+D2T -> _sip._tcp.ims.")

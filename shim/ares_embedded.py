@@ -1,0 +1,31 @@
+"""The entry point of libdnsshim_ares.so; used by that library's init code only.
+
+The init code runs ``import shim.ares_embedded; shim.ares_embedded.attach()``
+once, when the library first needs Python (libdnsshim, which it links, has
+started the interpreter by then).  ``_dnsshim_ares_cffi`` is the module cffi
+has created for this library, beside libdnsshim's ``_dnsshim_cffi`` in the
+same interpreter: :func:`attach` gives its two ``extern "Python"`` functions
+their bodies, which are :func:`shim.ares_glue.run` and
+:func:`shim.ares_glue.release`.
+
+The C side reads a return of 0 as "cffi could not run this function": a
+finished call returns ``DNSSHIM_ARES__PY_DONE`` (1), whatever the status in
+the result.
+"""
+
+from shim import ares_glue, glue
+
+
+def attach():
+    from _dnsshim_ares_cffi import ffi, lib
+
+    done = lib.DNSSHIM_ARES__PY_DONE
+
+    @ffi.def_extern(onerror=glue.report_unraisable)
+    def dnsshim_ares__py_parse(kind, buf, length, offset, flags, out, token):
+        ares_glue.run(ffi, kind, buf, length, offset, flags, out, token)
+        return done
+
+    @ffi.def_extern(onerror=glue.report_unraisable)
+    def dnsshim_ares__py_release(token):
+        ares_glue.release(token)

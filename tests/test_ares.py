@@ -1,0 +1,487 @@
+"""libdnsshim_ares: c-ares's classic reply parsers, checked against the real
+c-ares 1.18 (Debian's libcares) from C.
+
+* the struct layouts and codes of csrc/dnsshim_ares.h against <ares.h>;
+* exactly the classic API exported, SONAME libdnsshim_ares.so.1;
+* c-ares's expectations, case by case: the values a C program sees, the same
+  from both libraries;
+* the differential (tests/ares_diff.py) on every test message, the corpus and
+  mutants: every difference of a kind README.md lists;
+* valgrind on good and malformed messages; a program linked with both
+  libraries freeing the allocations of each; threads;
+* the sample IMS program, built both ways, printing the same;
+* both cffi modules in one Python process.
+
+The programs need c-ares's headers and library (Debian: libc-ares-dev):
+without them these tests skip, under CI=true they fail.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import dns.message
+import dns.rrset
+import pytest
+
+import ares_diff
+import build_ffi
+import malformed
+import vectors
+from conftest import ROOT, available_corpus
+from shim import ares_glue
+from test_c_programs import VALGRIND, _require_valgrind
+
+
+def _have_cares() -> bool:
+    return (subprocess.run(["pkg-config", "--exists", "libcares"]).returncode == 0
+            if shutil.which("pkg-config") else False)
+
+
+@pytest.fixture(scope="module")
+def progs(built):
+    """The build directory, with the programs built against both libraries."""
+    if not _have_cares():
+        if os.environ.get("CI"):
+            pytest.fail("CI must have c-ares's headers and library (.ci/run installs "
+                        "libc-ares-dev)")
+        pytest.skip("needs c-ares's headers and library: apt-get install libc-ares-dev")
+    return built.dir
+
+
+def run(prog, *args, env=None):
+    result = subprocess.run([str(prog), *map(str, args)], capture_output=True, text=True,
+                            errors="replace", timeout=600, env=env)
+    return result
+
+
+# ---- the ABI --------------------------------------------------------------------
+
+#: (c-ares's type, ours): the members whose offsets must agree.
+STRUCTS = {
+    ("struct hostent", "dnsshim_ares_hostent"):
+        ["h_name", "h_aliases", "h_addrtype", "h_length", "h_addr_list"],
+    ("struct ares_addrttl", "dnsshim_ares_addrttl"): ["ipaddr", "ttl"],
+    ("struct ares_addr6ttl", "dnsshim_ares_addr6ttl"): ["ip6addr", "ttl"],
+    ("struct ares_caa_reply", "dnsshim_ares_caa_reply"):
+        ["next", "critical", "property", "plength", "value", "length"],
+    ("struct ares_srv_reply", "dnsshim_ares_srv_reply"):
+        ["next", "host", "priority", "weight", "port"],
+    ("struct ares_mx_reply", "dnsshim_ares_mx_reply"): ["next", "host", "priority"],
+    ("struct ares_txt_reply", "dnsshim_ares_txt_reply"): ["next", "txt", "length"],
+    ("struct ares_txt_ext", "dnsshim_ares_txt_ext"): ["next", "txt", "length", "record_start"],
+    ("struct ares_naptr_reply", "dnsshim_ares_naptr_reply"):
+        ["next", "flags", "service", "regexp", "replacement", "order", "preference"],
+    ("struct ares_soa_reply", "dnsshim_ares_soa_reply"):
+        ["nsname", "hostmaster", "serial", "refresh", "retry", "expire", "minttl"],
+    ("struct ares_uri_reply", "dnsshim_ares_uri_reply"):
+        ["next", "priority", "weight", "uri", "ttl"],
+}
+
+
+def _header_defines(prefix):
+    text = open(build_ffi.ARES_HEADER, encoding="utf-8").read()
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(rf"#define {prefix}(\w+) (\d+)", text)}
+
+
+def test_layout_and_codes_match_ares_h(progs, tmp_path):
+    """Every struct of csrc/dnsshim_ares.h has the size and member offsets of
+    c-ares's, and every code and address family its value: checked by the
+    compiler, against the system's <ares.h>."""
+    lines = ["#include <ares.h>", "#include <netdb.h>", "#include <sys/socket.h>",
+             "#include <stddef.h>", '#include "dnsshim_ares.h"']
+    for (theirs, ours), members in STRUCTS.items():
+        lines.append(f"_Static_assert(sizeof({theirs}) == sizeof({ours}), \"{ours} size\");")
+        for m in members:
+            lines.append(f"_Static_assert(offsetof({theirs}, {m}) == offsetof({ours}, {m}), "
+                         f"\"{ours}.{m}\");")
+            lines.append(f"_Static_assert(sizeof((({theirs} *)0)->{m}) == "
+                         f"sizeof((({ours} *)0)->{m}), \"{ours}.{m} size\");")
+    codes = {k: v for k, v in _header_defines("DNSSHIM_ARES_").items()
+             if not k.startswith(("KIND_", "WANT_", "_"))}
+    assert {"SUCCESS", "ENODATA", "EBADNAME", "EBADRESP", "ENOMEM", "EBADSTR"} <= set(codes)
+    for name in codes:
+        theirs = name if name.startswith("AF_") else "ARES_" + name
+        lines.append(f"_Static_assert(DNSSHIM_ARES_{name} == {theirs}, \"{name}\");")
+    lines.append("int main(void) { return 0; }")
+    src = tmp_path / "layout.c"
+    src.write_text("\n".join(lines) + "\n")
+    result = subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", f"-I{ROOT / 'csrc'}", str(src),
+                             "-o", str(tmp_path / "layout")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert len(STRUCTS) == len(re.findall(r"typedef struct (dnsshim_ares_\w+) \{.*?\} \1;",
+                                          open(build_ffi.ARES_HEADER).read(), re.S)) - 3, \
+        "every c-ares struct of the header is checked (the 3 others are the Python-to-C data)"
+
+
+def test_python_constants_match_the_header():
+    defines = _header_defines("DNSSHIM_ARES_")
+    for name in ("SUCCESS", "ENODATA", "EBADNAME", "EBADRESP", "ENOMEM", "EBADSTR"):
+        assert getattr(ares_glue, name) == defines[name], name
+    for name, value in defines.items():
+        if name.startswith("KIND_"):
+            assert getattr(ares_glue, name[5:]) == value, name
+    assert ares_glue.WANT_HOST == defines["WANT_HOST"]
+
+
+def test_exports_exactly_the_classic_api(built):
+    shared = built.dir / build_ffi.ARES_SONAME
+    out = subprocess.run(["nm", "-D", "--defined-only", str(shared)], capture_output=True,
+                         text=True, check=True).stdout
+    exported = {line.split()[-1] for line in out.splitlines() if line.split()[1] in "TDBR"}
+    assert exported == set(build_ffi.ARES_EXPORTS)
+    dyn = subprocess.run(["readelf", "-d", str(shared)], capture_output=True, text=True,
+                         check=True).stdout
+    assert "Library soname: [libdnsshim_ares.so.1]" in dyn
+    assert "[libdnsshim.so.1]" in dyn  # the runtime is libdnsshim's
+    assert "NODELETE" in dyn  # its Python module outlives any dlclose()
+    assert os.readlink(built.dir / "libdnsshim_ares.so") == "libdnsshim_ares.so.1"
+    assert (built.dir / "libdnsshim_ares.a").is_file()
+
+
+# ---- c-ares's expectations ---------------------------------------------------------
+
+def _msg(question, answers=(), qtype="A", authority=(), qid=0x1234):
+    """A response built with dnspython: answers are (name, ttl, type, rdata text)."""
+    q = dns.message.make_query(question, qtype)
+    q.id = qid
+    r = dns.message.make_response(q)
+    for section, records in ((r.answer, answers), (r.authority, authority)):
+        for name, ttl, rdtype, text in records:
+            section.append(dns.rrset.from_text(name, ttl, "IN", rdtype, text))
+    return r.to_wire()
+
+
+#: name -> (message, {call: expected line}): what c-ares 1.18 gives, from C.
+CASES = {
+    "a_cname_chain_ttl_capped": (
+        _msg("www.example.com.", [("www.example.com.", 600, "CNAME", "web.example.com."),
+                                  ("web.example.com.", 100, "CNAME", "srv.example.com."),
+                                  ("srv.example.com.", 300, "A", "192.0.2.1"),
+                                  ("srv.example.com.", 50, "A", "192.0.2.2"),
+                                  ("other.example.com.", 300, "A", "192.0.2.3")]),
+        {"a host=1 ttls=8": 'a host=1 ttls=8 rc=0 name="web.example.com" addrtype=2 length=4 '
+                            'aliases=["www.example.com","web.example.com"] '
+                            'addrs=[192.0.2.1,192.0.2.2] naddrttls=2 '
+                            '[192.0.2.1/100,192.0.2.2/50]',
+         "a host=0 ttls=1": "a host=0 ttls=1 rc=0 naddrttls=1 [192.0.2.1/100]",
+         "aaaa host=1 ttls=8": 'aaaa host=1 ttls=8 rc=0 name="web.example.com" addrtype=10 '
+                               'length=16 aliases=["www.example.com","web.example.com"] addrs=[] '
+                               'naddrttls=0 []'}),
+    "aaaa_only_to_a_parser": (
+        _msg("v6.example.", [("v6.example.", 300, "AAAA", "2001:db8::1")], qtype="AAAA"),
+        {"a host=1 ttls=8": "a host=1 ttls=8 rc=1 naddrttls=0 []",
+         "a host=0 ttls=1": "a host=0 ttls=1 rc=0 naddrttls=0 []",
+         "aaaa host=1 ttls=8": 'aaaa host=1 ttls=8 rc=0 name="v6.example" addrtype=10 length=16 '
+                               'aliases=[] addrs=[2001:db8::1] naddrttls=1 [2001:db8::1/300]'}),
+    "no_answer": (
+        _msg("none.example.", [], authority=[("example.", 60, "SOA",
+                                               "ns.example. h.example. 1 2 3 4 5")]),
+        {"a host=1 ttls=8": "a host=1 ttls=8 rc=1 naddrttls=0 []",
+         "mx": "mx rc=1", "srv": "srv rc=1", "txt": "txt rc=1", "ns": "ns rc=1",
+         "ptr": "ptr rc=1", "soa": "soa rc=10", "naptr": "naptr rc=1"}),
+    "answers_of_another_type": (
+        _msg("mx.example.", [("mx.example.", 300, "MX", "10 mail.example.")], qtype="MX"),
+        {"mx": 'mx rc=0 {10 "mail.example"}', "srv": "srv rc=0", "txt": "txt rc=0",
+         "a host=1 ttls=8": "a host=1 ttls=8 rc=1 naddrttls=0 []", "soa": "soa rc=10"}),
+    "ns_and_ptr": (
+        _msg("1.2.0.192.in-addr.arpa.",
+             [("1.2.0.192.in-addr.arpa.", 300, "CNAME", "1.0-25.2.0.192.in-addr.arpa."),
+              ("1.0-25.2.0.192.in-addr.arpa.", 300, "PTR", "host.example."),
+              ("1.0-25.2.0.192.in-addr.arpa.", 300, "PTR", "alias.example."),
+              ("1.2.0.192.in-addr.arpa.", 300, "NS", "ns1.example.")], qtype="PTR"),
+        {"ptr": 'ptr rc=0 name="alias.example" addrtype=2 length=4 '
+                'aliases=["host.example","alias.example"] addrs=[192.0.2.1]',
+         "ns": 'ns rc=0 name="1.2.0.192.in-addr.arpa" addrtype=2 length=4 '
+               'aliases=["ns1.example"] addrs=[]'}),
+    "txt_strings_and_records": (
+        _msg("t.example.", [("t.example.", 300, "TXT", '"v=spf1" "-all"'),
+                            ("t.example.", 300, "TXT", '"a\\000b"')], qtype="TXT"),
+        {"txt": 'txt rc=0 {6 "v=spf1"} {4 "-all"} {3 "a\\x00b"}',
+         "txt_ext": 'txt_ext rc=0 {1 6 "v=spf1"} {0 4 "-all"} {1 3 "a\\x00b"}'}),
+    "srv_naptr_caa_uri_soa": (
+        _msg("x.example.", [("x.example.", 300, "SRV", "10 60 5060 sip.example."),
+                            ("x.example.", 300, "NAPTR",
+                             '100 10 "S" "SIP+D2U" "" _sip._udp.example.'),
+                            ("x.example.", 300, "CAA", '128 issue "ca.example.net"'),
+                            ("x.example.", 77, "URI", '10 1 "https://example.com/"'),
+                            ("x.example.", 300, "SOA",
+                             "ns1.example. hostmaster.example. 2024 7200 3600 1209600 300")],
+             qtype="ANY"),
+        {"srv": 'srv rc=0 {10 60 5060 "sip.example"}',
+         "naptr": 'naptr rc=0 {100 10 "S" "SIP+D2U" "" "_sip._udp.example"}',
+         "caa": 'caa rc=0 {128 5 "issue" 14 "ca.example.net"}',
+         "uri": 'uri rc=0 {10 1 77 "https://example.com/"}',
+         "soa": 'soa rc=0 "ns1.example" "hostmaster.example" 2024 7200 3600 1209600 300'}),
+    "escaped_names": (
+        _msg("a\\.b\\032c.example.", [("a\\.b\\032c.example.", 300, "MX", "1 m\\\\x.example."),
+                                       ("a\\.b\\032c.example.", 300, "CNAME", "bad\\032host.")],
+             qtype="MX"),
+        {"mx": 'mx rc=0 {1 "m\\x5c\\x5cx.example"}',
+         "expand_name @12": 'expand_name @12 rc=0 len=15 "a\\x5c.b\\x20c.example"',
+         # A CNAME target that is not a host name: c-ares says EBADRESP.
+         "a host=1 ttls=8": "a host=1 ttls=8 rc=10 naddrttls=0 []"}),
+    "two_questions": (
+        bytes.fromhex("1234818000020000000000000178000001000101790000010001"),
+        {"a host=1 ttls=8": "a host=1 ttls=8 rc=10 naddrttls=0 []", "mx": "mx rc=10",
+         "soa": "soa rc=10"}),
+    "short": (bytes.fromhex("12348180000100"),
+              {"a host=1 ttls=8": "a host=1 ttls=8 rc=10 naddrttls=0 []", "mx": "mx rc=10"}),
+}
+
+
+@pytest.fixture(scope="module")
+def case_outputs(progs, tmp_path_factory):
+    d = tmp_path_factory.mktemp("ares-cases")
+    paths = []
+    for name, (wire, _) in CASES.items():
+        p = d / f"{name}.bin"
+        p.write_bytes(wire)
+        paths.append(p)
+    outs = []
+    for prog in ("dnsshim_ares_diff", "dnsshim_ares_diff_cares"):
+        result = run(progs / prog, *paths)
+        assert result.returncode == 0, result.stderr
+        outs.append(ares_diff.parse_output(result.stdout))
+    return {name: (outs[0][str(p)], outs[1][str(p)]) for name, p in zip(CASES, paths)}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_c_ares_expectations(case_outputs, case):
+    ours, theirs = case_outputs[case]
+    for call, line in CASES[case][1].items():
+        assert theirs[call] == line, f"c-ares: {call}"
+        assert ours[call] == line, call
+    assert ours == theirs, "every other call agrees too"
+
+
+def test_not_started_is_enotinitialized(progs, tmp_path):
+    p = tmp_path / "m.bin"
+    p.write_bytes(CASES["srv_naptr_caa_uri_soa"][0])
+    result = run(progs / "dnsshim_ares_diff", p,
+                 env={"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": "/nonexistent/python3"})
+    assert result.returncode == 0
+    assert "srv rc=21\n" in result.stdout  # ARES_ENOTINITIALIZED, never a made-up result
+    assert "every parse returns ARES_ENOTINITIALIZED" in result.stderr
+
+
+# ---- the differential ------------------------------------------------------------
+
+MUTANTS = 3000
+
+
+def _readme_kinds():
+    text = open(ROOT / "README.md", encoding="utf-8").read()
+    section = text.split("## libdnsshim_ares: for c-ares users", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^\| `([a-z]+(?::\w+)?)` \|", section, re.M))
+
+
+def test_readme_lists_every_kind():
+    assert _readme_kinds() == set(ares_diff.KINDS)
+
+
+@pytest.fixture(scope="module")
+def comparison(progs):
+    seeds = ares_diff.messages_from_seeds(MUTANTS)
+    return ares_diff.compare(progs / "dnsshim_ares_diff_cares", progs / "dnsshim_ares_diff", seeds)
+
+
+def test_differential_every_difference_is_listed(comparison):
+    assert not comparison.unexplained, "\n".join(
+        f"{hexwire}\n  c-ares: {a}\n  ours:   {b}" for _, hexwire, a, b in
+        comparison.unexplained[:10])
+    assert set(comparison.kinds) <= set(ares_diff.KINDS)
+
+
+def test_differential_covers_results(comparison):
+    """The comparison is not vacuous: many calls succeed with output, on both."""
+    with_output = sum(1 for path, calls in comparison.ours.items()
+                      for call, line in calls.items()
+                      if " rc=0 " in line and ("{" in line or 'name="' in line)
+                      and comparison.cares[path][call] == line)
+    # Without the corpus the seeds are the test messages only.
+    corpus = len(available_corpus("good", "bad", "captures", "cares-fuzzinput"))
+    assert with_output > (200 if corpus else 20)
+    assert comparison.same > 0.75 * comparison.calls
+    assert len(comparison.messages) >= MUTANTS + corpus
+
+
+def test_differential_on_random_well_formed_responses(progs):
+    """Responses the decoder accepts whole, built to mix what the parsers look
+    at (CNAME chains in any order, case, escapes, every type, edge TTLs): every
+    call the same as c-ares's, but for the TTLs of 2^31 and more, and the
+    names ares_expand_name is pointed at mid-message that only c-ares reads."""
+    c = ares_diff.compare(progs / "dnsshim_ares_diff_cares", progs / "dnsshim_ares_diff",
+                          ares_diff.random_responses(2000, seed=5))
+    assert c.good_messages == 2000
+    assert not c.unexplained, c.unexplained[:5]
+    assert set(c.kinds) <= {"ttl", "accepts:BadNameError"}
+    assert c.same > 0.97 * c.calls
+    assert sum(1 for calls in c.ours.values() for line in calls.values()
+               if " rc=0 " in line and ("{" in line or 'name="' in line)) > 2000
+
+
+def test_valgrind_good_and_malformed(progs, tmp_path):
+    _require_valgrind()
+    # A bounded set (each message is 25 calls under valgrind): the corpus's
+    # good and bad messages, every class of malformed message, the cases.
+    messages = [vectors.wire("every_type"), vectors.wire("ims")]
+    messages += [w for w, _ in malformed.CASES.values()] + [w for w, _ in CASES.values()]
+    paths = ares_diff.write_messages(tmp_path, messages)
+    paths += available_corpus("good", "bad")
+    result = subprocess.run([*VALGRIND, str(progs / "dnsshim_ares_diff"), *paths],
+                            capture_output=True, text=True, errors="replace", timeout=900)
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert result.stdout.count("# ") == len(paths)
+    assert " rc=0 " in result.stdout and " rc=10" in result.stdout
+
+
+# ---- living beside c-ares; threads ---------------------------------------------------
+
+def test_both_libraries_in_one_program_under_valgrind(progs):
+    _require_valgrind()
+    result = subprocess.run([*VALGRIND, str(progs / "dnsshim_ares_both"), "--threads", "2"],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr[-5000:]
+    assert "ok ares_get_servers gives the two servers" in result.stdout
+    assert "ok every block c-ares allocated went back to c-ares's free" in result.stdout
+    assert "ok libdnsshim's dns_shim_process in the same program" in result.stdout
+    assert result.stdout.rstrip().endswith("0 failed")
+
+
+def test_threads(progs):
+    result = run(progs / "dnsshim_ares_both", "--threads", "8")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ok 8 threads x 50 parses, 0 different" in result.stdout
+
+
+_TWO_MODULES = r"""
+import re, sys
+sys.path.insert(0, sys.argv[1])
+import cffi
+import build_ffi
+lib_dir, wire = sys.argv[2], bytes.fromhex(sys.argv[3])
+ffi = cffi.FFI()
+ffi.cdef(build_ffi.header_cdef())
+lib = ffi.dlopen(lib_dir + "/libdnsshim.so")
+print("dnsshim", lib.process_dns_response(wire, len(wire)))
+aresffi = cffi.FFI()
+aresffi.cdef(re.sub(r'extern "Python"[^;]*;', "", build_ffi.header_cdef(build_ffi.ARES_HEADER)))
+aresffi.cdef("int ares_parse_srv_reply(const unsigned char *, int, dnsshim_ares_srv_reply **);"
+             "void ares_free_data(void *);")
+ares = aresffi.dlopen(lib_dir + "/" + build_ffi.ARES_SONAME)
+out = aresffi.new("dnsshim_ares_srv_reply **")
+rc = ares.ares_parse_srv_reply(wire, len(wire), out)
+srv = out[0]
+print("srv", rc, srv.priority, srv.weight, srv.port, aresffi.string(srv.host).decode(),
+      srv.next == aresffi.NULL)
+ares.ares_free_data(srv)
+del ares, aresffi, out, srv  # a dlclose(): the library must stay mapped (-z nodelete)
+import gc; gc.collect()
+print("dnsshim", lib.process_dns_response(wire, len(wire)))
+print("modules", sorted(m for m in sys.modules if m.endswith("_cffi")))
+# The module's type tables live in the library: read them.
+print("type", sys.modules["_dnsshim_ares_cffi"].ffi.sizeof("dnsshim_ares_result"))
+"""
+
+
+def test_both_cffi_modules_in_one_python_process(built):
+    """libdnsshim and libdnsshim_ares loaded into a Python process (in a
+    child, so that this one's state is left alone): each attaches its own
+    module to the running interpreter, and dropping the ares library keeps
+    it working."""
+    wire = CASES["srv_naptr_caa_uri_soa"][0]
+    result = subprocess.run([sys.executable, "-c", _TWO_MODULES, str(ROOT), str(built.dir),
+                             wire.hex()], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == [
+        "dnsshim 0", "srv 0 10 60 5060 sip.example True", "dnsshim 0",
+        "modules ['_dnsshim_ares_cffi', '_dnsshim_cffi']", "type 88"]
+
+
+# ---- the sample legacy program ----------------------------------------------------------
+
+IMS = "ims.mnc001.mcc001.3gppnetwork.org."
+
+
+def _ims_messages(tmp_path):
+    naptr = _msg(IMS, [(IMS, 300, "NAPTR", f'20 50 "s" "SIP+D2U" "" _sip._udp.{IMS}'),
+                       (IMS, 300, "NAPTR", f'10 50 "s" "SIP+D2T" "" _sip._tcp.{IMS}'),
+                       (IMS, 300, "NAPTR", '5 50 "u" "E2U+sip" "!^.*$!sip:x@y!" .'),
+                       (IMS, 300, "NAPTR", f'1 50 "s" "SIP+D2W" "" _sips._tcp.{IMS}')],
+                 qtype="NAPTR")
+    srv = _msg(f"_sip._tcp.{IMS}", [(f"_sip._tcp.{IMS}", 300, "SRV", f"20 40 5060 pcscf2.{IMS}"),
+                                    (f"_sip._tcp.{IMS}", 300, "SRV", f"10 60 5060 pcscf1.{IMS}"),
+                                    (f"_sip._tcp.{IMS}", 300, "SRV", f"10 90 5062 pcscf3.{IMS}")],
+               qtype="SRV")
+    a = _msg(f"pcscf1.{IMS}", [(f"pcscf1.{IMS}", 3600, "CNAME", f"node7.{IMS}"),
+                               (f"node7.{IMS}", 600, "A", "192.0.2.10"),
+                               (f"node7.{IMS}", 600, "A", "192.0.2.11")])
+    aaaa = _msg(f"pcscf1.{IMS}", [(f"pcscf1.{IMS}", 60, "AAAA", "2001:db8:1::10")], qtype="AAAA")
+    paths = []
+    for name, wire in (("naptr", naptr), ("srv", srv), ("a", a), ("aaaa", aaaa)):
+        p = tmp_path / f"{name}.bin"
+        p.write_bytes(wire)
+        paths.append(p)
+    return paths
+
+
+def test_ims_sample_program_same_both_ways(progs, tmp_path):
+    paths = _ims_messages(tmp_path)
+    ours = run(progs / "dnsshim_ares_ims", *paths)
+    theirs = run(progs / "dnsshim_ares_ims_cares", *paths)
+    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert ours.stdout == theirs.stdout
+    d = IMS.rstrip(".")
+    assert ours.stdout.splitlines()[:6] == [
+        f"NAPTR 10 50 SIP+D2T -> _sip._tcp.{d}",
+        f"NAPTR 20 50 SIP+D2U -> _sip._udp.{d}",
+        f"SRV 10 90 pcscf3.{d}:5062 (SIP+D2T)",
+        "    A: answer is for node7.ims.mnc001.mcc001.3gppnetwork.org, not "
+        f"pcscf3.{d}",
+        "    AAAA: answer is for pcscf1.ims.mnc001.mcc001.3gppnetwork.org, not "
+        f"pcscf3.{d}",
+        f"SRV 10 60 pcscf1.{d}:5060 (SIP+D2T)",
+    ]
+    assert "    A 192.0.2.10 ttl 600\n    A 192.0.2.11 ttl 600\n" in ours.stdout
+    assert "    AAAA 2001:db8:1::10 ttl 60\n" in ours.stdout
+
+
+def test_ims_sample_program_under_valgrind(progs, tmp_path):
+    _require_valgrind()
+    result = subprocess.run([*VALGRIND, str(progs / "dnsshim_ares_ims"), *_ims_messages(tmp_path)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-5000:]
+
+
+# ---- the glue, in Python -----------------------------------------------------------------
+
+@pytest.mark.parametrize("labels, text", [
+    ((b"www", b"example", b""), b"www.example"),
+    ((b"",), b""),
+    ((b"a.b", b"c d", b""), b"a\\.b.c d"),
+    ((b'q"();@$\\', b""), b'q\\"\\(\\)\\;\\@\\$\\\\'),
+    ((b"\x00", b"x\x00", b"\x7f\xff", b""), b"\x00.x\\000.\\127\\255"),
+])
+def test_names_as_c_ares_writes_them(labels, text):
+    import dns.name
+    assert ares_glue.name_text(dns.name.Name(labels)) == text
+
+
+@pytest.mark.parametrize("name, ok", [("a-b_c/d.example.", True), (".", True),
+                                      ("a b.example.", False), ("*.example.", False),
+                                      ("a\\.b.example.", False)])
+def test_host_names_as_c_ares_accepts_them(name, ok):
+    import dns.name
+    assert ares_glue.is_hostname(dns.name.from_text(name)) is ok
+
+
+def test_compute_never_raises_on_any_kind():
+    for kind in range(0, 20):
+        for wire in (b"", b"\x00" * 11, malformed.GOOD, b"\xff" * 40):
+            result = ares_glue.compute(kind, wire, offset=12)
+            assert result.status in (0, 1, 8, 10, 17), (kind, wire)
