@@ -228,9 +228,9 @@ def _python_lib() -> tuple:
     return sysconfig.get_config_var("LIBDIR"), f"python{ver}"
 
 
-def _python_link_flags() -> list:
+def _python_link_flags(rpath: str = None) -> list:
     libdir, name = _python_lib()
-    return [f"-L{libdir}", f"-Wl,-rpath,{libdir}", f"-l{name}"]
+    return [f"-L{libdir}", f"-Wl,-rpath,{rpath or libdir}", f"-l{name}"]
 
 
 def header_version(path: str = HEADER) -> str:
@@ -285,15 +285,16 @@ def _common_flags() -> list:
 
 
 def _link_shared(c_file: str, shared: str, soname: str, version_script: str, flags: list,
-                 libs: list, tmp: str, verbose: bool) -> None:
+                 libs: list, tmp: str, verbose: bool, python_rpath: str = None) -> None:
     """c_file linked as the shared object ``shared`` (written atomically),
-    exporting what the text of ``version_script`` says."""
+    exporting what the text of ``version_script`` says; libpython found
+    through python_rpath (default: its own directory)."""
     script = os.path.join(tmp, soname + ".map")
     with open(script, "w", encoding="utf-8") as f:
         f.write(version_script)
     _run([_cc(), "-shared", *_common_flags(), *flags, c_file, "-o", shared + ".tmp",
           f"-Wl,--version-script={script}", f"-Wl,-soname,{soname}", "-Wl,--no-undefined",
-          *libs, *_python_link_flags()], verbose)
+          *libs, *_python_link_flags(python_rpath)], verbose)
     os.replace(shared + ".tmp", shared)
 
 
@@ -315,7 +316,7 @@ def _archive(c_file: str, static: str, flags: list, tmp: str, verbose: bool) -> 
 
 
 def build(out_dir: str, verbose: bool = False, in_package: bool = False,
-          python: str = None, root: str = None) -> str:
+          python: str = None, root: str = None, bundle_optimize: int = None) -> str:
     """Generate, compile and link the library into out_dir:
 
     * libdnsshim.so.N (SONAME libdnsshim.so.N, N the ABI's major version)
@@ -327,22 +328,32 @@ def build(out_dir: str, verbose: bool = False, in_package: bool = False,
     root: the directory holding the shim package to import (default: this
     source tree; "" when that Python finds it on its own sys.path);
     in_package: the shared object is installed as shim/lib/ inside the
-    package and finds the package and its Python from its own path.
+    package and finds the package and its Python from its own path;
+    bundle_optimize: not None for the library of a self-contained folder
+    (shim/bundle.py): it runs the interpreter found beside it ($ORIGIN)
+    from the folder alone, with .pyc files of that optimisation level; no
+    static archive (it could not find the folder).
     Returns the shared object's path."""
     check_prerequisites()
     ffi = make_ffi()
     check_status_table()
     check_version()
-    python = python or sys.executable
-    root = ROOT if root is None else root
+    bundle = bundle_optimize is not None
+    python = "" if bundle else python or sys.executable
+    root = "" if bundle else ROOT if root is None else root
+    bundle_flags = ["-DDNS_SHIM_BUNDLE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={bundle_optimize}"] \
+        if bundle else []
     os.makedirs(out_dir, exist_ok=True)
     shared = os.path.join(out_dir, SONAME)
     with tempfile.TemporaryDirectory(prefix="dnsshim-build-") as tmp:
         c_file = os.path.join(tmp, MODULE + ".c")
         ffi.emit_c_code(c_file)
         _link_shared(c_file, shared, SONAME, version_script_text(),
-                     _defines(python, root, in_package), [], tmp, verbose)
+                     _defines(python, root, in_package) + bundle_flags, [], tmp, verbose,
+                     python_rpath="$ORIGIN" if bundle else None)
         _link_name(out_dir, LIBNAME, SONAME)
+        if bundle:  # the library of a bundle, alone
+            return shared
         # The static archive cannot find itself: it uses the pinned Python
         # and, inside the package, that Python's own sys.path.
         _archive(c_file, os.path.join(out_dir, "libdnsshim.a"),

@@ -32,7 +32,11 @@
 **   DNS_SHIM_IN_PACKAGE      1 when this shared object is installed as
 **                            shim/lib/ inside the Python package: the
 **                            package and its Python are then found from
-**                            this file's own path */
+**                            this file's own path
+**   DNS_SHIM_BUNDLE          1 for a self-contained folder (python -m shim
+**                            bundle): this file is <bundle>/lib/libdnsshim.so.N
+**                            and the interpreter runs from <bundle> alone
+**   DNS_SHIM_BUNDLE_OPTIMIZE the optimisation level its .pyc files have */
 #ifndef DNS_SHIM_DEFAULT_PYTHON
 #  error "build with -DDNS_SHIM_DEFAULT_PYTHON=\"/path/to/python\""
 #endif
@@ -44,6 +48,12 @@
 #endif
 #ifndef DNS_SHIM_IN_PACKAGE
 #  define DNS_SHIM_IN_PACKAGE 0
+#endif
+#ifndef DNS_SHIM_BUNDLE
+#  define DNS_SHIM_BUNDLE 0
+#endif
+#ifndef DNS_SHIM_BUNDLE_OPTIMIZE
+#  define DNS_SHIM_BUNDLE_OPTIMIZE 0
 #endif
 #define DNS_SHIM_VERSION_TEXT_(a, b, c) #a "." #b "." #c
 #define DNS_SHIM_VERSION_TEXT(a, b, c) DNS_SHIM_VERSION_TEXT_(a, b, c)
@@ -260,6 +270,7 @@ static int dns_shim__owns = 0;         /* we started the interpreter */
 static int dns_shim__start_failed = 0; /* the init code could not load the parser */
 static char dns_shim__root[4096];      /* where the shim package is ("" : on sys.path) */
 static char dns_shim__derived_python[4096 + 64];
+static char dns_shim__bundle_home[4096]; /* a bundle's folder, or "" */
 
 /* The directory of this shared object, or "" (a static build: there is no
 ** file of our own). */
@@ -268,8 +279,9 @@ static void dns_shim__own_dir(char *out, size_t size)
     Dl_info info;
     char *slash;
     out[0] = '\0';
-    if (!DNS_SHIM_IN_PACKAGE || dladdr((void *)&dns_shim_version, &info) == 0 ||
-        info.dli_fname == NULL || realpath(info.dli_fname, out) == NULL)
+    if (!(DNS_SHIM_IN_PACKAGE || DNS_SHIM_BUNDLE) ||
+        dladdr((void *)&dns_shim_version, &info) == 0 || info.dli_fname == NULL ||
+        realpath(info.dli_fname, out) == NULL)
         return;
     slash = strrchr(out, '/');
     if (slash != NULL)
@@ -278,7 +290,8 @@ static void dns_shim__own_dir(char *out, size_t size)
 
 /* Where the shim package is, and the Python installation it belongs to,
 ** for a library installed in it: <site-packages>/shim/lib/libdnsshim.so.N,
-** <prefix>/lib/pythonX.Y/site-packages, <prefix>/bin/pythonX.Y. */
+** <prefix>/lib/pythonX.Y/site-packages, <prefix>/bin/pythonX.Y.  A bundle's
+** library is <bundle>/lib/libdnsshim.so.N: its folder is all it needs. */
 static void dns_shim__locate(void)
 {
     char dir[4096];
@@ -286,6 +299,11 @@ static void dns_shim__locate(void)
     snprintf(dns_shim__root, sizeof dns_shim__root, "%s", DNS_SHIM_DEFAULT_ROOT);
     dns_shim__own_dir(dir, sizeof dir);
     n = strlen(dir);
+    if (DNS_SHIM_BUNDLE && n > strlen("/lib") && strcmp(dir + n - strlen("/lib"), "/lib") == 0) {
+        dir[n - strlen("/lib")] = '\0';
+        snprintf(dns_shim__bundle_home, sizeof dns_shim__bundle_home, "%s", dir);
+        return;
+    }
     if (n > strlen("/shim/lib") && strcmp(dir + n - strlen("/shim/lib"), "/shim/lib") == 0) {
         char python[4096 + 64];
         dir[n - strlen("/shim/lib")] = '\0'; /* site-packages */
@@ -327,6 +345,65 @@ static void dns_shim__python_version(const char *python, char *out, size_t size)
         snprintf(out, size, "%s", name + 6);
 }
 
+/* A bundle's interpreter: everything from <home> (its lib/pythonX.Y/, the
+** compiled modules, and lib/pythonX.Y/lib-dynload/), nothing from the machine:
+** no site, no bytecode written, no path warnings. */
+static PyStatus dns_shim__bundle_config(PyConfig *config)
+{
+    char path[4096 + 64];
+    wchar_t *wide;
+    PyStatus st;
+    static const char *const dirs[] = {"/lib/python" DNS_SHIM_PYTHON_TAG,
+                                       "/lib/python" DNS_SHIM_PYTHON_TAG "/lib-dynload"};
+    size_t i;
+
+    config->site_import = 0;
+    config->write_bytecode = 0;
+    config->pathconfig_warnings = 0;
+    config->optimization_level = DNS_SHIM_BUNDLE_OPTIMIZE;
+    st = PyConfig_SetBytesString(config, &config->home, dns_shim__bundle_home);
+    /* No python executable: a name inside the bundle, so that nothing is
+    ** looked for on PATH. */
+    snprintf(path, sizeof path, "%s/bin/python" DNS_SHIM_PYTHON_TAG, dns_shim__bundle_home);
+    if (!PyStatus_Exception(st))
+        st = PyConfig_SetBytesString(config, &config->program_name, path);
+    if (!PyStatus_Exception(st))
+        st = PyConfig_SetBytesString(config, &config->executable, path);
+    config->module_search_paths_set = 1;
+    for (i = 0; i < sizeof dirs / sizeof dirs[0] && !PyStatus_Exception(st); i++) {
+        snprintf(path, sizeof path, "%s%s", dns_shim__bundle_home, dirs[i]);
+        wide = Py_DecodeLocale(path, NULL);
+        if (wide == NULL)
+            return PyStatus_NoMemory();
+        st = PyWideStringList_Append(&config->module_search_paths, wide);
+        PyMem_RawFree(wide);
+    }
+    return st;
+}
+
+/* Starts the bundle's interpreter.  Returns 0 on success. */
+static int dns_shim__start_bundled(void)
+{
+    PyConfig config;
+    PyStatus st;
+
+    PyConfig_InitIsolatedConfig(&config);
+    config.install_signal_handlers = 0;
+    st = dns_shim__bundle_config(&config);
+    if (!PyStatus_Exception(st))
+        st = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(st)) {
+        dns_shim__logf(DNS_SHIM_LOG_ERROR, "the bundled CPython " DNS_SHIM_PYTHON_TAG
+                       " (%s) did not start: %s%s%s", dns_shim__bundle_home,
+                       st.func ? st.func : "", st.func ? ": " : "",
+                       st.err_msg ? st.err_msg : "unknown error");
+        return -1;
+    }
+    dns_shim__owns = 1;
+    return 0;
+}
+
 /* Starts CPython from the chosen installation, unless the process already
 ** runs an interpreter.  Returns 0 on success. */
 static int dns_shim__start_interpreter(void)
@@ -338,6 +415,8 @@ static int dns_shim__start_interpreter(void)
 
     if (Py_IsInitialized())
         return 0;
+    if (dns_shim__bundle_home[0] && (python == NULL || python[0] == '\0'))
+        return dns_shim__start_bundled();
     if (python == NULL || python[0] == '\0')
         python = dns_shim__derived_python[0] ? dns_shim__derived_python : DNS_SHIM_DEFAULT_PYTHON;
     dns_shim__python_version(python, version, sizeof version);

@@ -5,14 +5,16 @@ dump of DNS responses.
     python -m shim dump [-x] [--sections answer,authority,additional] [--json]
                         [--expect-id N --expect-name NAME [--expect-type T]
                          [--expect-class C] [--match-case] [--expect-cookie HEX16]] FILE...
+    python -m shim bundle DIR [--strip] [--optimize N] [--extra-module M ...]
 
 The first form is ``dnsshim-config`` (:mod:`shim.config`): for example
 ``cc app.c $(python -m shim --cflags --libs)``, or
 ``PKG_CONFIG_PATH=$(python -m shim --pkgconfig-dir) pkg-config --cflags --libs dnsshim``.
 Run from the project's clone, where ``python -m`` imports the source tree's
 ``shim/``, it answers for the installed package, or says exactly why there
-is none.  The second form prints responses as dnsshim-dump
-does, with the Python API (shim.parse_response): no C, no cffi.
+is none.  The second form prints responses as dnsshim-dump does, with the
+Python API (shim.parse_response): no C, no cffi.  The third writes a
+self-contained folder for a device (shim/bundle.py).
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "dump":
         from shim.dump import main as dump_main
         return dump_main(argv[1:])
-    parser = config.parser("python -m shim", epilog="python -m shim dump --help: the dump")
+    if argv and argv[0] == "bundle":
+        from shim.bundle import main as bundle_main
+        return bundle_main(argv[1:])
+    parser = config.parser("python -m shim", epilog="python -m shim dump --help: the dump; "
+                           "python -m shim bundle --help: the bundle")
     return config.run(parser.parse_args(argv), parser)
 
 

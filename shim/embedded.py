@@ -17,16 +17,35 @@ everything, so this is the last line of defence) returns
 ``DNS_SHIM_ERR_INTERNAL`` and is reported, never 0.
 
 Reports go to the C side's log: the program's handler, or stderr.
+
+In an interpreter the library started itself, :func:`answer_feature_checks`
+first spares the start-up ``importlib.metadata`` (see there), and the cyclic
+garbage collector waits until the parser is loaded, then freezes what was.
 """
 
 import sys
 
-from shim import glue
 from shim.status import Status
 
 
 def attach():
     from _dnsshim_cffi import ffi, lib
+
+    owns = lib.dns_shim__owns_interpreter()
+    if owns:
+        # Start-up creates tens of thousands of objects and no garbage worth a
+        # collection: the cyclic collector waits (4% of the start-up's
+        # instructions), then leaves those objects out of every later pass.
+        import gc
+
+        gc.disable()
+        try:
+            answer_feature_checks()
+            from shim import glue
+            gc.freeze()
+        finally:
+            gc.enable()
+    from shim import glue
 
     done = lib.DNS_SHIM__PY_DONE
 
@@ -34,7 +53,7 @@ def attach():
         lib.dns_shim__log_level(level, text.encode("utf-8", "replace"))
 
     glue.log = log
-    if lib.dns_shim__owns_interpreter():
+    if owns:
         install_log_hooks(log)
 
     @ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=glue.report_unraisable)
@@ -54,6 +73,8 @@ def install_log_hooks(log):
     go to the library's log too."""
     import warnings
 
+    from shim import glue
+
     def showwarning(message, category, filename, lineno, file=None, line=None):
         log(glue.LOG_WARNING, warnings.formatwarning(message, category, filename, lineno,
                                                      line).rstrip())
@@ -68,3 +89,81 @@ def install_log_hooks(log):
 
     warnings.showwarning = showwarning
     sys.unraisablehook = unraisablehook
+
+
+def answer_feature_checks():
+    """Lets dnspython's ``dns._features`` ask for the versions of optional
+    packages without importing ``importlib.metadata``.
+
+    ``dns._features`` imports it when dnspython is imported, only so that
+    ``dns.name`` can ask whether ``idna`` is installed: in a fresh interpreter
+    that import (zipfile, email, pathlib, csv, ...) is a third of the start-up
+    time and 4.5 MiB.  Until ``dns._features`` is imported, ``importlib.metadata``
+    is a stand-in whose ``version(name)`` answers the way importlib.metadata's
+    own path finder does for the usual case, from the ``NAME-VERSION.dist-info``
+    folders of the directories on ``sys.path`` (a bundle holds the dist-info of
+    every distribution it carries); where it cannot be sure (an ``.egg-info``,
+    a zip on the path, a finder that knows distributions of its own), and for
+    any other use of the module, it imports the real module and defers to it.
+    dnspython itself is unchanged.  Only in an interpreter the library started:
+    a host Python's modules are its own.
+    """
+    if "dns._features" in sys.modules or "importlib.metadata" in sys.modules:
+        return
+    import importlib
+    import os
+    import types
+
+    stand_in = types.ModuleType("importlib.metadata", answer_feature_checks.__doc__)
+
+    class PackageNotFoundError(ModuleNotFoundError):
+        """Raised by the stand-in's version() for a distribution it knows is absent."""
+
+    def real():
+        if sys.modules.get("importlib.metadata") is stand_in:
+            del sys.modules["importlib.metadata"]
+            if getattr(importlib, "metadata", None) is stand_in:
+                del importlib.metadata
+        __import__("importlib.metadata")
+        return sys.modules["importlib.metadata"]
+
+    def normal(name):
+        return name.lower().replace("-", "_").replace(".", "_")
+
+    def version(name):
+        wanted = normal(name)
+        standard = {"BuiltinImporter", "FrozenImporter", "PathFinder"}
+        if any(getattr(f, "__name__", type(f).__name__) not in standard
+               and hasattr(f, "find_distributions") for f in sys.meta_path):
+            return real().version(name)
+        for entry in sys.path:
+            try:
+                names = os.listdir(entry or ".")
+            except NotADirectoryError:
+                return real().version(name)  # a zip: the real finder reads it
+            except OSError:
+                continue
+            for item in names:
+                stem, dot, suffix = item.rpartition(".")
+                if suffix not in ("dist-info", "egg-info"):
+                    continue
+                dist, _, found = stem.partition("-")
+                if normal(dist) == wanted:
+                    if suffix != "dist-info" or not found:
+                        return real().version(name)
+                    return found
+        raise PackageNotFoundError(name)
+
+    stand_in.version = version
+    stand_in.PackageNotFoundError = PackageNotFoundError
+    def __getattr__(attr):
+        if attr.startswith("__"):  # what repr() and tools look for: not a use
+            raise AttributeError(attr)
+        return getattr(real(), attr)
+
+    stand_in.__getattr__ = __getattr__
+    sys.modules["importlib.metadata"] = stand_in
+    importlib.metadata = stand_in
+    # dns._features keeps asking through importlib.metadata, which stays the
+    # stand-in until something wants more of it than version().
+    import dns._features  # noqa: F401

@@ -210,7 +210,11 @@ def _verbatim_types():
     the same back (GenericRdata: the bytes themselves; RRSIG and SIG: fixed
     fields, a signer name dnspython never decompresses, the signature;
     DNSKEY, CDNSKEY, DS, CDS, DLV: fixed fields and the key or digest; CAA;
-    TXT-like: counted strings).  For them the wire bytes are used rather than
+    TXT-like: counted strings; SVCB and HTTPS: the priority, the target
+    written as read, then the parameters, whose keys the parser requires in
+    strictly increasing order and which it writes back in that order, each
+    value as read: bytes, counted strings, 16-bit numbers or keys, addresses
+    of 4 or 16 octets).  For them the wire bytes are used rather than
     re-encoding the record; the agreement tests compare the two on every
     mutant."""
     global _VERBATIM
@@ -220,11 +224,13 @@ def _verbatim_types():
         import dns.rdtypes.dnskeybase
         import dns.rdtypes.dsbase
         import dns.rdtypes.rrsigbase
+        import dns.rdtypes.svcbbase
         import dns.rdtypes.txtbase
 
         _VERBATIM = (dns.rdata.GenericRdata, dns.rdtypes.rrsigbase.RRSIGBase,
                      dns.rdtypes.dnskeybase.DNSKEYBase, dns.rdtypes.dsbase.DSBase,
-                     dns.rdtypes.ANY.CAA.CAA, dns.rdtypes.txtbase.TXTBase)
+                     dns.rdtypes.ANY.CAA.CAA, dns.rdtypes.txtbase.TXTBase,
+                     dns.rdtypes.svcbbase.SVCBBase)
     return _VERBATIM
 
 

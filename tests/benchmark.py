@@ -16,8 +16,17 @@ order of the methods shuffled each round, so machine noise hits all alike):
 
 then the bare call (a call rejected before parsing, length -1; and a
 header-only response), the cold start (the first call in a fresh process,
-and the resident memory the runtime adds), and thread scaling (aggregate
-calls per second from 1, 2 and 4 C threads).
+and the resident memory the runtime adds), for the library of build/ and
+for a stripped bundle (python -m shim bundle, built into a temporary
+folder), and thread scaling (aggregate calls per second from 1, 2 and 4 C
+threads).
+
+Then the per-call price in instructions, which noise does not move:
+callgrind's count of one ``process_dns_response`` (csrc/dnsshim_callgrind.c)
+on each message of the set and on held-out shapes, against the floor,
+dnspython's own name and RDATA parsers alone on the same bytes in the same
+interpreter (tests/floor.py); reported as shim/floor (when valgrind and its
+callgrind.h are installed).
 
 It prints one table of medians and ratios and can write everything as JSON.
 ``--smoke`` runs a couple of iterations of everything, only to keep the
@@ -110,6 +119,31 @@ def messages():
     return out
 
 
+def held_out():
+    """name -> wire: shapes outside the timed set, for the instruction counts."""
+    zone = "example.org."
+    nsec3 = "1 0 0 - 2t7b4g4vsa5smi47k61mv5bv1a22bojr A RRSIG"
+    return {
+        "TXT x40 small": _response(zone, "TXT", [(zone, 300, "TXT", f'"v=spf1 {i}" "k{i}"')
+                                                for i in range(40)]),
+        "NSEC3 denial": _response(
+            f"nope.{zone}", "A", rcode=3, edns=True, want_dnssec=True,
+            authority=[(zone, 900, "SOA", f"ns1.{zone} h.{zone} 1 7200 3600 1209600 300"),
+                       (zone, 900, "RRSIG", f"SOA 13 2 900 20300101000000 20250101000000 1 "
+                        f"{zone} {_SIG}")]
+            + [(f"{h}.{zone}", 900, "NSEC3", nsec3) for h in
+               ("0p9mhaveqvm6t7vbl5lop2u3t2rp3tom", "2vptu5timamqttgl4luu9kg21e0aor3s")]
+            + [(f"{h}.{zone}", 900, "RRSIG", f"NSEC3 13 3 900 20300101000000 20250101000000 1 "
+                f"{zone} {_SIG}") for h in
+               ("0p9mhaveqvm6t7vbl5lop2u3t2rp3tom", "2vptu5timamqttgl4luu9kg21e0aor3s")]),
+        "unknown types x8": _response(zone, "TYPE65280", [
+            (zone, 60, f"TYPE{65280 + i}", rf"\# 8 {i:016x}") for i in range(8)]),
+        "HTTPS+SVCB": _response(zone, "HTTPS", [
+            (zone, 300, "HTTPS", f'1 . alpn="h2,h3" ipv4hint=192.0.2.{i}') for i in (1, 2)]
+            + [(f"_dns.{zone}", 300, "SVCB", '1 dns.example.org. alpn="dot" port=853')]),
+    }
+
+
 class CBench:
     """The long-lived C process that times the C methods on request."""
 
@@ -200,14 +234,12 @@ def run(build: Path, rounds: int, smoke: bool):
     if cbench_ares is not None:
         cbench_ares.close()
 
+    bundle_dir, bundle_bench = build_bundle(tmp)
     cold = {"first_call_ms": [], "rss_added_mib": []}
-    for _ in range(2 if smoke else 7):
-        out = subprocess.run([str(build / "dnsshim_bench"), "cold", str(files[2])],
-                             capture_output=True, text=True, check=True).stdout.split()
-        fields = dict(zip(out[::2], out[1::2]))
-        cold["first_call_ms"].append(float(fields["first_call_us"]) / 1000)
-        cold["rss_added_mib"].append((int(fields["rss_after_kib"]) - int(fields["rss_before_kib"]))
-                                     / 1024)
+    cold_bundle = {"first_call_ms": [], "rss_added_mib": []}
+    for _ in range(2 if smoke else 7):  # interleaved too
+        cold_start(build / "dnsshim_bench", files[2], cold)
+        cold_start(bundle_bench, files[2], cold_bundle)
 
     # Thread scaling, interleaved too: 1, 2 and 4 threads in turn, a second
     # each (0.2 s in smoke mode), medians of the rounds.
@@ -236,7 +268,111 @@ def run(build: Path, rounds: int, smoke: bool):
         result["messages"][name] = entry
     result["bare_us"] = {k: statistics.median(v) * 1e6 for k, v in bare.items()}
     result["cold"] = {k: statistics.median(v) for k, v in cold.items()}
+    result["cold_bundle"] = {k: statistics.median(v) for k, v in cold_bundle.items()}
+    result["cold"].update(cold_instructions(build / "dnsshim_bench", files[2]))
+    result["cold_bundle"].update(cold_instructions(bundle_bench, files[2]))
+    summary = json.loads((bundle_dir / "share" / "dnsshim" / "bundle.json").read_text())
+    result["cold_bundle"]["bundle_mib"] = summary["bytes"] / 2**20
+    result["instructions"] = instructions(build, {n: msgs[n][0] for n in names}, smoke)
+    result["instructions_bundle"] = instructions(bundle_dir / "lib", {n: msgs[n][0] for n in names},
+                                                 smoke, bundle_dir / "lib")
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)  # the messages and the bundle
     return result
+
+
+def cold_start(program: Path, message: Path, into: dict):
+    """One first call in a fresh process (an empty environment): its time
+    and the resident memory it added, appended to into's lists."""
+    out = subprocess.run([str(program), "cold", str(message)], capture_output=True, text=True,
+                         check=True, env={"PATH": "/usr/bin:/bin"}).stdout.split()
+    fields = dict(zip(out[::2], out[1::2]))
+    into["first_call_ms"].append(float(fields["first_call_us"]) / 1000)
+    into["rss_added_mib"].append((int(fields["rss_after_kib"]) - int(fields["rss_before_kib"]))
+                                 / 1024)
+
+
+def cold_instructions(program: Path, message: Path) -> dict:
+    """The first call in a fresh process in instructions (callgrind), which
+    the machine's load does not change: the whole call, and the part of it
+    that starts the interpreter (Py_InitializeFromConfig); {} without
+    valgrind."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return {}
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="dnsshim-cold-") as tmp:
+        for key, function in (("first_call_instructions", "process_dns_response"),
+                              ("start_instructions", "Py_InitializeFromConfig")):
+            dump = Path(tmp) / f"{function}.out"
+            subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                            f"--toggle-collect={function}", f"--callgrind-out-file={dump}", "-q",
+                            str(program), "cold", str(message)], check=True, capture_output=True,
+                           env={"PATH": "/usr/bin:/bin"})
+            out[key] = int(dump.read_text().split("\ntotals: ", 1)[1].split()[0])
+    return out
+
+
+def build_bundle(tmp: Path):
+    """A stripped bundle in tmp, and dnsshim_bench built against it through
+    its pkg-config file."""
+    from shim.bundle import bundle
+
+    where = tmp / "bundle"
+    bundle(where, strip=True)
+    env = {**os.environ, "PKG_CONFIG_PATH": str(where / "lib" / "pkgconfig")}
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "dnsshim"], env=env,
+                           capture_output=True, text=True, check=True).stdout.split()
+    program = tmp / "dnsshim_bench-bundle"
+    subprocess.run(["cc", "-O2", f"-I{ROOT / 'csrc'}", str(ROOT / "csrc" / "dnsshim_bench.c"),
+                    "-o", str(program), *flags, "-pthread"], check=True)
+    return where, program
+
+
+def instructions(build: Path, messages: dict, smoke: bool, libpython_dir: Path = None) -> dict:
+    """name -> {shim, floor, shim/floor}: callgrind's instruction counts of
+    one call of each (warm), with the library of build (a bundle's lib/, its
+    libpython there too), or {} without valgrind or its callgrind.h."""
+    import shutil
+    import sysconfig
+
+    if shutil.which("valgrind") is None or not Path("/usr/include/valgrind/callgrind.h").exists():
+        return {}
+    messages = {**messages, **held_out()}
+    if smoke:
+        messages = {name: messages[name] for name in ("A", "TXT x40 small")}
+    libdir = libpython_dir or sysconfig.get_config_var("LIBDIR")
+    pylib = "python" + (sysconfig.get_config_var("LDVERSION") or sysconfig.get_python_version())
+    with tempfile.TemporaryDirectory(prefix="dnsshim-callgrind-") as tmp_name:
+        tmp = Path(tmp_name)
+        program = tmp / "dnsshim_callgrind"
+        subprocess.run(["cc", "-O2", "-Wall", f"-I{ROOT / 'csrc'}",
+                        f"-I{sysconfig.get_paths()['include']}",
+                        str(ROOT / "csrc" / "dnsshim_callgrind.c"), "-o", str(program),
+                        f"-L{build}", "-ldnsshim", f"-Wl,-rpath,{build}", f"-L{libdir}",
+                        f"-Wl,-rpath,{libdir}", f"-l{pylib}"],
+                       check=True)
+        files = []
+        for i, wire in enumerate(messages.values()):
+            files.append(tmp / f"{i}.bin")
+            files[-1].write_bytes(wire)
+        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", "-q",
+                        f"--callgrind-out-file={tmp / 'cg.out'}", str(program), str(HERE), "floor",
+                        "parse", "1" if smoke else "5", *map(str, files)],
+                       check=True, capture_output=True, text=True)
+        counts = {}
+        for dump in tmp.glob("cg.out.*"):
+            text = dump.read_text()
+            label = text.split("desc: Trigger: Client Request: ", 1)[1].split("\n", 1)[0]
+            counts[label] = int(text.split("\ntotals: ", 1)[1].split()[0])
+    out = {}
+    for i, name in enumerate(messages):
+        shim, floor = counts[f"shim {i}"], counts[f"floor {i}"]
+        out[name] = {"bytes": len(messages[name]), "shim": shim, "floor": floor,
+                     "shim/floor": shim / floor}
+    return out
 
 
 def table(result) -> str:
@@ -261,11 +397,32 @@ def table(result) -> str:
     lines.append(f"bare call, rejected before parsing (length -1): {b['reject (length -1)']:.3f} µs")
     lines.append(f"header-only response:                          {b['header-only response']:.1f} µs")
     c = result["cold"]
-    lines.append(f"cold start: first call {c['first_call_ms']:.1f} ms, "
+
+    def instructions_text(c):
+        if "first_call_instructions" not in c:
+            return ""
+        return (f" ({c['first_call_instructions'] / 1e6:.1f} M instructions, "
+                f"{c['start_instructions'] / 1e6:.1f} M of them starting the interpreter)")
+    lines.append(f"cold start: first call {c['first_call_ms']:.1f} ms{instructions_text(c)}, "
                  f"resident memory added by the runtime {c['rss_added_mib']:.1f} MiB")
+    c = result["cold_bundle"]
+    lines.append(f"cold start from the bundle ({c['bundle_mib']:.1f} MiB, stripped): first call "
+                 f"{c['first_call_ms']:.1f} ms{instructions_text(c)}, resident memory added "
+                 f"{c['rss_added_mib']:.1f} MiB")
     s = result["threads_calls_per_second"]
     lines.append("threads (CNAME+4A): " + ", ".join(f"{k}: {v:.0f} calls/s" for k, v in s.items())
                  + f"; 2 threads / 1 thread = {s[2] / s[1]:.2f}")
+    if result["instructions"]:
+        bundled = result.get("instructions_bundle") or {}
+        lines.append("")
+        lines.append(f"{'instructions (callgrind)':<26}{'bytes':>7}{'shim':>12}{'floor':>12}"
+                     f"{'shim/floor':>12}{'bundle shim/floor':>19}")
+        for name, e in result["instructions"].items():
+            other = f"{bundled[name]['shim/floor']:.2f}" if name in bundled else "n/a"
+            lines.append(f"{name:<26}{e['bytes']:>7}{e['shim']:>12}{e['floor']:>12}"
+                         f"{e['shim/floor']:>12.2f}{other:>19}")
+    else:
+        lines.append("instructions: not measured (needs valgrind and valgrind/callgrind.h)")
     lines.append(f"(medians of {result['rounds']} interleaved rounds; CPython {result['python']}, "
                  f"dnspython {result['dnspython']}, dnslib {result['dnslib']})")
     return "\n".join(lines)

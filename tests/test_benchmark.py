@@ -2,6 +2,7 @@
 it working (numbers are the benchmark's business, never a test's)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -32,7 +33,19 @@ def test_benchmark_smoke(smoke):
             assert entry["median_us"]["dnsshim_ares"] > 0 and entry["dnsshim_ares/c-ares"] > 0
     assert set(data["threads_calls_per_second"]) == {"1", "2", "4"}
     assert data["cold"]["first_call_ms"] > 0
-    assert "shim/from_wire" in stdout and "cold start" in stdout
+    assert data["cold_bundle"]["first_call_ms"] > 0 and data["cold_bundle"]["bundle_mib"] > 1
+    assert "shim/from_wire" in stdout and "cold start from the bundle" in stdout
+    # The instruction counts (valgrind is required in CI), one message and
+    # one held-out shape in smoke mode.
+    if data["instructions"] or os.environ.get("CI"):
+        assert set(data["instructions"]) == set(data["instructions_bundle"]) == {"A",
+                                                                                 "TXT x40 small"}
+        for entry in [*data["instructions"].values(), *data["instructions_bundle"].values()]:
+            assert entry["shim"] > 10000 and entry["floor"] > 10000
+            assert entry["shim/floor"] == entry["shim"] / entry["floor"]
+        assert "shim/floor" in stdout
+        for cold in (data["cold"], data["cold_bundle"]):
+            assert cold["first_call_instructions"] > cold["start_instructions"] > 1e6
 
 
 def test_benchmark_compares_with_cares(smoke):

@@ -180,3 +180,48 @@ def test_name_cache_overflow_keeps_every_text_alive(header_ffi, monkeypatch, siz
         del junk
         assert rec.lines + ["status 0 success"] == reference.expected_log(wire)
         assert buf
+
+
+def test_svcb_and_https_verbatim_on_every_accepted_mutant():
+    """SVCB and HTTPS RDATA go to on_other as read: for the parameter kinds
+    dnspython knows (ech aside: it must be a valid ECHConfigList, kept as
+    bytes), and for every seeded mutant of them it accepts, the bytes read
+    are the bytes it re-encodes."""
+    import random
+
+    import dns.message
+    import dns.rdtypes.svcbbase
+    import dns.rrset
+
+    from shim.decode import decode
+    from shim.status import DnsShimError
+
+    query = dns.message.make_query("example.org.", "HTTPS")
+    response = dns.message.make_response(query)
+    for rdtype, text in (
+            ("HTTPS", "0 Alias.Example.org."),
+            ("HTTPS", '1 . mandatory="alpn,ipv4hint" alpn="h2,h3" no-default-alpn port=8443 '
+                      'ipv4hint=192.0.2.1,192.0.2.2 ipv6hint=2001:db8::1 '
+                      'key65000="x\\001y"'),
+            ("SVCB", '2 Svc.Example.org. alpn="dot" port=853 ohttp docpath="/dns-query{?dns}"'),
+            ("SVCB", "3 . key7=\"\" key65535")):
+        response.answer.append(dns.rrset.from_text("example.org.", 60, "IN", rdtype, text))
+    wire = bytearray(response.to_wire())
+    rng = random.Random(11)
+    checked = 0
+    for n in range(3000):
+        mutant = bytearray(wire)
+        if n:
+            for _ in range(rng.randint(1, 3)):
+                i = rng.randrange(12, len(mutant))
+                mutant[i] = rng.choice([mutant[i] ^ (1 << rng.randrange(8)), rng.randrange(256)])
+        try:
+            records = decode(bytes(mutant)).records
+        except DnsShimError:
+            continue
+        for rec in records:
+            if isinstance(rec.rdata, dns.rdtypes.svcbbase.SVCBBase) and rec.rdata_wire is not None:
+                assert isinstance(rec.rdata, glue._verbatim_types())
+                assert rec.rdata_wire == rec.rdata.to_wire(), (n, rec)
+                checked += 1
+    assert checked > 1000
