@@ -288,13 +288,18 @@ def _link_shared(c_file: str, shared: str, soname: str, version_script: str, fla
                  libs: list, tmp: str, verbose: bool, python_rpath: str = None) -> None:
     """c_file linked as the shared object ``shared`` (written atomically),
     exporting what the text of ``version_script`` says; libpython found
-    through python_rpath (default: its own directory)."""
+    through python_rpath (default: its own directory).
+
+    -z nodelete: once called, the library's cffi module lives on in the
+    interpreter (and its extern "Python" functions in the library), so a
+    dlclose() (a host Python's ctypes or cffi dropping the handle, a plugin
+    loader) must not unmap it."""
     script = os.path.join(tmp, soname + ".map")
     with open(script, "w", encoding="utf-8") as f:
         f.write(version_script)
     _run([_cc(), "-shared", *_common_flags(), *flags, c_file, "-o", shared + ".tmp",
           f"-Wl,--version-script={script}", f"-Wl,-soname,{soname}", "-Wl,--no-undefined",
-          *libs, *_python_link_flags(python_rpath)], verbose)
+          "-Wl,-z,nodelete", *libs, *_python_link_flags(python_rpath)], verbose)
     os.replace(shared + ".tmp", shared)
 
 
@@ -413,12 +418,9 @@ def build_ares(out_dir: str, verbose: bool = False) -> str:
         ffi.emit_c_code(c_file)
         # c-ares's own symbols carry no version: neither do ours.
         exports = "".join(f"    {name};\n" for name in ARES_EXPORTS)
-        # -z nodelete: the module lives on in the interpreter, so a dlclose()
-        # (a host Python's ctypes or cffi, a plugin loader) must not unmap it.
         _link_shared(c_file, shared, ARES_SONAME,
                      f"{{\n  global:\n{exports}  local:\n    *;\n}};\n", [],
-                     [f"-L{out_dir}", "-ldnsshim", "-Wl,-rpath,$ORIGIN", "-Wl,-z,nodelete",
-                      "-ldl"], tmp, verbose)
+                     [f"-L{out_dir}", "-ldnsshim", "-Wl,-rpath,$ORIGIN", "-ldl"], tmp, verbose)
         _link_name(out_dir, ARES_LIBNAME, ARES_SONAME)
         _archive(c_file, os.path.join(out_dir, "libdnsshim_ares.a"), [], tmp, verbose)
     return shared

@@ -8,6 +8,7 @@ tests below inject failures into it.
 """
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -255,3 +256,39 @@ def test_warnings_and_unraisable_hooks():
         warnings.showwarning, sys.unraisablehook = saved
     assert logged[0][0] == 4 and "RuntimeWarning: injected warning" in logged[0][1]
     assert logged[1][0] == 3 and "ValueError: injected from __del__" in logged[1][1]
+
+
+_DLCLOSE_CHILD = """
+import gc, sys
+import cffi
+sys.path[:0] = [sys.argv[2], sys.argv[2] + "/tests"]
+import build_ffi, malformed
+ffi = cffi.FFI()
+ffi.cdef(build_ffi.header_cdef())
+lib = ffi.dlopen(sys.argv[1])
+wire = ffi.new("uint8_t[]", malformed.GOOD)
+print("first", lib.process_dns_response(wire, len(malformed.GOOD)))
+del lib, ffi  # the handle is dropped: dlclose()
+gc.collect()
+# The module the first call created, whose type tables live in the library:
+module = sys.modules["_dnsshim_cffi"]
+print("after", module.ffi.sizeof("dns_shim_header"),
+      module.lib.process_dns_response(wire, len(malformed.GOOD)))
+"""
+
+
+def test_library_outlives_a_dlclose_in_a_host_python(built, header_ffi):
+    """A host Python that loads the library, calls it and drops the handle:
+    the cffi module the call created (and its functions, in the library)
+    live on in the interpreter, so the library must stay mapped (linked
+    -z nodelete); without it this child crashes."""
+    import subprocess
+    dyn = subprocess.run(["readelf", "-d", str(built.lib)], capture_output=True, text=True,
+                         check=True).stdout
+    assert "NODELETE" in dyn
+    result = subprocess.run([sys.executable, "-c", _DLCLOSE_CHILD, str(built.lib),
+                             str(Path(__file__).resolve().parent.parent)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == [
+        "first 0", f"after {header_ffi.sizeof('dns_shim_header')} 0"]
