@@ -494,8 +494,9 @@ def _pc_text(build_ffi) -> str:
             "Libs: -L${libdir} -Wl,-rpath,${libdir} -ldnsshim\n")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m shim bundle",
+def main(argv=None, prog="python -m shim bundle") -> int:
+    """The bundle command: ``python -m shim bundle`` and ``dnsshim-config bundle``."""
+    parser = argparse.ArgumentParser(prog=prog,
                                      description=__doc__.splitlines()[0])
     parser.add_argument("dir", help="the folder to write (absent or empty)")
     parser.add_argument("--strip", action="store_true",
@@ -510,7 +511,7 @@ def main(argv=None) -> int:
         summary = bundle(args.dir, args.strip, args.optimize, args.extra_module, args.verbose)
     except (BundleError, subprocess.CalledProcessError, py_compile.PyCompileError) as e:
         detail = getattr(e, "stderr", None) or ""
-        print(f"python -m shim bundle: {e}\n{detail}".rstrip(), file=sys.stderr)
+        print(f"{prog}: {e}\n{detail}".rstrip(), file=sys.stderr)
         return 1
     mib = 1024 * 1024
     print(f"{summary['dir']}: {summary['bytes'] / mib:.1f} MiB "

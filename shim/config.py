@@ -2,6 +2,7 @@
 
     dnsshim-config [--cflags] [--libs] [--static-libs] [--pkgconfig-dir] [--prefix]
                    [--includedir] [--libdir] [--version] [--help]
+    dnsshim-config bundle DIR [--strip] [--optimize N] [--extra-module M ...]
 
 The convention of curl-config and pkg-config: ``cc app.c $(dnsshim-config
 --cflags --libs)``, or ``PKG_CONFIG_PATH=$(dnsshim-config --pkgconfig-dir)
@@ -187,9 +188,14 @@ def run(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The dnsshim-config command."""
-    p = parser("dnsshim-config")
-    return run(p.parse_args(sys.argv[1:] if argv is None else argv), p)
+    """The dnsshim-config command (``bundle``: the self-contained folder of
+    shim/bundle.py, as ``python -m shim bundle``)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "bundle":
+        from shim.bundle import main as bundle_main
+        return bundle_main(argv[1:], prog="dnsshim-config bundle")
+    p = parser("dnsshim-config", epilog="dnsshim-config bundle --help: the bundle")
+    return run(p.parse_args(argv), p)
 
 
 if __name__ == "__main__":

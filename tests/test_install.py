@@ -176,6 +176,12 @@ def test_dnsshim_config_help_and_usage(installed):
     bare = config(installed)
     assert bare.returncode == 2 and bare.stdout == "" and "usage: dnsshim-config" in bare.stderr
     assert config(installed, "--bogus").returncode == 2
+    # The bundle's counterpart of python -m shim bundle.
+    assert "dnsshim-config bundle --help" in help_text.stdout
+    bundle_help = config(installed, "bundle", "--help")
+    assert bundle_help.returncode == 0 and "usage: dnsshim-config bundle" in bundle_help.stdout
+    for option in ("--strip", "--optimize", "--extra-module"):
+        assert option in bundle_help.stdout
 
 
 def test_dnsshim_config_build_from_the_clone_root(installed, app_dir):
