@@ -299,9 +299,18 @@ static void dns_shim__locate(void)
     snprintf(dns_shim__root, sizeof dns_shim__root, "%s", DNS_SHIM_DEFAULT_ROOT);
     dns_shim__own_dir(dir, sizeof dir);
     n = strlen(dir);
-    if (DNS_SHIM_BUNDLE && n > strlen("/lib") && strcmp(dir + n - strlen("/lib"), "/lib") == 0) {
-        dir[n - strlen("/lib")] = '\0';
-        snprintf(dns_shim__bundle_home, sizeof dns_shim__bundle_home, "%s", dir);
+    if (DNS_SHIM_BUNDLE) {
+        /* <bundle>/lib/libdnsshim.so.N, beside <bundle>/lib/pythonX.Y; in
+        ** any other place the folder is not a bundle, and the library
+        ** refuses to start (dns_shim__start_interpreter) rather than run
+        ** some other Python found there. */
+        char modules[4096 + 64];
+        snprintf(modules, sizeof modules, "%s/python" DNS_SHIM_PYTHON_TAG, dir);
+        if (n > strlen("/lib") && strcmp(dir + n - strlen("/lib"), "/lib") == 0 &&
+            access(modules, R_OK | X_OK) == 0) {
+            dir[n - strlen("/lib")] = '\0';
+            snprintf(dns_shim__bundle_home, sizeof dns_shim__bundle_home, "%s", dir);
+        }
         return;
     }
     if (n > strlen("/shim/lib") && strcmp(dir + n - strlen("/shim/lib"), "/shim/lib") == 0) {
@@ -415,8 +424,14 @@ static int dns_shim__start_interpreter(void)
 
     if (Py_IsInitialized())
         return 0;
-    if (dns_shim__bundle_home[0] && (python == NULL || python[0] == '\0'))
-        return dns_shim__start_bundled();
+    if (DNS_SHIM_BUNDLE && (python == NULL || python[0] == '\0')) {
+        if (dns_shim__bundle_home[0])
+            return dns_shim__start_bundled();
+        dns_shim__log("this is a bundle's library, but the folder it was loaded from is not the "
+                      "lib/ of a bundle (no lib/python" DNS_SHIM_PYTHON_TAG " beside it): keep "
+                      "the bundle's layout, or set DNS_SHIM_PYTHON");
+        return -1;
+    }
     if (python == NULL || python[0] == '\0')
         python = dns_shim__derived_python[0] ? dns_shim__derived_python : DNS_SHIM_DEFAULT_PYTHON;
     dns_shim__python_version(python, version, sizeof version);

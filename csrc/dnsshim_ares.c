@@ -112,7 +112,9 @@ static void dnsshim_ares__done(uint64_t token)
 */
 static pthread_mutex_t dnsshim_ares__owned_lock = PTHREAD_MUTEX_INITIALIZER;
 static void **dnsshim_ares__owned = NULL; /* open addressing; NULL empty, TOMB deleted */
+/* used: slots not empty (live pointers and tombstones); live: pointers held */
 static size_t dnsshim_ares__owned_cap = 0, dnsshim_ares__owned_used = 0;
+static size_t dnsshim_ares__owned_live = 0;
 static char dnsshim_ares__tomb_;
 #define DNSSHIM_ARES__TOMB ((void *)&dnsshim_ares__tomb_)
 
@@ -125,11 +127,17 @@ static size_t dnsshim_ares__slot(const void *p, size_t cap)
     return (size_t)h & (cap - 1);
 }
 
-/* Called with the lock held. */
+/* Rehashes into a table sized for the live pointers alone (at most a
+** quarter full), dropping the tombstones: a long-running program that
+** allocates and frees forever keeps a table the size of what it holds,
+** not of what it ever held.  Called with the lock held. */
 static int dnsshim_ares__owned_grow(void)
 {
-    size_t cap = dnsshim_ares__owned_cap ? dnsshim_ares__owned_cap * 2 : 64, i, used = 0;
-    void **table = calloc(cap, sizeof *table);
+    size_t cap = 64, i, used = 0;
+    void **table;
+    while (cap < (dnsshim_ares__owned_live + 1) * 4)
+        cap *= 2;
+    table = calloc(cap, sizeof *table);
     if (table == NULL)
         return -1;
     for (i = 0; i < dnsshim_ares__owned_cap; i++) {
@@ -165,6 +173,7 @@ static int dnsshim_ares__own(void *p)
         if (dnsshim_ares__owned[j] == NULL)
             dnsshim_ares__owned_used++;
         dnsshim_ares__owned[j] = p;
+        dnsshim_ares__owned_live++;
     }
     pthread_mutex_unlock(&dnsshim_ares__owned_lock);
     return rc;
@@ -181,6 +190,7 @@ static int dnsshim_ares__disown(const void *p)
         while (dnsshim_ares__owned[j] != NULL) {
             if (dnsshim_ares__owned[j] == p) {
                 dnsshim_ares__owned[j] = DNSSHIM_ARES__TOMB;
+                dnsshim_ares__owned_live--;
                 found = 1;
                 break;
             }

@@ -254,3 +254,24 @@ def test_bundle_options_and_refusals(tmp_path):
                              text=True, cwd=ROOT, timeout=600)
     assert missing.returncode == 1 and "no_such_module_here" in missing.stderr
     assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize("folder", ["elsewhere", "other/lib"])
+def test_bundle_library_outside_its_bundle_refuses_to_start(built, bundle, tmp_path, folder):
+    """A bundle's library copied out of its bundle (into a folder not named
+    lib, or a lib/ with no python3.X beside it, as a distribution's /usr/lib
+    might be) finds no bundle there: it refuses with DNS_SHIM_ERR_INIT and
+    says why, rather than start some other Python it finds around it."""
+    import shutil
+    where = bundle[0]
+    place = tmp_path / folder
+    place.mkdir(parents=True)
+    for so in (where / "lib").glob("lib*.so*"):
+        shutil.copy(so, place / so.name, follow_symlinks=True)
+    message = tmp_path / "good.bin"
+    message.write_bytes(malformed.GOOD)
+    result = subprocess.run([str(built.test_prog), str(message)], capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(place)},
+                            timeout=120)
+    assert "status -14 " in result.stdout, result.stdout + result.stderr
+    assert "is not the lib/ of a bundle" in result.stderr
