@@ -2,7 +2,8 @@
 ** dns_shim.h: the public interface of libdnsshim.
 **
 ** libdnsshim parses untrusted DNS response messages for a C program.  The
-** bytes go in through process_dns_response() or dns_shim_process(); a
+** bytes go in through process_dns_response(), dns_shim_process() or
+** dns_shim_process_reply() (which also checks the reply against its query); a
 ** memory-safe parser (dnspython, running in an embedded CPython) checks every
 ** byte; the records come back through callbacks that the program registers.
 ** The C program never walks the untrusted bytes itself.
@@ -77,8 +78,11 @@
 **   bin/python, say) whose installation and site-packages to use, of the
 **   CPython version the library embeds.  Without it, a library installed
 **   inside the shim Python package uses the Python installation it sits in
-**   (found from its own path), and any other uses the one pinned at build
-**   time.  When the library is loaded into a process that already runs
+**   (found from its own path); the library of a bundle (python -m shim
+**   bundle) uses the bundle it sits in, <bundle>/lib/pythonX.Y, and nothing
+**   else (no site-packages), and refuses to start (DNS_SHIM_ERR_INIT, with
+**   the reason logged) when it is not inside one; any other uses the one
+**   pinned at build time.  When the library is loaded into a process that already runs
 **   Python, it uses that interpreter and its sys.path (plus the directory of
 **   the shim package it belongs to).
 **
@@ -153,7 +157,9 @@ typedef enum dns_shim_status {
     ** AAAA of 4 or 15), a length octet inside the RDATA that overruns it
     ** (TXT strings, NAPTR flags/services/regexp), fields cut short (SRV,
     ** NAPTR, MX, SOA under their minimum), RDATA longer than its content,
-    ** any other value dnspython's parser for that type rejects. */
+    ** a compression pointer in a name that the type's format forbids to
+    ** compress (NSEC's next name, RRSIG's signer, SVCB's target...), any
+    ** other value dnspython's parser for that type rejects. */
     DNS_SHIM_ERR_BAD_RDATA = -7,
     /* The QR bit is clear: a query, not a response. */
     DNS_SHIM_ERR_NOT_RESPONSE = -8,
@@ -312,9 +318,12 @@ typedef struct dns_shim_soa {
 /*
 ** Any other record: a type without a typed callback (CAA, HTTPS, SVCB, DS,
 ** RRSIG, URI, TSIG, unknown types...), a record of a class other than IN, or
-** a record whose typed callback is NULL.  rdata is the uncompressed wire form
-** of the record's data (names inside expanded) exactly as dnspython
-** re-encodes it.
+** a record whose typed callback is NULL.  rdata: for a type dnspython parses
+** (README.md has the table by class), the uncompressed wire form of the
+** record's data (names inside expanded) exactly as dnspython re-encodes it;
+** for any other (dnspython's GenericRdata: an unknown type, or a type
+** without a module for the record's class, such as A under class ANY), the
+** octets exactly as sent, unchecked beyond RDLENGTH.
 */
 typedef struct dns_shim_raw {
     dns_shim_rr rr;
@@ -551,7 +560,7 @@ DNS_SHIM_API const char *dns_shim_strerror(int32_t status);
 
 /*
 ** dns_shim_version: the library's version, "MAJOR.MINOR.PATCH", followed by
-** the CPython it embeds, e.g. "1.0.0 (CPython 3.11)".  Static text.  Never
+** the CPython it embeds, e.g. "1.1.0 (CPython 3.11)".  Static text.  Never
 ** starts the runtime.  A library embeds one CPython minor version: pointed
 ** at another (DNS_SHIM_PYTHON), it refuses to start with DNS_SHIM_ERR_INIT
 ** and a message that names both.

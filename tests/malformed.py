@@ -109,6 +109,12 @@ CASES = {
                      S.ERR_BAD_RDATA),
     "a_rdlength_5": (header(qd=1, an=1) + question() + rr(AT_QNAME, 1, A_RDATA + b"\x00"),
                      S.ERR_BAD_RDATA),
+    # NSEC: next domain name, then the type bitmap (window 0, 1 octet: A).  RFC
+    # 4034 forbids compressing the next name: a pointer there is malformed RDATA
+    # for NSEC (dnspython refuses to decompress it), not a malformed name.
+    "nsec_next_name_compressed": (header(qd=1, an=1) + question()
+                                  + rr(AT_QNAME, 47, AT_QNAME + b"\x00\x01\x40"),
+                                  S.ERR_BAD_RDATA),
     "aaaa_rdlength_4": (header(qd=1, an=1) + question() + rr(AT_QNAME, 28, bytes(4)),
                         S.ERR_BAD_RDATA),
     "aaaa_rdlength_15": (header(qd=1, an=1) + question() + rr(AT_QNAME, 28, bytes(15)),
