@@ -3,12 +3,18 @@
 The package is the Python half of ``libdnsshim.so``:
 
 * :mod:`shim.status`: the status codes and the exceptions that carry them;
-* :mod:`shim.decode`: wire bytes to records, pure Python over dnspython;
+* :mod:`shim.decode`: wire bytes to records, pure Python over dnspython,
+  with :mod:`shim.rdtable` (which dnspython class parses each class and
+  type) and :mod:`shim.match` (a reply against its query);
 * :mod:`shim.glue`: records to the C structs of ``csrc/dns_shim.h`` and the
   program's callbacks (used inside the library through cffi);
 * :mod:`shim.api`: ``shim.parse_response(wire)`` for Python programs, the
   same parser and statuses without C;
-* :mod:`shim.config`: ``dnsshim-config``, the flags a C build needs.
+* :mod:`shim.embedded`: what libdnsshim's init code attaches;
+  :mod:`shim.ares_glue` and :mod:`shim.ares_embedded` the same for
+  ``libdnsshim_ares.so`` (c-ares's classic parsers);
+* :mod:`shim.config`: ``dnsshim-config``, the flags a C build needs;
+  :mod:`shim.bundle`: the self-contained folder for devices.
 
 ``import shim`` stays light (the library imports it at start-up): the API's
 names are loaded on first use.

@@ -28,7 +28,8 @@ from shim import config
 
 def dnsshim_dump() -> int:
     """The dnsshim-dump command: the C program installed in the package, or,
-    where it is not (an editable install), the same output from Python."""
+    where it is not (the source tree without a built library), the same output
+    from Python."""
     program = Path(__file__).resolve().parent / "bin" / "dnsshim-dump"
     if program.exists():
         os.execv(program, [str(program), *sys.argv[1:]])

@@ -86,7 +86,8 @@ def _source_tree():
         raise BundleError(f"python -m shim bundle builds the library from its sources, and "
                           f"{ROOT} has no build_ffi.py and csrc/: run it from a source checkout "
                           "(pip install -e .)")
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))  # after the rest: it must not shadow installed modules
     import build_ffi
 
     return build_ffi

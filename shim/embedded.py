@@ -12,7 +12,7 @@ rare plan C cannot queue it hands to ``dns_shim__py_release``.
 
 The C side reads a return of 0 as "cffi could not run this function", so a
 success is returned as ``DNS_SHIM__PY_DONE`` (1) and the C side turns it back
-into ``DNS_SHIM_OK``.  An exception escaping ``glue.process`` (it catches
+into ``DNS_SHIM_OK``.  An exception escaping ``glue.plan`` (it catches
 everything, so this is the last line of defence) returns
 ``DNS_SHIM_ERR_INTERNAL`` and is reported, never 0.
 
