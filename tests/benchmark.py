@@ -351,8 +351,11 @@ def instructions(build: Path, messages: dict, smoke: bool, libpython_dir: Path =
         subprocess.run(["cc", "-O2", "-Wall", f"-I{ROOT / 'csrc'}",
                         f"-I{sysconfig.get_paths()['include']}",
                         str(ROOT / "csrc" / "dnsshim_callgrind.c"), "-o", str(program),
-                        f"-L{build}", "-ldnsshim", f"-Wl,-rpath,{build}", f"-L{libdir}",
-                        f"-Wl,-rpath,{libdir}", f"-l{pylib}"],
+                        f"-L{build}", "-ldnsshim", f"-Wl,-rpath,{build}",
+                        # link against the installation's libpython (a bundle's lib/ has
+                        # only libpythonX.Y.so.1.0, no libpythonX.Y.so); run with libdir's
+                        f"-L{sysconfig.get_config_var('LIBDIR')}", f"-Wl,-rpath,{libdir}",
+                        f"-l{pylib}"],
                        check=True)
         files = []
         for i, wire in enumerate(messages.values()):
