@@ -49,6 +49,9 @@ HEADER = CSRC / "dns_shim.h"
 ARES_HEADER = CSRC / "ares" / "dnsshim_ares.h"
 #: The helpers the command-line programs share (reading a message, hex, RSS).
 TOOLS = CSRC / "tools"
+#: valgrind's suppressions for a program using the library: installed as
+#: share/dnsshim/libdnsshim.supp beside lib/ (the .pc file's valgrind_suppressions).
+SUPPRESSIONS = CSRC / "lib" / "libdnsshim.supp"
 
 # ---------------------------------------------------------------------------
 # What cffi is given
@@ -93,8 +96,9 @@ extern "Python" int32_t dns_shim__py_process(const uint8_t *buf, int32_t len,
 extern "Python" void dns_shim__py_release(uint64_t token);
 const char *dns_shim__package_root(void);
 int32_t dns_shim__owns_interpreter(void);
-void dns_shim__report_start_failure(const char *why);
+void dns_shim__report_start_failure(const char *why, const char *traceback);
 void dns_shim__log_level(int32_t level, const char *message);
+void dns_shim__set_error(const char *text);
 """
 
 # libdnsshim's init code, which cffi runs once the interpreter is up: make the
@@ -113,10 +117,11 @@ def _start():
     shim.embedded.attach()
 try:
     _start()
-except BaseException:
+except BaseException as e:
     import traceback
     lib.dns_shim__report_start_failure(
-        ("the parser could not be loaded:\\n" + traceback.format_exc()).encode("utf-8", "replace"))
+        f"the parser could not be loaded ({type(e).__name__}: {e})".encode("utf-8", "replace"),
+        traceback.format_exc().rstrip().encode("utf-8", "replace"))
 """
 
 # libdnsshim_ares's init code: libdnsshim has started the interpreter and put
@@ -126,10 +131,19 @@ from _dnsshim_ares_cffi import ffi, lib
 try:
     import shim.ares_embedded
     shim.ares_embedded.attach()
-except BaseException:
+except BaseException as e:
     import traceback
-    lib.dnsshim_ares__report_start_failure(
-        ("the parser could not be loaded:\\n" + traceback.format_exc()).encode("utf-8", "replace"))
+    why = (f"cannot start the c-ares layer: its parser could not be loaded "
+           f"({type(e).__name__}: {e}); every parse returns ARES_ENOTINITIALIZED")
+    logged = 0
+    try:
+        from shim import glue
+        glue.log(glue.LOG_ERROR, why)
+        glue.log(glue.LOG_DEBUG, traceback.format_exc().rstrip())
+        logged = 1
+    except BaseException:
+        pass
+    lib.dnsshim_ares__report_start_failure(why.encode("utf-8", "replace"), logged)
 """
 
 
@@ -143,19 +157,29 @@ def _shim():
     return shim
 
 
-def strerror_defines() -> str:
-    """dns_shim_strerror's cases, from the one table of texts (shim.status)."""
+def generated_defines() -> str:
+    """What csrc/lib/dns_shim.c takes from the Python side, written into it
+    as defines: dns_shim_strerror's cases and each status's name, from the
+    one table of statuses (shim.status), and the text of
+    shim/requirements.py, which the library runs before anything else."""
     _shim()
     from shim.status import TEXTS, UNKNOWN_TEXT
 
     cases = " ".join(f"case {status.c_name}: return {_c_string(text)};"
                      for status, text in TEXTS.items())
+    names = " ".join(f"case {status.c_name}: return {_c_string(status.c_name)};"
+                     for status in TEXTS)
+    requirements = (ROOT / "shim" / "requirements.py").read_text(encoding="utf-8")
     return (f"#define DNS_SHIM__STRERROR_CASES {cases}\n"
-            f"#define DNS_SHIM__STRERROR_UNKNOWN {_c_string(UNKNOWN_TEXT)}\n")
+            f"#define DNS_SHIM__STRERROR_UNKNOWN {_c_string(UNKNOWN_TEXT)}\n"
+            f"#define DNS_SHIM__STATUS_NAME_CASES {names}\n"
+            "#define DNS_SHIM__REQUIREMENTS \\\n"
+            + " \\\n".join(_c_string(line) for line in requirements.splitlines(True)) + "\n")
 
 
 def _c_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + escaped + '"'
 
 
 # ---------------------------------------------------------------------------
@@ -215,7 +239,7 @@ def package_version() -> str:
 DNSSHIM = Library(
     name="dnsshim", pc_name="dnsshim", module="_dnsshim_cffi",
     cdef=lambda: header_cdef(HEADER) + _INTERNAL_CDEF,
-    source=CSRC / "lib" / "dns_shim.c", generated=strerror_defines, init_code=INIT_CODE,
+    source=CSRC / "lib" / "dns_shim.c", generated=generated_defines, init_code=INIT_CODE,
     major=package_version().split(".")[0], exports=CSRC / "lib" / "libdnsshim.map",
     pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True)
 
@@ -297,7 +321,7 @@ def check_sources() -> str:
     """Refuse to build when what the Python side, the header and the export
     files each say of the same thing disagree.  Returns the version."""
     _shim()
-    from shim import ares_codes
+    from shim import ares_codes, requirements
     from shim.status import Status
 
     version = package_version()
@@ -327,7 +351,32 @@ def check_sources() -> str:
         raise SourcesDisagree(f"the c-ares layer's constants differ between "
                               f"{ARES_HEADER.relative_to(ROOT)} and shim/ares_codes.py "
                               f"(header, Python): {differ}")
+    declared = pyproject_dependencies()
+    floors = requirement_lines(requirements)
+    if declared != floors:
+        raise SourcesDisagree(f"pyproject.toml's dependencies {declared} are not the floors of "
+                              f"shim/requirements.py {floors}: change both together")
     return version
+
+
+def pyproject_dependencies() -> list:
+    """pyproject.toml's run-time dependencies, as written."""
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["dependencies"]
+
+
+def requirement_lines(requirements) -> list:
+    """The dependency lines shim/requirements.py's floors make: cffi's by
+    the CPython minor version, then dnspython's."""
+    minors = sorted(requirements.CFFI, key=lambda v: tuple(map(int, v.split("."))))
+    lines = []
+    for i, minor in enumerate(minors):
+        marker = ("<" if i == 0 else ">=" if i == len(minors) - 1 else "==")
+        bound = minors[1] if i == 0 else minor
+        lines.append(f"cffi>={requirements.CFFI[minor]}; python_version {marker} '{bound}'")
+    return lines + [f"dnspython>={requirements.DNSPYTHON}"]
 
 
 # ---------------------------------------------------------------------------
@@ -458,15 +507,21 @@ def _runtime_defines(mode: Mode, shared: bool, optimize: int) -> list:
     root = str(ROOT) if mode is Mode.SOURCE_TREE else ""
     defines = [f'-DDNS_SHIM_DEFAULT_PYTHON="{python}"', f'-DDNS_SHIM_DEFAULT_ROOT="{root}"',
                f'-DDNS_SHIM_PYTHON_TAG="{sysconfig.get_python_version()}"',
+               f'-DDNS_SHIM_BUILD_PREFIX="{os.path.realpath(sys.base_prefix)}"',
                f"-DDNS_SHIM_IN_PACKAGE={1 if mode is Mode.PACKAGE and shared else 0}"]
     if mode is Mode.BUNDLE:
         defines += ["-DDNS_SHIM_BUNDLE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}"]
     return defines
 
 
-def _emit(library: Library, tmp: Path) -> Path:
+def _emit(library: Library, tmp: Path, verbose: bool) -> Path:
+    """cffi's C for a library (cffi says "generating ..." only when verbose)."""
+    import contextlib
+    import io
+
     c_file = tmp / f"{library.module}.c"
-    make_ffi(library).emit_c_code(str(c_file))
+    with contextlib.redirect_stdout(sys.stdout if verbose else io.StringIO()):
+        make_ffi(library).emit_c_code(str(c_file))
     return c_file
 
 
@@ -521,7 +576,7 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
     libraries = (DNSSHIM,) if mode is Mode.BUNDLE else LIBRARIES
     for library in libraries:
         with tempfile.TemporaryDirectory(prefix=f"{library.name}-build-") as tmp:
-            c_file = _emit(library, Path(tmp))
+            c_file = _emit(library, Path(tmp), verbose)
             shared = (_runtime_defines(mode, True, optimize) if library.starts_runtime else [])
             _link_shared(library, c_file, out_dir, shared, mode, verbose)
             if mode is not Mode.BUNDLE:
@@ -587,9 +642,10 @@ def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rp
 
 def install(prefix, mode: Mode = Mode.SOURCE_TREE, verbose: bool = False) -> Path:
     """A complete tree under prefix: lib/ (the libraries and pkgconfig/),
-    include/dns_shim.h, bin/dnsshim-dump.  In Mode.PACKAGE prefix is the
-    installed package's shim/ directory, and the .pc files find it relative
-    to themselves.  Returns libdnsshim's shared object."""
+    include/dns_shim.h, bin/dnsshim-dump, share/dnsshim/libdnsshim.supp.  In
+    Mode.PACKAGE prefix is the installed package's shim/ directory, and the
+    .pc files find it relative to themselves.  Returns libdnsshim's shared
+    object."""
     prefix = Path(os.path.abspath(prefix))
     lib = prefix / "lib"
     shared = build(lib, mode, verbose=verbose)
@@ -600,6 +656,8 @@ def install(prefix, mode: Mode = Mode.SOURCE_TREE, verbose: bool = False) -> Pat
     (prefix / "bin").mkdir(parents=True, exist_ok=True)
     compile_program([TOOLS / "dnsshim-dump.c"], prefix / "bin" / "dnsshim-dump", against=lib,
                     rpath="$ORIGIN/../lib", verbose=verbose)
+    (prefix / "share" / "dnsshim").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SUPPRESSIONS, prefix / "share" / "dnsshim" / SUPPRESSIONS.name)
     write_pkgconfig(lib, "${pcfiledir}/../.." if mode is Mode.PACKAGE else str(prefix), mode)
     return shared
 

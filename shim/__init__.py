@@ -24,7 +24,7 @@ The package is the Python half of ``libdnsshim.so``:
 names are loaded on first use.
 """
 
-__version__ = "1.1.0"
+__version__ = "1.2.0"
 
 _API = {"parse_response", "Response", "Header", "Record", "A", "AAAA", "Target", "MX", "TXT",
         "SRV", "NAPTR", "SOA", "Raw", "Section", "EdnsOption", "Query"}

@@ -207,37 +207,22 @@ def test_init_failure_from_c_is_init_never_zero(built, vector_files, venv_withou
     logs = split_log(result.stdout)
     for f in files:
         assert logs[str(f)] == [f"status -14 {STRERROR[Status.ERR_INIT]}"]
-    # The bare virtualenv has neither cffi's backend nor dnspython.
-    assert "ModuleNotFoundError: No module named '_cffi_backend'" in result.stderr
-    assert "every call returns DNS_SHIM_ERR_INIT" in result.stderr
+    # The bare virtualenv has neither cffi's backend nor dnspython: one line
+    # (tests/test_startup_failures.py checks each such line to the letter).
+    assert result.stderr.startswith(
+        "dnsshim: cannot start: cffi's backend (_cffi_backend) is not installed for ")
+    assert result.stderr.count("\n") == 1
 
 
 def test_init_failure_goes_to_the_log_handler(built, vector_files, venv_without_dnspython):
     env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": str(venv_without_dnspython)}
     result = run_test_prog(built, "--log", vector_files["good"], vector_files["ims"], env=env)
     assert result.stderr == "", "with a handler, nothing goes to stderr"
-    assert "log 3: Failed to initialize the Python-CFFI embedding logic:" in result.stdout
-    assert "log 3: ModuleNotFoundError: No module named '_cffi_backend'" in result.stdout
-    assert "log 3: the parser could not be loaded; every call returns DNS_SHIM_ERR_INIT" in \
-        result.stdout
+    logs = [line for line in result.stdout.splitlines() if line.startswith("log ")]
+    assert len(logs) == 1 and logs[0].startswith(
+        "log 3: cannot start: cffi's backend (_cffi_backend) is not installed for ")
     assert result.stdout.count("status -14 ") == 2
     assert "log with a wrong ctx" not in result.stdout
-
-
-def test_other_minor_version_is_refused_by_name(built, vector_files, tmp_path):
-    import glob
-    others = [p for p in glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3.*"))
-              if not p.endswith(f"python{sys.version_info.major}.{sys.version_info.minor}")
-              and p[-1].isdigit()]
-    if not others:
-        pytest.skip("no other CPython minor version on this machine")
-    other = sorted(others)[-1]
-    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": other}
-    result = run_test_prog(built, "--log", vector_files["good"], env=env)
-    tag = f"{sys.version_info.major}.{sys.version_info.minor}"
-    assert f"log 3: this library embeds CPython {tag} but the Python it was given, {other}, is " \
-        f"CPython {other.rsplit('python', 1)[1]}" in result.stdout
-    assert "status -14 " in result.stdout
 
 
 def test_init_failure_from_c_api_mode(built, venv_without_dnspython):
