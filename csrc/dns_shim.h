@@ -628,12 +628,66 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
 DNS_SHIM_API const char *dns_shim_last_error(void);
 
 /*
+** The host's allocator (1.2), shaped like CPython's PyMemAllocatorEx: the
+** memory the embedded runtime takes comes from these four functions, each
+** called with ctx.  calloc may be NULL (malloc, then the block zeroed); the
+** others are required.  They are called from any thread that calls the
+** library, and during start-up: they must be thread-safe, and must not call
+** back into the library.
+*/
+typedef struct dns_shim_allocator {
+    uint32_t struct_size;          /* sizeof(dns_shim_allocator) */
+    void *ctx;
+    void *(*malloc)(void *ctx, size_t size);
+    void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+    void *(*realloc)(void *ctx, void *ptr, size_t new_size);
+    void (*free)(void *ctx, void *ptr);
+} dns_shim_allocator;
+
+/*
+** dns_shim_set_allocator (1.2): where the embedded runtime's memory comes
+** from, for an interpreter the library starts itself.  Call it before the
+** runtime starts (before dns_shim_init or the first call that parses):
+** CPython's raw and general-purpose allocations, and the arenas of its
+** small-object allocator, then go to the host's functions (NULL: libc's,
+** the default).  A few of CPython's own start-up allocations (its runtime
+** locks and path configuration, which it keeps apart on purpose) and what
+** the C library allocates for itself still use libc's malloc; in the
+** shared library and the bundle cffi's backend takes the memory of the
+** structs handed to callbacks from libc too (the firmware object routes it).
+**
+** Returns DNS_SHIM_OK, or DNS_SHIM_ERR_BAD_ARGUMENT (changing nothing) for
+** an unknown struct_size, a missing function, or a call once the runtime has
+** started, the interpreter of a Python program the library is loaded into
+** included (that program's allocator is its own).
+*/
+DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator);
+
+/*
+** dns_shim_set_memory_limit (1.2): a ceiling, in bytes, on what the
+** embedded runtime holds (its start-up included); 0 is none.  While a
+** message is parsed, an allocation that would take the runtime above it is
+** refused: that call fails with DNS_SHIM_ERR_NO_MEMORY, calls no callback,
+** leaves what it took behind it freed, and the library goes on: the next
+** message is parsed as if the failed one had never come.  The failed call's
+** parse may go up to 1 MiB past the limit while it unwinds.
+**
+** The runtime's memory is counted only when it is asked for before the
+** runtime starts (this function, 0 included, or dns_shim_set_allocator);
+** then the limit may be changed at any time.  Returns DNS_SHIM_OK, or
+** DNS_SHIM_ERR_BAD_ARGUMENT when the runtime started without its memory
+** counted (or in a Python program's own interpreter).
+*/
+DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
+
+/*
 ** VERSIONING
 **
 **   The SONAME is libdnsshim.so.MAJOR: within a major version nothing is
 **   removed or changed.  Each minor release adds a symbol-version node,
 **   inheriting the one before: DNSSHIM_1.0 (every function of 1.0),
-**   DNSSHIM_1.1 (dns_shim_process_reply), DNSSHIM_1.2 (dns_shim_last_error).
+**   DNSSHIM_1.1 (dns_shim_process_reply), DNSSHIM_1.2 (dns_shim_last_error,
+**   dns_shim_set_allocator, dns_shim_set_memory_limit).
 **   A program built against this header records, per function, the node it
 **   needs.
 **

@@ -56,17 +56,82 @@ def attach():
     glue.failure = lambda text: lib.dns_shim__set_error(text.encode("utf-8", "replace"))
     if owns:
         install_log_hooks(log)
+    types = ffi.string(lib.dns_shim__firmware_types()).decode()
+    if types:
+        from shim import rdtable
+
+        rdtable.keep_only(types.split(","))
+    plan = glue.plan
+    if lib.dns_shim__memory_accounted():
+        plan = limited(ffi, lib, plan)
     log(glue.LOG_INFO, describe_runtime())
 
     @ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=glue.report_unraisable)
     def dns_shim__py_process(buf, length, query, callbacks, finished, n_finished, steps, count,
                              token):
         glue.release_all(finished, n_finished)
-        return glue.plan(ffi, buf, length, callbacks, steps, count, token, query) or done
+        return plan(ffi, buf, length, callbacks, steps, count, token, query) or done
 
     @ffi.def_extern(onerror=glue.report_unraisable)
     def dns_shim__py_release(token):
         glue.release(token)
+
+
+def limited(ffi, lib, plan):
+    """glue.plan under the memory limit (dns_shim_set_memory_limit): the
+    limit holds in the parsing thread while the message is parsed, and a
+    call it refused an allocation to fails with ERR_NO_MEMORY; its plan, if
+    one was made within the reserve the unwinding gets, is dropped at once,
+    and what the failed parse left in cycles (the exception, its traceback,
+    the frames) is collected, so that the next call starts from the memory
+    the last one started from.  First, what a failure's report needs and what
+    a first big parse leaves behind (the modules it imports, the arenas its
+    long-lived objects pin) are loaded: the limit then counts from where a
+    working runtime stays."""
+    import gc
+    import traceback
+
+    from shim import glue
+    from shim.status import Status
+
+    try:
+        raise MemoryError
+    except MemoryError as e:
+        traceback.format_exception(type(e), e, e.__traceback__)
+    head = bytes.fromhex("123481800001000000000000076578616d706c6503636f6d0000010001")
+    record = bytes.fromhex("c00c0001000100000e100004c0000201")
+    n = (65535 - len(head)) // len(record)
+    wire = head[:6] + n.to_bytes(2, "big") + head[8:] + record * n
+    callbacks = ffi.new("dns_shim_callbacks *")
+    callbacks.struct_size = ffi.sizeof("dns_shim_callbacks")
+    callbacks.sections = 7
+    callbacks.on_a = ffi.cast("dns_shim_a_cb", 1)  # never called: the plan is released
+    steps, count, token = (ffi.new("dns_shim__step **"), ffi.new("size_t *"),
+                           ffi.new("uint64_t *"))
+    plan(ffi, ffi.from_buffer(wire), len(wire), callbacks, steps, count, token, ffi.NULL)
+    glue.release(token[0])
+    del callbacks, steps, count, token
+    gc.collect()
+
+    enforce, release, collect = lib.dns_shim__memory_enforce, glue.release, gc.collect
+    no_memory = int(Status.ERR_NO_MEMORY)
+
+    def limited_plan(ffi, buf, length, callbacks, steps, count, token, query=None):
+        enforce(1)
+        try:
+            status = plan(ffi, buf, length, callbacks, steps, count, token, query)
+        finally:
+            tripped = enforce(0)
+        if tripped:
+            if token[0]:
+                release(token[0])
+                token[0] = 0
+                count[0] = 0
+            collect()
+            return no_memory
+        return status
+
+    return limited_plan
 
 
 def describe_runtime() -> str:
@@ -79,7 +144,9 @@ def describe_runtime() -> str:
     import shim
 
     def where(module):
-        path = getattr(module, "__file__", None) or "?"
+        path = getattr(module, "__file__", None)
+        if not path:
+            return "built in"  # the firmware's frozen and built-in modules
         return path[:-len("/__init__.py")] if path.endswith("/__init__.py") else path
 
     return (f"runtime: CPython {sys.version.split()[0]} ({sys.prefix}), "
