@@ -114,7 +114,10 @@ from _dnsshim_cffi import ffi, lib
 def _start():
     import sys
     root = ffi.string(lib.dns_shim__package_root()).decode()
-    if root and root not in sys.path:
+    # In a Python program (an interpreter the library did not start) this
+    # runs with the guest's builtins: the import below is the library's own
+    # private copy (shim/guest.py), and sys.path is the program's, untouched.
+    if root and root not in sys.path and lib.dns_shim__owns_interpreter():
         sys.path.insert(0, root)
     import shim.embedded
     shim.embedded.attach()
@@ -172,12 +175,17 @@ def generated_defines() -> str:
                      for status, text in TEXTS.items())
     names = " ".join(f"case {status.c_name}: return {_c_string(status.c_name)};"
                      for status in TEXTS)
-    requirements = (ROOT / "shim" / "requirements.py").read_text(encoding="utf-8")
     return (f"#define DNS_SHIM__STRERROR_CASES {cases}\n"
             f"#define DNS_SHIM__STRERROR_UNKNOWN {_c_string(UNKNOWN_TEXT)}\n"
             f"#define DNS_SHIM__STATUS_NAME_CASES {names}\n"
-            "#define DNS_SHIM__REQUIREMENTS \\\n"
-            + " \\\n".join(_c_string(line) for line in requirements.splitlines(True)) + "\n")
+            + _c_text("DNS_SHIM__REQUIREMENTS", ROOT / "shim" / "requirements.py")
+            + _c_text("DNS_SHIM__GUEST_CODE", ROOT / "shim" / "guest.py"))
+
+
+def _c_text(name: str, path: Path) -> str:
+    """A define of a file's text as one C string (the library runs it)."""
+    lines = path.read_text(encoding="utf-8").splitlines(True)
+    return f"#define {name} \\\n" + " \\\n".join(_c_string(line) for line in lines) + "\n"
 
 
 def _c_string(text: str) -> str:
@@ -217,6 +225,9 @@ class Library:
     links: tuple = ()
     #: whether it starts the runtime itself (and so takes the build mode's defines)
     starts_runtime: bool = False
+    #: the prefix of the two functions its module's C defines for a guest in
+    #: a Python program (patch_for_guest)
+    guest_prefix: str = ""
 
     @property
     def soname(self) -> str:
@@ -244,7 +255,7 @@ DNSSHIM = Library(
     cdef=lambda: header_cdef(HEADER) + _INTERNAL_CDEF,
     source=CSRC / "lib" / "dns_shim.c", generated=generated_defines, init_code=INIT_CODE,
     major=package_version().split(".")[0], exports=CSRC / "lib" / "libdnsshim.map",
-    pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True)
+    pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True, guest_prefix="dns_shim")
 
 #: libdnsshim_ares: c-ares's classic reply parsers, on libdnsshim's runtime.
 #: c-ares's classic parse API is fixed (1.18, 1.19): its major stays 1.
@@ -253,7 +264,8 @@ DNSSHIM_ARES = Library(
     cdef=lambda: header_cdef(ARES_HEADER), source=CSRC / "ares" / "dnsshim_ares.c",
     generated=lambda: "", init_code=ARES_INIT_CODE, major="1",
     exports=CSRC / "ares" / "libdnsshim_ares.map",
-    pc_template=CSRC / "ares" / "dnsshim-ares.pc.in", links=("dnsshim",))
+    pc_template=CSRC / "ares" / "dnsshim-ares.pc.in", links=("dnsshim",),
+    guest_prefix="dnsshim_ares")
 
 #: Every library, in the order they are built (a library after those it links).
 LIBRARIES = (DNSSHIM, DNSSHIM_ARES)
@@ -527,14 +539,48 @@ def runtime_defines(mode: Mode, shared: bool = True, optimize: int = 0, types=()
 
 def emit(library: Library, tmp: Path, verbose: bool = False) -> Path:
     """cffi's C for a library, into tmp (cffi says "generating ..." only when
-    verbose); the firmware compiles it with its own toolchain."""
+    verbose), patched for a guest in a Python program (patch_for_guest); the
+    firmware compiles it with its own toolchain."""
     import contextlib
     import io
 
     c_file = tmp / f"{library.module}.c"
     with contextlib.redirect_stdout(sys.stdout if verbose else io.StringIO()):
         make_ffi(library).emit_c_code(str(c_file))
+    patch_for_guest(c_file, library.guest_prefix)
     return c_file
+
+
+# A guest in a Python program: loaded into a process that already runs
+# Python, the library loads its own Python side privately (shim/guest.py says
+# how), and two calls of cffi's generated code are pointed at that guest: the
+# backend _cffi_init imports, and the builtins the init code runs with.  Each
+# library's C defines the two functions (doing what cffi does in the library's
+# own interpreter) and refuses to compile without this patch.
+
+#: (what cffi emits, exactly once in a module; what it becomes)
+_GUEST_CALLS = (('module = PyImport_ImportModule("_cffi_backend");',
+                 "module = {prefix}__cffi_backend();"),
+                ("builtins = PyEval_GetBuiltins();", "builtins = {prefix}__init_builtins();"))
+
+
+def patch_for_guest(c_file: Path, prefix: str) -> None:
+    """Points the calls of _GUEST_CALLS in the emitted module at
+    ``<prefix>__cffi_backend()`` and ``<prefix>__init_builtins()``, declared
+    right after Python.h.  Refuses when cffi's text is not as expected."""
+    text = Path(c_file).read_text(encoding="utf-8")
+    for old, new in _GUEST_CALLS:
+        if text.count(old) != 1:
+            raise SystemExit(f"{c_file}: cffi's code has {text.count(old)} of {old!r}, not one: "
+                             "this cffi is not one build_ffi.patch_for_guest knows")
+        text = text.replace(old, new.format(prefix=prefix))
+    include = "#include <Python.h>\n"
+    if text.count(include) != 1:
+        raise SystemExit(f"{c_file}: no single {include.strip()!r} to declare the guest after")
+    text = text.replace(include, include + "#define DNS_SHIM__GUEST_PATCHED 1\n"
+                        f"static PyObject *{prefix}__cffi_backend(void);\n"
+                        f"static PyObject *{prefix}__init_builtins(void);\n")
+    Path(c_file).write_text(text, encoding="utf-8")
 
 
 def _link_shared(library: Library, c_file: Path, out_dir: Path, defines: list, mode: Mode,

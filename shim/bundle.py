@@ -60,8 +60,9 @@ TAG = sysconfig.get_python_version()
 PYDIR = f"python{TAG}"
 
 #: Modules the library may import only when something goes wrong (a report
-#: with its traceback): always in the bundle.
-ALWAYS = ("traceback", "warnings")
+#: with its traceback), and the floors a guest in a Python program checks
+#: (shim/guest.py): always in the bundle.
+ALWAYS = ("traceback", "warnings", "shim.requirements")
 
 #: Extension modules the staging folder hides, so that what imports them
 #: takes its fallback: hashlib then uses CPython's own hash modules, and the

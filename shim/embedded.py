@@ -139,6 +139,7 @@ def describe_runtime() -> str:
     (logged at info level once it has started; ``dnsshim-config --check``
     prints it)."""
     import _cffi_backend
+    import dns
     import dns.version
 
     import shim
@@ -150,7 +151,7 @@ def describe_runtime() -> str:
         return path[:-len("/__init__.py")] if path.endswith("/__init__.py") else path
 
     return (f"runtime: CPython {sys.version.split()[0]} ({sys.prefix}), "
-            f"dnspython {dns.version.version} ({where(sys.modules['dns'])}), "
+            f"dnspython {dns.version.version} ({where(dns)}), "
             f"cffi {_cffi_backend.__version__} ({where(_cffi_backend)}), "
             f"shim {shim.__version__} ({where(shim)})")
 

@@ -94,11 +94,9 @@ def problem(python: str = "", origin: str = "", path=None) -> str:
     except Exception as e:  # noqa: BLE001 - a broken installation, said in one line
         return (f"cffi's backend (_cffi_backend) does not import for {of} "
                 f"({type(e).__name__}: {e}): reinstall it: {_install(python, f'cffi>={floor}', True)}")
-    found = getattr(_cffi_backend, "__version__", "0")
-    if _release(found) < _release(floor):
-        return (f"cffi {found} ({_where(_cffi_backend)}) is older than {floor}, the oldest this "
-                f"library works with on CPython {sys.version_info[0]}.{sys.version_info[1]}: "
-                f"upgrade it: {_install(python, f'cffi>={floor}')}")
+    why = cffi_below_floor(_cffi_backend, python)
+    if why:
+        return why
     try:
         import dns.version
     except ImportError as e:
@@ -110,9 +108,29 @@ def problem(python: str = "", origin: str = "", path=None) -> str:
     except Exception as e:  # noqa: BLE001
         return (f"dnspython does not import for {of} ({type(e).__name__}: {e}): reinstall it: "
                 f"{_install(python, f'dnspython>={DNSPYTHON}', True)}")
-    found = getattr(dns.version, "version", "0")
-    if _release(found) < _release(DNSPYTHON):
-        return (f"dnspython {found} ({_where(sys.modules['dns'])}) is older than {DNSPYTHON}, "
-                f"the oldest this library works with: upgrade it: "
-                f"{_install(python, f'dnspython>={DNSPYTHON}')}")
-    return ""
+    return dnspython_below_floor(dns.version, sys.modules["dns"], python)
+
+
+def cffi_below_floor(backend, python: str = "") -> str:
+    """One line when the _cffi_backend module ``backend`` is older than the
+    floor, or ""."""
+    python = python or sys.executable or "python3"
+    floor = cffi_floor()
+    found = getattr(backend, "__version__", "0")
+    if _release(found) >= _release(floor):
+        return ""
+    return (f"cffi {found} ({_where(backend)}) is older than {floor}, the oldest this "
+            f"library works with on CPython {sys.version_info[0]}.{sys.version_info[1]}: "
+            f"upgrade it: {_install(python, f'cffi>={floor}')}")
+
+
+def dnspython_below_floor(version, package, python: str = "") -> str:
+    """One line when dnspython (its ``dns.version`` module and ``dns``
+    package) is older than the floor, or ""."""
+    python = python or sys.executable or "python3"
+    found = getattr(version, "version", "0")
+    if _release(found) >= _release(DNSPYTHON):
+        return ""
+    return (f"dnspython {found} ({_where(package)}) is older than {DNSPYTHON}, "
+            f"the oldest this library works with: upgrade it: "
+            f"{_install(python, f'dnspython>={DNSPYTHON}')}")

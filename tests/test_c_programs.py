@@ -249,44 +249,64 @@ print(lib.process_dns_response(msg, len(msg)))
 """
 
 
-def test_init_failure_in_a_python_host(built):
-    script = INIT_FAILURE_SCRIPT.format(root=str(ROOT), lib=str(built.lib), msg=malformed.GOOD.hex())
+def _python_host(script, env=None):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=120)
+                            timeout=120, env=env)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["-2", "-14", "-14", "-14"]
-    assert "ModuleNotFoundError: No module named 'dns." in result.stderr
-    assert "'dns' is not a package" in result.stderr
-    assert "every call returns DNS_SHIM_ERR_INIT" in result.stderr
+    return result
 
 
-NOT_ATTACHED_SCRIPT = """
-import sys, types, cffi
-fake = types.ModuleType("shim.embedded")
-fake.attach = lambda: None         # start-up succeeds, the function stays unattached
-sys.path.insert(0, {root!r})
-import shim
-sys.modules["shim.embedded"] = shim.embedded = fake
-import build_ffi
-ffi = cffi.FFI()
-ffi.cdef(build_ffi.header_cdef())
-lib = ffi.dlopen({lib!r})
-msg = bytes.fromhex({msg!r})
-print(lib.dns_shim_init())
-print(lib.process_dns_response(msg, len(msg)))
-"""
-
-
-def test_unattached_entry_point_is_init_never_zero(built):
-    """cffi returns 0 from an extern "Python" function with no body: the
-    library must not read that as success."""
-    script = NOT_ATTACHED_SCRIPT.format(root=str(ROOT), lib=str(built.lib),
+def test_python_host_state_does_not_reach_the_library(built):
+    """A Python program in which dnspython cannot be imported (sys.modules
+    says so): the library, a guest there with its own copy of its Python
+    side (shim/guest.py), works all the same, and leaves that entry alone."""
+    script = INIT_FAILURE_SCRIPT.format(root=str(ROOT), lib=str(built.lib),
                                         msg=malformed.GOOD.hex())
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["0", "-14"]
-    assert "not attached" in result.stderr
+    result = _python_host(script + "print(sys.modules['dns'])\n")
+    assert result.stdout.split() == ["-2", "0", "0", "0", "None"]
+    assert result.stderr == ""
+
+
+def test_init_failure_in_a_python_host(built, venv_without_dnspython):
+    """In a Python program, a library whose installation has neither cffi's
+    backend nor dnspython (DNS_SHIM_PYTHON: a bare virtualenv) refuses once,
+    with one line saying so."""
+    script = INIT_FAILURE_SCRIPT.format(root=str(ROOT), lib=str(built.lib),
+                                        msg=malformed.GOOD.hex())
+    result = _python_host(script, env=dict(os.environ,
+                                           DNS_SHIM_PYTHON=str(venv_without_dnspython)))
+    assert result.stdout.split() == ["-2", "-14", "-14", "-14"]
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+    assert "cannot load its own Python side: its cffi backend cannot be loaded from its own " \
+        "installation" in result.stderr
+    assert "No module named '_cffi_backend'" in result.stderr
+    assert result.stderr.startswith("dnsshim: cannot start: loaded into a Python program")
+
+
+# A .pth line run by the site module of the library's own interpreter: a
+# shim.embedded whose attach() does nothing.
+NOT_ATTACHED_PTH = ("import sys, types; sys.modules['shim'] = types.ModuleType('shim'); "
+                    "sys.modules['shim'].__path__ = []; "
+                    "fake = sys.modules['shim.embedded'] = types.ModuleType('shim.embedded'); "
+                    "fake.attach = lambda: None; sys.modules['shim'].embedded = fake\n")
+
+
+def test_unattached_entry_point_is_init_never_zero(built, vector_files, tmp_path):
+    """cffi returns 0 from an extern "Python" function with no body: the
+    library must not read that as success.  (In a C program: a Python program
+    can no longer reach the library's shim.embedded, a guest's own copy.)"""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / \
+        "site-packages"
+    import sysconfig
+    (site / "build.pth").write_text(sysconfig.get_paths()["purelib"] + "\n" + NOT_ATTACHED_PTH)
+    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": str(venv / "bin" / "python")}
+    result = run_test_prog(built, vector_files["good"], env=env)
+    assert split_log(result.stdout)[str(vector_files["good"])] == [
+        f"status -14 {STRERROR[Status.ERR_INIT]}"]
+    assert "the parser is not attached" in result.stderr
+    assert "could not be loaded" not in result.stderr
 
 
 def test_dump_prints_the_ims_sample(built, tmp_path):

@@ -61,6 +61,51 @@ static void dnsshim_ares__report_start_failure(const char *why, int32_t logged)
         dnsshim_ares__log(why);
 }
 
+/* In a Python program, libdnsshim is a guest there (csrc/lib/dns_shim.c: a
+** private copy of its Python side and its own cffi backend) and publishes
+** its shim.guest.Guest as _dnsshim_cffi.__dnsshim_guest__: this module runs
+** on the same, through the two calls of cffi's generated code that
+** build_ffi.py's patch_for_guest points here.  In the library's own
+** interpreter there is no guest, and they do what cffi does. */
+#ifndef DNS_SHIM__GUEST_PATCHED
+#  error "build through build_ffi.py: cffi's emitted code must be patched (patch_for_guest)"
+#endif
+
+/* An attribute of libdnsshim's guest (a new reference), or NULL, with no
+** exception set, when there is none. */
+static PyObject *dnsshim_ares__guest_attr(const char *attr)
+{
+    PyObject *name = PyUnicode_FromString("_dnsshim_cffi");
+    PyObject *own = name ? PyImport_GetModule(name) : NULL;
+    PyObject *guest = NULL, *value = NULL;
+    Py_XDECREF(name);
+    if (own != NULL && PyObject_HasAttrString(own, "__dnsshim_guest__"))
+        guest = PyObject_GetAttrString(own, "__dnsshim_guest__");
+    if (guest != NULL)
+        value = PyObject_GetAttrString(guest, attr);
+    PyErr_Clear();
+    Py_XDECREF(guest);
+    Py_XDECREF(own);
+    return value;
+}
+
+static PyObject *dnsshim_ares__cffi_backend(void)
+{
+    PyObject *backend = dnsshim_ares__guest_attr("backend");
+    return backend != NULL ? backend : PyImport_ImportModule("_cffi_backend");
+}
+
+/* A borrowed reference, as PyEval_GetBuiltins() returns. */
+static PyObject *dnsshim_ares__init_builtins(void)
+{
+    PyObject *builtins = dnsshim_ares__guest_attr("builtins");
+    if (builtins != NULL) {
+        Py_DECREF(builtins); /* the guest holds it */
+        return builtins;
+    }
+    return PyEval_GetBuiltins();
+}
+
 static void dnsshim_ares__init_once(void)
 {
     /* libdnsshim says why its runtime did not start, through the program's

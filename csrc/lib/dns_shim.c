@@ -631,6 +631,20 @@ failed:
 }
 #endif
 
+/* The python executable whose installation the library uses, and where
+** that choice comes from: DNS_SHIM_PYTHON, else the one found from this
+** file's own path (an installed library), else the one pinned at build. */
+static const char *dns_shim__choose_python(const char **origin)
+{
+    const char *python = getenv("DNS_SHIM_PYTHON");
+    if (python != NULL && python[0] != '\0') {
+        *origin = dns_shim__from_env;
+        return python;
+    }
+    *origin = dns_shim__derived_python[0] ? dns_shim__from_package : dns_shim__from_build;
+    return dns_shim__derived_python[0] ? dns_shim__derived_python : DNS_SHIM_DEFAULT_PYTHON;
+}
+
 /* Starts CPython from the chosen installation, unless the process already
 ** runs an interpreter.  Returns 0 on success. */
 static int dns_shim__start_interpreter(void)
@@ -662,10 +676,7 @@ static int dns_shim__start_interpreter(void)
                                "set DNS_SHIM_PYTHON");
         return -1;
     }
-    if (python == NULL || python[0] == '\0') {
-        python = dns_shim__derived_python[0] ? dns_shim__derived_python : DNS_SHIM_DEFAULT_PYTHON;
-        origin = dns_shim__derived_python[0] ? dns_shim__from_package : dns_shim__from_build;
-    }
+    python = dns_shim__choose_python(&origin);
     if (dns_shim__check_python(python, origin) != 0)
         return -1;
 
@@ -790,6 +801,182 @@ static int dns_shim__check_requirements(const char *python, const char *origin)
     return rc;
 }
 
+/* ------------------------------------------------------------------ */
+/* A guest in a Python program                                          */
+
+/*
+** Loaded into a process that already runs Python (dns_shim__owns == 0),
+** the library loads its own Python side privately (shim/guest.py, whose
+** text build_ffi.py compiles in as DNS_SHIM__GUEST_CODE): its shim package,
+** its dnspython and its own _cffi_backend, from its own installation,
+** leaving the program's sys.path and sys.modules as they were.  Two calls
+** in cffi's generated code are pointed here by build_ffi.py
+** (patch_for_guest): _cffi_init's PyImport_ImportModule("_cffi_backend")
+** and the builtins _cffi_initialize_python runs the init code with.  In an
+** interpreter the library started itself they do what cffi does.
+*/
+#ifndef DNS_SHIM__GUEST_PATCHED
+#  error "build through build_ffi.py: cffi's emitted code must be patched (patch_for_guest)"
+#endif
+
+/* The shim.guest.Guest object, once loaded (never released: the module
+** cffi builds on its backend lives as long as the process). */
+static PyObject *dns_shim__guest = NULL;
+
+static PyObject *dns_shim__cffi_backend(void)
+{
+    if (dns_shim__guest != NULL)
+        return PyObject_GetAttrString(dns_shim__guest, "backend");
+    return PyImport_ImportModule("_cffi_backend");
+}
+
+/* A borrowed reference, as PyEval_GetBuiltins() returns. */
+static PyObject *dns_shim__init_builtins(void)
+{
+    if (dns_shim__guest != NULL) {
+        PyObject *builtins = PyObject_GetAttrString(dns_shim__guest, "builtins");
+        Py_XDECREF(builtins); /* the guest holds it */
+        return builtins;
+    }
+    return PyEval_GetBuiltins();
+}
+
+/* The pending exception as one line into out: a GuestError's text as it is
+** (it is one line, said for people), any other "Type: message". */
+static void dns_shim__exception_line(char *out, size_t size)
+{
+    PyObject *type, *value, *tb, *text = NULL;
+    const char *utf8 = NULL, *name = "error";
+    char *p;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (type != NULL && PyType_Check(type))
+        name = ((PyTypeObject *)type)->tp_name;
+    if (value != NULL)
+        text = PyObject_Str(value);
+    if (text != NULL)
+        utf8 = PyUnicode_AsUTF8(text);
+    if (utf8 != NULL && strcmp(name, "GuestError") == 0)
+        snprintf(out, size, "%s", utf8);
+    else if (utf8 != NULL && utf8[0] != '\0')
+        snprintf(out, size, "%s: %s", name, utf8);
+    else
+        snprintf(out, size, "%s", name);
+    for (p = out; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    PyErr_Clear();
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+}
+
+/* Runs the loader in a namespace of its own and keeps its Guest.  Called
+** with the GIL held; on failure writes one line into why. */
+static int dns_shim__guest_load(const char *python, char *why, size_t size)
+{
+    PyObject *globals = PyDict_New(), *builtins = PyImport_ImportModule("builtins");
+    PyObject *name = PyUnicode_FromString("_dnsshim_guest"), *code = NULL, *result = NULL;
+    PyObject *start, *guest;
+    int rc = -1;
+
+    if (globals == NULL || builtins == NULL || name == NULL ||
+        PyDict_SetItemString(globals, "__builtins__", builtins) != 0 ||
+        PyDict_SetItemString(globals, "__name__", name) != 0)
+        goto failed;
+    code = Py_CompileString(DNS_SHIM__GUEST_CODE, "<dnsshim: shim/guest.py>", Py_file_input);
+    if (code == NULL || (result = PyEval_EvalCode(code, globals, globals)) == NULL)
+        goto failed;
+    start = PyDict_GetItemString(globals, "start"); /* borrowed */
+    if (start == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the loader has no start()");
+        goto failed;
+    }
+    guest = PyObject_CallFunction(start, "ssss", dns_shim__root, python, DNS_SHIM_PYTHON_TAG,
+                                  dns_shim__bundle_home);
+    if (guest == NULL)
+        goto failed;
+    dns_shim__guest = guest;
+    rc = 0;
+    goto done;
+failed:
+    dns_shim__exception_line(why, size);
+done:
+    Py_XDECREF(result);
+    Py_XDECREF(code);
+    Py_XDECREF(name);
+    Py_XDECREF(builtins);
+    Py_XDECREF(globals);
+    return rc;
+}
+
+/* What stops the library from being a guest, checked before anything runs
+** in the program's interpreter; then the loader.  Returns 0, or -1 having
+** said why in one line. */
+static int dns_shim__guest_start(void)
+{
+    const char *version = Py_GetVersion(), *origin = dns_shim__from_env, *python;
+    char why[1536], pinned[64], running[64];
+    size_t n = strlen(DNS_SHIM_PYTHON_TAG);
+    PyGILState_STATE gil;
+    int rc;
+
+    snprintf(running, sizeof running, "%.*s", (int)strcspn(version, " "), version);
+    /* The library is compiled for one CPython minor version: in another,
+    ** every struct it touches may be laid out otherwise. */
+    if (strncmp(version, DNS_SHIM_PYTHON_TAG, n) != 0 ||
+        (version[n] >= '0' && version[n] <= '9')) {
+        dns_shim__cannot_start(NULL, "cannot start: loaded into a program that runs CPython %s, "
+                               "but this library embeds CPython " DNS_SHIM_PYTHON_TAG " and "
+                               "cannot use that interpreter: load a libdnsshim built with a "
+                               "CPython of the program's minor version", running);
+        return -1;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    if (Py_IsFinalizing()) {
+#else
+    if (_Py_IsFinalizing()) {
+#endif
+        dns_shim__cannot_start(NULL, "cannot start: loaded into a Python program whose "
+                               "interpreter is shutting down");
+        return -1;
+    }
+    python = DNS_SHIM_BUNDLE && !(getenv("DNS_SHIM_PYTHON") && getenv("DNS_SHIM_PYTHON")[0])
+        ? "" : dns_shim__choose_python(&origin);
+    if (python[0]) {
+        dns_shim__python_version(python, pinned, sizeof pinned);
+        if (pinned[0] && strcmp(pinned, DNS_SHIM_PYTHON_TAG) != 0) {
+            dns_shim__cannot_start(NULL, "this library embeds CPython " DNS_SHIM_PYTHON_TAG
+                                   " but its installation, %s (%s), is CPython %s: rebuild the "
+                                   "library with that Python, or set DNS_SHIM_PYTHON to a "
+                                   "CPython " DNS_SHIM_PYTHON_TAG, python, origin, pinned);
+            return -1;
+        }
+    }
+    gil = PyGILState_Ensure();
+    rc = dns_shim__guest_load(python, why, sizeof why);
+    PyGILState_Release(gil);
+    if (rc != 0)
+        dns_shim__cannot_start(NULL, "cannot start: loaded into a Python program (CPython %s), "
+                               "the library cannot load its own Python side: %s", running, why);
+    return rc;
+}
+
+/* For libdnsshim_ares, which runs on the same guest: the Guest object as
+** _dnsshim_cffi.__dnsshim_guest__ (this library's own cffi module). */
+static void dns_shim__guest_publish(void)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *name = PyUnicode_FromString("_dnsshim_cffi");
+    PyObject *own = name ? PyImport_GetModule(name) : NULL;
+    if (own == NULL || PyObject_SetAttrString(own, "__dnsshim_guest__", dns_shim__guest) != 0)
+        PyErr_Clear();
+    Py_XDECREF(own);
+    Py_XDECREF(name);
+    PyGILState_Release(gil);
+}
+
 /* For the init code (build_ffi.py's INIT_CODE). */
 static const char *dns_shim__package_root(void)
 {
@@ -816,7 +1003,7 @@ static void dns_shim__report_start_failure(const char *why, const char *tracebac
 
 static void dns_shim__init_once(void)
 {
-    const char *python = getenv("DNS_SHIM_PYTHON"), *origin = dns_shim__from_env;
+    const char *python, *origin;
     PyGILState_STATE gil;
     int rc;
 
@@ -836,21 +1023,30 @@ static void dns_shim__init_once(void)
     }
     if (dns_shim__start_interpreter() != 0)
         return;
-    if (python == NULL || python[0] == '\0') {
-        python = dns_shim__derived_python[0] ? dns_shim__derived_python : DNS_SHIM_DEFAULT_PYTHON;
-        origin = dns_shim__derived_python[0] ? dns_shim__from_package : dns_shim__from_build;
+    if (!dns_shim__owns) {
+        /* A guest in a Python program: its own copy of its Python side, the
+        ** floors checked on it (dns_shim__guest_start says why it cannot),
+        ** then cffi's module on that copy. */
+        if (dns_shim__guest_start() != 0)
+            return;
+        if (cffi_start_python() != 0) {
+            dns_shim__cannot_start(NULL, "cannot start: cffi could not load the library's module "
+                                   "into the Python program it is loaded into (its report is on "
+                                   "that program's stderr)");
+            return;
+        }
+        if (dns_shim__start_error[0])
+            return;
+        dns_shim__guest_publish();
+        dns_shim__init_status = DNS_SHIM_OK;
+        return;
     }
+    python = dns_shim__choose_python(&origin);
     if (DNS_SHIM_BUNDLE && dns_shim__bundle_home[0])
         origin = "the bundle's";
-    /* We hold the GIL since Py_InitializeFromConfig, or take the host's. */
-    gil = dns_shim__owns ? PyGILState_LOCKED : PyGILState_Ensure();
-    rc = dns_shim__check_requirements(dns_shim__owns ? python : "", dns_shim__owns ? origin :
-                                      "the Python program the library is loaded into");
-    if (dns_shim__owns) {
-        PyEval_SaveThread();
-    } else {
-        PyGILState_Release(gil);
-    }
+    /* We hold the GIL since Py_InitializeFromConfig. */
+    rc = dns_shim__check_requirements(python, origin);
+    PyEval_SaveThread();
     if (rc != 0)
         return;
     /* Runs the init code: imports shim.embedded and calls its attach(), which
@@ -873,12 +1069,6 @@ static void dns_shim__init_once(void)
                                    "module into CPython " PY_VERSION " (its report is logged at "
                                    "debug level): reinstall cffi in %s", python);
         free(printed);
-    } else {
-        rc = cffi_start_python();
-        if (rc != 0)
-            dns_shim__cannot_start(NULL, "cannot start: cffi could not load the library's module "
-                                   "into the Python program it is loaded into (its report is on "
-                                   "that program's stderr)");
     }
     if (rc != 0 || dns_shim__start_error[0])
         return;
