@@ -61,16 +61,15 @@ def attach():
         from shim import rdtable
 
         rdtable.keep_only(types.split(","))
-    plan = glue.plan
     if lib.dns_shim__memory_accounted():
-        plan = limited(ffi, lib, plan)
+        glue.plan = limited(ffi, lib, glue.plan)
     log(glue.LOG_INFO, describe_runtime())
 
     @ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=glue.report_unraisable)
     def dns_shim__py_process(buf, length, query, callbacks, finished, n_finished, steps, count,
                              token):
         glue.release_all(finished, n_finished)
-        return plan(ffi, buf, length, callbacks, steps, count, token, query) or done
+        return glue.plan(ffi, buf, length, callbacks, steps, count, token, query) or done
 
     @ffi.def_extern(onerror=glue.report_unraisable)
     def dns_shim__py_release(token):
