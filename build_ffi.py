@@ -100,6 +100,7 @@ void dns_shim__report_start_failure(const char *why, const char *traceback);
 void dns_shim__log_level(int32_t level, const char *message);
 void dns_shim__set_error(const char *text);
 int32_t dns_shim__memory_accounted(void);
+int32_t dns_shim__memory_limited(void);
 int32_t dns_shim__memory_enforce(int32_t on);
 const char *dns_shim__firmware_types(void);
 """

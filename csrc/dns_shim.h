@@ -648,13 +648,16 @@ typedef struct dns_shim_allocator {
 ** dns_shim_set_allocator (1.2): where the embedded runtime's memory comes
 ** from, for an interpreter the library starts itself.  Call it before the
 ** runtime starts (before dns_shim_init or the first call that parses):
-** CPython's raw and general-purpose allocations, and the arenas of its
-** small-object allocator, then go to the host's functions (NULL: libc's,
-** the default).  A few of CPython's own start-up allocations (its runtime
-** locks and path configuration, which it keeps apart on purpose) and what
-** the C library allocates for itself still use libc's malloc; in the
-** shared library and the bundle cffi's backend takes the memory of the
-** structs handed to callbacks from libc too (the firmware object routes it).
+** CPython's raw and general-purpose allocations, and the 256 KiB arenas of
+** its small-object allocator, then go to the host's functions (NULL: libc's,
+** the default).  What still comes from libc's malloc: ten of CPython's own
+** start-up allocations (its three runtime locks and seven strings of its
+** path configuration, which it keeps out of any allocator a program sets,
+** on purpose), what the C library allocates for itself (tzset reading
+** /etc/localtime, qsort, dlopen), and, in the shared library and the
+** bundle, cffi's backend's memory for the structs handed to callbacks (a
+** few blocks a message) and its modules' loading.  The firmware object
+** routes cffi's backend too: there nothing of a parse goes around the host.
 **
 ** Returns DNS_SHIM_OK, or DNS_SHIM_ERR_BAD_ARGUMENT (changing nothing) for
 ** an unknown struct_size, a missing function, or a call once the runtime has
@@ -665,18 +668,23 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 
 /*
 ** dns_shim_set_memory_limit (1.2): a ceiling, in bytes, on what the
-** embedded runtime holds (its start-up included); 0 is none.  While a
-** message is parsed, an allocation that would take the runtime above it is
-** refused: that call fails with DNS_SHIM_ERR_NO_MEMORY, calls no callback,
-** leaves what it took behind it freed, and the library goes on: the next
-** message is parsed as if the failed one had never come.  The failed call's
-** parse may go up to 1 MiB past the limit while it unwinds.
+** embedded runtime holds (its start-up included), at any time; 0 is none,
+** the default.  While a message is parsed under a limit, an allocation that
+** would take the runtime above it is refused: that call fails with
+** DNS_SHIM_ERR_NO_MEMORY, calls no callback, leaves what it took behind it
+** freed, and the library goes on: the next message is parsed as if the
+** failed one had never come.  The failed call's parse may go up to 1 MiB
+** past the limit while it unwinds.  The first parse under a limit first
+** loads, outside it, what a large parse and a failure's report need, so
+** that the limit counts from where a working runtime stays.
 **
-** The runtime's memory is counted only when it is asked for before the
-** runtime starts (this function, 0 included, or dns_shim_set_allocator);
-** then the limit may be changed at any time.  Returns DNS_SHIM_OK, or
-** DNS_SHIM_ERR_BAD_ARGUMENT when the runtime started without its memory
-** counted (or in a Python program's own interpreter).
+** The runtime's memory is counted from its start whatever the host set, in
+** every build (the raw domain and the arenas, through a size header: a few
+** instructions an allocation).  Returns DNS_SHIM_OK, or
+** DNS_SHIM_ERR_BAD_ARGUMENT for a limit other than 0 once the runtime is the
+** interpreter of a Python program the library is loaded into (that
+** program's memory is its own; a limit set before is dropped there, with a
+** warning in the log).
 */
 DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
 

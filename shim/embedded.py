@@ -77,21 +77,57 @@ def attach():
 
 
 def limited(ffi, lib, plan):
-    """glue.plan under the memory limit (dns_shim_set_memory_limit): the
-    limit holds in the parsing thread while the message is parsed, and a
-    call it refused an allocation to fails with ERR_NO_MEMORY; its plan, if
-    one was made within the reserve the unwinding gets, is dropped at once,
-    and what the failed parse left in cycles (the exception, its traceback,
-    the frames) is collected, so that the next call starts from the memory
-    the last one started from.  First, what a failure's report needs and what
-    a first big parse leaves behind (the modules it imports, the arenas its
-    long-lived objects pin) are loaded: the limit then counts from where a
-    working runtime stays."""
+    """glue.plan under the memory limit (dns_shim_set_memory_limit), for an
+    interpreter whose memory the library counts: while a limit is set, it
+    holds in the parsing thread while the message is parsed, and a call it
+    refused an allocation to fails with ERR_NO_MEMORY; its plan, if one was
+    made within the reserve the unwinding gets, is dropped at once, and what
+    the failed parse left in cycles (the exception, its traceback, the
+    frames) is collected, so that the next call starts from the memory the
+    last one started from.  Before the first parse under a limit, what a
+    failure's report needs and what a first big parse leaves behind (the
+    modules it imports, the arenas its long-lived objects pin) are loaded:
+    the limit then counts from where a working runtime stays."""
+    import gc
+
+    from shim import glue
+    from shim.status import Status
+
+    limited_now, enforce = lib.dns_shim__memory_limited, lib.dns_shim__memory_enforce
+    collect = gc.collect
+    no_memory = int(Status.ERR_NO_MEMORY)
+    warm = []
+
+    def limited_plan(ffi, buf, length, callbacks, steps, count, token, query=None):
+        if not limited_now():
+            return plan(ffi, buf, length, callbacks, steps, count, token, query)
+        if not warm:
+            warm_up(ffi, plan)
+            warm.append(True)
+        enforce(1)
+        try:
+            status = plan(ffi, buf, length, callbacks, steps, count, token, query)
+        finally:
+            tripped = enforce(0)
+        if tripped:
+            if token[0]:
+                glue.release(token[0])
+                token[0] = 0
+                count[0] = 0
+            collect()
+            return no_memory
+        return status
+
+    return limited_plan
+
+
+def warm_up(ffi, plan):
+    """A failure's report and a 64 KiB response's parse, once, outside the
+    limit (limited)."""
     import gc
     import traceback
 
     from shim import glue
-    from shim.status import Status
 
     try:
         raise MemoryError
@@ -111,26 +147,6 @@ def limited(ffi, lib, plan):
     glue.release(token[0])
     del callbacks, steps, count, token
     gc.collect()
-
-    enforce, release, collect = lib.dns_shim__memory_enforce, glue.release, gc.collect
-    no_memory = int(Status.ERR_NO_MEMORY)
-
-    def limited_plan(ffi, buf, length, callbacks, steps, count, token, query=None):
-        enforce(1)
-        try:
-            status = plan(ffi, buf, length, callbacks, steps, count, token, query)
-        finally:
-            tripped = enforce(0)
-        if tripped:
-            if token[0]:
-                release(token[0])
-                token[0] = 0
-                count[0] = 0
-            collect()
-            return no_memory
-        return status
-
-    return limited_plan
 
 
 def describe_runtime() -> str:

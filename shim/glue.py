@@ -430,14 +430,20 @@ log = _log_to_stderr
 
 
 def report(status, exc) -> None:
-    """Log an unexpected failure, with its traceback."""
+    """Log an unexpected failure, with its traceback (without it when even
+    the formatting fails: the line still says what failed)."""
+    head = f"{status.c_name}: unexpected error in the parser"
     try:
         import traceback  # only when something went wrong: keeps start-up light
 
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        log(LOG_ERROR, f"{status.c_name}: unexpected error in the parser:\n{text.rstrip()}")
+        log(LOG_ERROR, f"{head}:\n{text.rstrip()}")
     except BaseException:  # noqa: B902 - the report itself must not fail the call
-        pass
+        try:
+            log(LOG_ERROR, f"{head}: {type(exc).__name__}: {exc} (no traceback: formatting it "
+                           "failed)")
+        except BaseException:  # noqa: B902
+            pass
 
 
 def report_unraisable(exc_type, exc, tb) -> None:

@@ -4,14 +4,16 @@
 ** libdnsshim's C half in every build: build_ffi.py puts it before
 ** dns_shim.c in the module's preamble.
 **
-** When either is asked for before the runtime starts, the interpreter the
-** library starts gets, in place of CPython's defaults, allocators that keep
-** an account of what the runtime holds: CPython's RAW and MEM domains
-** through a 16-octet size header, and the 256 KiB arenas of its
-** small-object allocator (pymalloc, kept for the OBJ domain: with another
-** object allocator CPython 3.11 reads memory it did not initialise).  They
-** take the memory from the host's allocator (or libc's).  Otherwise nothing
-** is routed and nothing is counted: CPython's defaults, untouched.
+** An interpreter the library starts itself keeps an account of what it
+** holds: CPython's RAW domain through a 16-octet size header, and the
+** 256 KiB arenas of its small-object allocator (pymalloc), whose large
+** blocks come from the RAW domain; the MEM and OBJ domains stay pymalloc
+** (with another object allocator CPython 3.11 reads memory it did not
+** initialise).  The memory comes from libc, or, when the host set an
+** allocator before the start, from the host's functions, and then the MEM
+** domain goes to them too (through the same header), so that the host sees
+** every general-purpose allocation.  A Python program's own interpreter is
+** never touched: nothing is counted there, and no limit is set.
 **
 ** The limit holds while a message is parsed, in the parsing thread (the
 ** init code wraps the parse: shim.embedded.attach): an allocation that would
@@ -30,6 +32,7 @@
 
 static int dns_shim__memory_started = 0; /* the allocators were chosen */
 static int dns_shim__accounting = 0;     /* the runtime's memory is counted */
+static int dns_shim__guest_memory = 0;   /* ... it is a Python program's */
 static dns_shim_allocator dns_shim__host; /* the host's, or libc's */
 static size_t dns_shim__limit = 0;       /* 0: none */
 static size_t dns_shim__held = 0;        /* bytes the runtime holds (atomic) */
@@ -181,7 +184,6 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
                             "are required (calloc may be NULL)");
     } else {
         dns_shim__host = *allocator;
-        dns_shim__accounting = 1;
     }
     pthread_mutex_unlock(&dns_shim__memory_lock);
     return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
@@ -191,31 +193,30 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes)
 {
     int32_t rc = DNS_SHIM_OK;
     pthread_mutex_lock(&dns_shim__memory_lock);
-    if (dns_shim__memory_started && !dns_shim__accounting)
-        rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the runtime started without its memory "
-                            "accounted: a limit is first set before the first call that starts "
-                            "it (dns_shim_set_memory_limit(0) then turns the accounting on), "
-                            "and may change at any time after");
-    else {
+    if (dns_shim__guest_memory && bytes != 0)
+        rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the runtime is the interpreter of the "
+                            "Python program the library is loaded into: its memory is that "
+                            "program's, and has no limit of the library's");
+    else
         __atomic_store_n(&dns_shim__limit, bytes, __ATOMIC_RELAXED);
-        if (!dns_shim__memory_started)
-            dns_shim__accounting = 1;
-    }
     pthread_mutex_unlock(&dns_shim__memory_lock);
     return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
 }
 
-/* Before the library starts an interpreter of its own: the allocators, when
-** an allocator or a limit was asked for.  A Python host's interpreter is
-** never touched: there, once called, this only closes the door. */
+/* Before the library starts an interpreter of its own: the accounting
+** allocators, and the host's behind them.  In a Python program's
+** interpreter, once called, this only closes the door, and drops a limit
+** set before, with a warning. */
 static void dns_shim__memory_start(int owns)
 {
+    int dropped = 0;
     pthread_mutex_lock(&dns_shim__memory_lock);
-    if (!dns_shim__memory_started && owns && dns_shim__accounting) {
+    if (!dns_shim__memory_started && owns) {
         PyMemAllocatorEx domain = {NULL, dns_shim__malloc, dns_shim__calloc, dns_shim__realloc,
                                    dns_shim__free};
         PyObjectArenaAllocator arenas = {NULL, dns_shim__arena_alloc, dns_shim__arena_free};
-        if (dns_shim__host.malloc == NULL) {
+        int routed = dns_shim__host.malloc != NULL;
+        if (!routed) {
             dns_shim__host.struct_size = sizeof dns_shim__host;
             dns_shim__host.malloc = dns_shim__libc_malloc;
             dns_shim__host.calloc = dns_shim__libc_calloc;
@@ -223,21 +224,35 @@ static void dns_shim__memory_start(int owns)
             dns_shim__host.free = dns_shim__libc_free;
         }
         PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &domain);
-        PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &domain);
+        if (routed)
+            PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &domain);
         PyObject_SetArenaAllocator(&arenas);
+        dns_shim__accounting = 1;
     } else if (!dns_shim__memory_started) {
-        dns_shim__accounting = 0;
+        dns_shim__guest_memory = 1;
+        dropped = __atomic_exchange_n(&dns_shim__limit, 0, __ATOMIC_RELAXED) != 0;
     }
     dns_shim__memory_started = 1;
     pthread_mutex_unlock(&dns_shim__memory_lock);
+    if (dropped)
+        dns_shim__log_level(DNS_SHIM_LOG_WARNING, "the memory limit set with "
+                            "dns_shim_set_memory_limit does not hold: the runtime is the "
+                            "interpreter of the Python program the library is loaded into, "
+                            "whose memory is that program's");
 }
 
 /* For the init code: whether the runtime's memory is counted (a limit may
-** then be set), and the limit on or off for the parse in this thread;
-** returns whether it refused an allocation since it was turned on. */
+** then be set at any time), whether a limit is set now, and the limit on or
+** off for the parse in this thread (returns whether it refused an
+** allocation since it was turned on). */
 static int32_t dns_shim__memory_accounted(void)
 {
     return dns_shim__accounting;
+}
+
+static int32_t dns_shim__memory_limited(void)
+{
+    return __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED) != 0;
 }
 
 static int32_t dns_shim__memory_enforce(int32_t on)
