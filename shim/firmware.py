@@ -163,6 +163,7 @@ class Toolchain:
     objcopy: str
     ar: str
     nm: str
+    strip: str
     libpython: Path
     config_c: Path
     libffi: Path
@@ -178,7 +179,7 @@ class Toolchain:
         config = Path(f"/usr/lib/python{TAG}/config-{TAG}-{triplet}")
         return cls(triplet=triplet, cc=prefix + "gcc", ld=prefix + "ld",
                    objcopy=prefix + "objcopy", ar=prefix + "ar", nm=prefix + "nm",
-                   libpython=config / f"libpython{TAG}-pic.a", config_c=config / "config.c",
+                   strip=prefix + "strip", libpython=config / f"libpython{TAG}-pic.a", config_c=config / "config.c",
                    libffi=Path(f"/usr/lib/{triplet}/libffi_pic.a"),
                    includes=[f"/usr/include/python{TAG}", f"/usr/include/{triplet}"])
 
@@ -186,7 +187,7 @@ class Toolchain:
         """One line naming the Debian package for the first piece missing."""
         arch = "" if self.native else ":" + debian_arch(self.triplet)
         gcc = "gcc" if self.native else f"gcc-{self.triplet}"
-        for tool in (self.cc, self.ld, self.objcopy, self.ar, self.nm):
+        for tool in (self.cc, self.ld, self.objcopy, self.ar, self.nm, self.strip):
             if shutil.which(tool) is None:
                 raise FirmwareError(f"{tool} is not installed: apt-get install {gcc}")
         for path, package in ((self.libpython, f"libpython{TAG}-dev{arch}"),
@@ -484,6 +485,35 @@ int main(void)
 """
 
 
+# The same program without the library: the two functions it calls, doing
+# nothing.
+STUB_C = r"""
+#include <dns_shim.h>
+int32_t process_dns_response(uint8_t *buf, int32_t len) { (void)buf; return len; }
+const char *dns_shim_last_error(void) { return ""; }
+"""
+
+
+def growth(build_ffi, tc: Toolchain, obj: Path, work: Path, verbose: bool) -> dict:
+    """What the object adds to a program, for the target: the stripped size
+    and the xz -9 size of a small program (VERIFY_C) linked with it, minus
+    the same program linked with a stub of the two functions it calls."""
+    import lzma
+
+    (work / "verify.c").write_text(VERIFY_C)
+    (work / "stub.c").write_text(STUB_C)
+    sizes = {}
+    for name, extra in (("with", [obj, *LIBS.split()]), ("without", [work / "stub.c"])):
+        program = build_ffi.compile_program([work / "verify.c"], work / f"growth-{name}",
+                                            libraries=(), flags=extra, cc=tc.cc,
+                                            verbose=verbose)
+        _run([tc.strip, program], verbose)
+        data = program.read_bytes()
+        sizes[name] = (len(data), len(lzma.compress(data, preset=9)))
+    return {"stripped": sizes["with"][0] - sizes["without"][0],
+            "xz -9": sizes["with"][1] - sizes["without"][1]}
+
+
 def verify(build_ffi, dest: Path, work: Path, verbose: bool) -> None:
     """A program linked with the object alone parses a response (native)."""
     (work / "verify.c").write_text(VERIFY_C)
@@ -562,6 +592,7 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
             "builtin": builtins, "api": api, "undefined": sorted(undefined),
             "link": f"cc prog.c {dest / 'lib' / 'libdnsshim_fw.o'} {LIBS}",
         }
+        manifest["program growth"] = growth(build_ffi, tc, obj, work, verbose)
         write_folder(build_ffi, dest, tc, obj, manifest, cffi_src)
         if tc.native:
             verify(build_ffi, dest, work, verbose)
@@ -598,11 +629,12 @@ def main(argv=None, prog="python -m shim firmware") -> int:
         detail = getattr(e, "stderr", None) or ""
         print(f"{prog}: {e}\n{detail}".rstrip(), file=sys.stderr)
         return 1
-    mib = 1024 * 1024
+    mib, grown = 1024 * 1024, manifest["program growth"]
     print(f"{Path(args.dir).resolve()}/lib/libdnsshim_fw.o: "
           f"{manifest['bytes']['object'] / mib:.1f} MiB, {len(manifest['frozen'])} frozen "
-          f"modules, {len(manifest['builtin'])} built-in ({manifest['target']}); link it with: "
-          f"{manifest['link']}")
+          f"modules, {len(manifest['builtin'])} built-in ({manifest['target']}); a program "
+          f"grows by {grown['stripped'] / mib:.2f} MiB stripped, {grown['xz -9'] / mib:.2f} MiB "
+          f"with xz -9; link it with: {manifest['link']}")
     return 0
 
 

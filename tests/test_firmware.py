@@ -64,7 +64,7 @@ def firmware(tmp_path_factory):
     return _firmware(tmp_path_factory, "firmware")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sip(tmp_path_factory):
     return _firmware(tmp_path_factory, "firmware-sip", "--types", "A,AAAA,CNAME,SRV,NAPTR")
 
