@@ -27,7 +27,8 @@ from test_firmware import _link, firmware  # noqa: F401 (fixture)
 SOURCE = ROOT / "tests" / "c" / "memory_limit.c"
 
 
-@pytest.fixture(scope="module", params=["library", "bundle", "firmware"])
+@pytest.fixture(scope="module", params=[
+    "library", "bundle", pytest.param("firmware", marks=pytest.mark.python_independent)])
 def program(request, built, tmp_path_factory):
     """(build, memory_limit linked with it)."""
     if request.param == "library":
