@@ -744,8 +744,10 @@ def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rp
 
 
 def install(prefix, mode: Mode = Mode.SOURCE_TREE, verbose: bool = False) -> Path:
-    """A complete tree under prefix: lib/ (the libraries and pkgconfig/),
-    include/dns_shim.h, bin/dnsshim-dump, share/dnsshim/libdnsshim.supp.  In
+    """A complete tree under prefix: lib/ (the libraries, pkgconfig/ and
+    cmake/dnsshim/), include/dns_shim.h, bin/dnsshim-dump,
+    share/dnsshim/libdnsshim.supp (python build_ffi.py --prefix installs
+    more: shim/install.py).  In
     Mode.PACKAGE prefix is the installed package's shim/ directory, and the
     .pc files find it relative to themselves.  Returns libdnsshim's shared
     object."""
@@ -762,6 +764,9 @@ def install(prefix, mode: Mode = Mode.SOURCE_TREE, verbose: bool = False) -> Pat
     (prefix / "share" / "dnsshim").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(SUPPRESSIONS, prefix / "share" / "dnsshim" / SUPPRESSIONS.name)
     write_pkgconfig(lib, "${pcfiledir}/../.." if mode is Mode.PACKAGE else str(prefix), mode)
+    from shim.install import Layout, cmake_files  # find_package(dnsshim), relative paths
+
+    cmake_files(sys.modules[__name__], Layout.of(prefix), lib / "cmake" / "dnsshim")
     return shared
 
 

@@ -3,7 +3,7 @@ fresh virtualenv (warning-free), then dnsshim-config, python -m shim,
 pkg-config, CMake and static builds of a C program in another directory,
 run with no LD_LIBRARY_PATH, from the clone's root and from elsewhere; an
 editable install and the bare source tree, which say why they have no
-library; the prefix install; the symbols the shared object exports."""
+library; the symbols the shared object exports."""
 
 import os
 import shutil
@@ -373,23 +373,6 @@ def test_installed_dump_command(installed, tmp_path):
                          "print(r.answer[0].services, r.additional[0].port)", str(sample)],
                         capture_output=True, text=True, check=True, cwd="/").stdout
     assert py.strip() == "b'SIP+D2T' 5060"
-
-
-def test_prefix_install(tmp_path, app_dir):
-    require_program("pkg-config", "pkg-config")
-    prefix = tmp_path / "prefix"
-    subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(prefix)],
-                   check=True, capture_output=True)
-    assert (prefix / "include" / "dns_shim.h").is_file()
-    assert os.readlink(prefix / "lib" / "libdnsshim.so") == "libdnsshim.so.1"
-    env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "dnsshim"], env=env,
-                           capture_output=True, text=True, check=True).stdout.split()
-    subprocess.run(["cc", str(app_dir / "app.c"), *flags, "-o", str(tmp_path / "app")], check=True)
-    run_app(tmp_path / "app", app_dir)
-    out = subprocess.run([str(prefix / "bin" / "dnsshim-dump"), str(app_dir / "good.bin")],
-                         capture_output=True, text=True, env=MINIMAL_ENV, check=True).stdout
-    assert "example.com.\t300\tIN\tA\t192.0.2.1" in out
 
 
 # ---- symbols and SONAME ----------------------------------------------------------
