@@ -203,6 +203,34 @@ def test_a_removed_python_side_says_so(standalone, tmp_path):
                                              f"check: the runtime does not start: {why}"]
 
 
+def test_the_c_ares_layer_links_static_from_dnsshim_config(standalone, built, tmp_path):
+    """The README's static c-ares line: $(dnsshim-config --ares --static-libs) -lcares."""
+    from test_ares import _ims_messages
+    from conftest import require_cares
+
+    require_cares()
+    prefix = standalone[0]
+    flags = subprocess.run([str(prefix / "bin" / "dnsshim-config"), "--ares", "--cflags",
+                            "--static-libs"], capture_output=True, text=True, check=True,
+                           env=MINIMAL_ENV).stdout.split()
+    assert flags[1:3] == [str(prefix / "lib" / "libdnsshim_ares.a"),
+                          str(prefix / "lib" / "libdnsshim.a")]
+    cares = subprocess.run(["pkg-config", "--cflags", "--libs", "libcares"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    program = build_ffi.compile_program([ROOT / "tests" / "c" / "ares_sip_locate.c"],
+                                        tmp_path / "ares_sip_locate", flags=[*flags, *cares])
+    dynamic = subprocess.run(["readelf", "-d", str(program)], capture_output=True, text=True,
+                             check=True).stdout
+    assert "libdnsshim" not in dynamic, dynamic
+    messages = _ims_messages(tmp_path)
+    ours = subprocess.run([str(program), *map(str, messages)], capture_output=True, text=True,
+                          env=MINIMAL_ENV, cwd="/")
+    theirs = subprocess.run([str(built.dir / "ares_sip_locate"), *map(str, messages)],
+                            capture_output=True, text=True)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout and theirs.stdout
+
+
 def test_uninstall_leaves_the_prefix_as_it_was(standalone, tmp_path):
     prefix, before = standalone[0], standalone[1]
     # run last in the module's order: the other tests use the installation
@@ -237,3 +265,4 @@ def test_a_staged_install_works_in_place(tmp_path):
     assert str(stage) not in pc
     manifest = (prefix / "share" / "dnsshim" / "install-manifest").read_text()
     assert str(stage) not in manifest and f'"{prefix}/lib64/libdnsshim.so.1"' in manifest
+
