@@ -455,3 +455,29 @@ def test_dnsshim_ares_pkg_config_builds(installed, tmp_path):
         outputs.append(result.stdout)
     assert outputs[0] == outputs[1]
     assert outputs[0].startswith("NAPTR 10 50 SIP+D2T -> _sip._tcp.ims.")
+
+
+def test_dnsshim_config_answers_for_the_c_ares_layer(installed):
+    """--ares: the flags of dnsshim-ares.pc, as pkg-config gives them (its
+    ${pcfiledir}/../.. paths normalised)."""
+    require_program("pkg-config", "pkg-config")
+
+    def normal(flags):
+        out = []
+        for flag in flags:
+            head = next((h for h in ("-L", "-I", "-Wl,-rpath,") if flag.startswith(h)), "")
+            out.append(head + os.path.normpath(flag[len(head):]) if head else flag)
+        return out
+
+    env = dict(MINIMAL_ENV, PKG_CONFIG_PATH=shim_flags(installed, "--pkgconfig-dir"))
+    for options, pc in ((["--ares", "--libs"], ["--libs", "dnsshim-ares"]),
+                        (["--ares", "--cflags"], ["--cflags", "dnsshim-ares"]),
+                        (["--cflags", "--libs"], ["--cflags", "--libs", "dnsshim"])):
+        ours = config(installed, *options)
+        assert ours.returncode == 0, ours.stderr
+        theirs = subprocess.run(["pkg-config", *pc], capture_output=True, text=True, env=env,
+                                check=True).stdout.split()
+        assert ours.stdout.split() == normal(theirs), options
+    lib = site_packages(installed) / "shim" / "lib"
+    assert config(installed, "--ares", "--static-libs").stdout.split()[:3] == [
+        str(lib / "libdnsshim_ares.a"), str(lib / "libdnsshim.a"), "-ldl"]
