@@ -15,8 +15,9 @@ on one line, in the order given.  ``--ares`` makes --cflags, --libs and
 
 Installed by ``python build_ffi.py --prefix`` (and the Debian package), it
 answers for that installation.  Otherwise it answers for the libdnsshim
-that ``pip install .`` built into this Python installation's ``shim`` package (or ``pip install -e .`` into the source
-tree's), whatever the current directory.  ``python -m shim`` takes the same
+that ``pip install .`` built into this Python installation's ``shim``
+package (or ``pip install -e .`` into the source tree's), whatever the
+current directory.  ``python -m shim`` takes the same
 options; run from the project's clone, where Python imports the source
 tree's ``shim/`` instead of the installed package, it answers for the
 installed one when the source tree holds no library.  Where there is none

@@ -285,7 +285,6 @@ def classify(lines: list, sections: bool = False) -> list:
 def render_blocks(bs: list, inline: Inline, params=()) -> list:
     """roff lines for Blocks (headings and sections not handled here)."""
     out = []
-    prev = None
     for b in bs:
         if b.kind in ("para", "section"):
             out.append(".PP")
@@ -298,7 +297,6 @@ def render_blocks(bs: list, inline: Inline, params=()) -> list:
                 font = "I" if (not params or all(n in params for n in names.split(", "))) else "B"
                 out.append(", ".join(f"\\f{font}{esc(n)}\\fP" for n in names.split(", ")))
                 out += [_line_safe(inline(s)) for s in _sentences(text)]
-        prev = b.kind
     return out
 
 

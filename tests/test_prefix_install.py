@@ -21,9 +21,7 @@ import sys
 import pytest
 
 import build_ffi
-import malformed
-import vectors
-from conftest import ROOT, available_corpus, require_program
+from conftest import ROOT, require_program, write_messages
 from test_install import source_copy
 
 MINIMAL_ENV = {"PATH": "/usr/bin:/bin"}
@@ -104,17 +102,6 @@ def _pkg_config(prefix, *args):
                                                                      "pkgconfig")}).stdout.split()
 
 
-def _messages(where):
-    files = []
-    for name in vectors.NAMES:
-        files.append(where / f"vector_{name}.bin")
-        files[-1].write_bytes(vectors.wire(name))
-    for name, (wire, _) in malformed.CASES.items():
-        files.append(where / f"bad_{name}.bin")
-        files[-1].write_bytes(wire)
-    return files + available_corpus("good", "bad", "captures")
-
-
 def test_a_program_runs_with_the_clone_and_venv_gone(standalone, built, tmp_path):
     require_program("pkg-config", "pkg-config")
     prefix = standalone[0]
@@ -122,7 +109,7 @@ def test_a_program_runs_with_the_clone_and_venv_gone(standalone, built, tmp_path
                                         tmp_path / "dnsshim_test",
                                         flags=_pkg_config(prefix, "--cflags", "--libs",
                                                           "dnsshim"))
-    files = _messages(tmp_path)
+    files = write_messages(tmp_path, corpus=("good", "bad", "captures"))
     ours = subprocess.run([str(program), *map(str, files)], capture_output=True, text=True,
                           env=MINIMAL_ENV, cwd="/", timeout=1200)
     theirs = subprocess.run([str(built.test_prog), *map(str, files)], capture_output=True,
