@@ -543,10 +543,19 @@ def _run(cmd: list, verbose: bool) -> None:
     subprocess.run(list(map(str, cmd)), check=True)
 
 
+def env_flags(*names) -> list:
+    """The flags in those environment variables (CPPFLAGS, CFLAGS, LDFLAGS:
+    a packager's, such as dpkg's hardening flags), after this build's own."""
+    import shlex
+
+    return [flag for name in names for flag in shlex.split(os.environ.get(name, ""))]
+
+
 def _library_flags() -> list:
-    """How a library's C is compiled: position independent, hidden unless exported."""
+    """How a library's C is compiled: position independent, hidden unless
+    exported; then $CPPFLAGS and $CFLAGS."""
     return ["-fPIC", "-O2", "-g", "-Wall", "-fvisibility=hidden", f"-I{CSRC}",
-            f"-I{sysconfig.get_paths()['include']}", "-pthread"]
+            f"-I{sysconfig.get_paths()['include']}", "-pthread", *env_flags("CPPFLAGS", "CFLAGS")]
 
 
 def runtime_defines(mode: Mode, shared: bool = True, optimize: int = 0, types=(),
@@ -636,7 +645,8 @@ def _link_shared(library: Library, c_file: Path, out_dir: Path, defines: list, m
     _run([compiler(), "-shared", *_library_flags(), *defines, c_file, "-o", f"{shared}.tmp",
           f"-Wl,--version-script={library.exports}", f"-Wl,-soname,{library.soname}",
           "-Wl,--no-undefined", "-Wl,-z,nodelete", *needs,
-          *python_link_flags("$ORIGIN" if mode is Mode.BUNDLE else None)], verbose)
+          *python_link_flags("$ORIGIN" if mode is Mode.BUNDLE else None), *env_flags("LDFLAGS")],
+         verbose)
     os.replace(f"{shared}.tmp", shared)
     link = out_dir / library.link_name
     if os.path.lexists(link):
@@ -728,7 +738,8 @@ def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rp
     embed_python: the program calls libpython itself (its headers and -l).
     cc: another compiler (a cross compiler, for the firmware's target).
     The public header and csrc/tools/'s helpers are on the include path."""
-    cmd = [cc or compiler(), "-O2", "-g", "-Wall", *cflags, *sources, "-o", output]
+    cmd = [cc or compiler(), "-O2", "-g", "-Wall", *cflags,
+           *([] if cc else env_flags("CPPFLAGS", "CFLAGS")), *sources, "-o", output]
     if against is not None:
         cmd += [f"-L{against}", *(f"-l{name}" for name in libraries)]
         run_path = against if rpath is None else rpath
@@ -738,7 +749,7 @@ def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rp
     if embed_python:
         libdir, name = python_library()
         cmd += [f"-I{sysconfig.get_paths()['include']}", f"-L{libdir}", f"-l{name}"]
-    cmd += ["-pthread", "-ldl"]
+    cmd += ["-pthread", "-ldl", *([] if cc else env_flags("LDFLAGS"))]
     _run(cmd, verbose)
     return Path(output)
 

@@ -57,6 +57,24 @@ OPTIONS = (
 )
 
 
+def system_dirs() -> tuple:
+    """The -I and -L flags pkg-config leaves out of its answers: the
+    directories the compiler and the linker search anyway (/usr/include;
+    /usr/lib, /lib and their multiarch directories)."""
+    import sysconfig
+
+    arch = sysconfig.get_config_var("MULTIARCH")
+    libs = ["/usr/lib", "/lib", *((f"/usr/lib/{arch}", f"/lib/{arch}") if arch else ())]
+    return ("-I/usr/include", *(f"-L{d}" for d in libs))
+
+
+def without_system_dirs(flags: str) -> str:
+    """flags less the -I and -L of :func:`system_dirs`, as pkg-config gives them."""
+    system = system_dirs()
+    return " ".join(f for f in flags.split()
+                    if not (f[:2] in ("-I", "-L") and f[:2] + os.path.normpath(f[2:]) in system))
+
+
 class NotInstalled(Exception):
     """No built libdnsshim for this Python; the message says why and what to run."""
 
@@ -104,9 +122,9 @@ class Installation:
         ares, --cflags, --libs and --static-libs for libdnsshim_ares."""
         main = self.pc("dnsshim")
         if option == "cflags":
-            return main["Cflags"]
+            return without_system_dirs(main["Cflags"])
         if option == "libs":
-            return self.pc("dnsshim-ares")["Libs"] if ares else main["Libs"]
+            return without_system_dirs(self.pc("dnsshim-ares")["Libs"] if ares else main["Libs"])
         if option == "static-libs":
             # The archive, and the .pc files' Libs.private: libpython and
             # what it needs (for the c-ares layer, libdnsshim's first).
@@ -114,7 +132,8 @@ class Installation:
             if ares:
                 archives.insert(0, self.libdir / "libdnsshim_ares.a")
             extra = " -ldl" if ares else ""
-            return " ".join(map(str, archives)) + extra + f" {main['Libs.private']}"
+            return (" ".join(map(str, archives)) + extra + " "
+                    + without_system_dirs(main["Libs.private"]))
         if option == "version":
             return main["Version"]
         return str({"pkgconfig-dir": self.pkgconfig_dir, "prefix": self.prefix,
@@ -261,7 +280,7 @@ def run(args: argparse.Namespace, p: argparse.ArgumentParser,
               "need the clone", file=sys.stderr)
     if args.check:
         return installation.check()
-    print(" ".join(installation.value(w, args.ares) for w in args.what))
+    print(" ".join(filter(None, (installation.value(w, args.ares) for w in args.what))))
     return 0
 
 

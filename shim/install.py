@@ -135,7 +135,7 @@ def check_runtime_needs(system: bool) -> None:
 
 def _ignore(directory, names):
     return [n for n in names if n == "__pycache__" or n.endswith((".pyc", ".so", ".a"))
-            or n in ("lib", "bin", "include") and Path(directory).name == "shim"]
+            or n in ("lib", "bin", "include", "share") and Path(directory).name == "shim"]
 
 
 def python_side(dest: Path, system: bool) -> None:
