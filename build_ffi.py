@@ -1,31 +1,35 @@
-"""Build libdnsshim.so with cffi's embedding mode.
+"""Build libdnsshim and libdnsshim_ares with cffi's embedding mode.
 
-    python build_ffi.py [--out DIR]      libraries into DIR (default: build/)
-    python build_ffi.py --prefix DIR     lib/, include/, lib/pkgconfig/ under DIR
+    python build_ffi.py [--out DIR]      both libraries into DIR (default: build/)
+    python build_ffi.py --prefix DIR     a system install: lib/, include/, bin/ under DIR
 
-builds libdnsshim.so.N (and the libdnsshim.so link) and libdnsshim.a, and
-beside them libdnsshim_ares.so.1 and libdnsshim_ares.a (c-ares's classic
-reply parsers, from ``csrc/dnsshim_ares.h`` and ``csrc/dnsshim_ares.c`` in
-the same way: see build_ares()).  A ``pip install .`` builds them into the
-installed package (setup.py).  Both first check what the build needs (a C
-compiler, Python.h, a shared libpython) and stop with one line naming what
-is missing and the Debian package that brings it.
+Each library is a cffi module embedded in a shared object (libX.so.N, its
+libX.so link, and libX.a for static links) with a pkg-config file.  One
+pipeline builds every library of :data:`LIBRARIES` the same way: emit cffi's
+C, compile, link with the library's export file, archive, write the ``.pc``
+file from its template.  ``pip install .`` runs it into the installed package
+(setup.py); ``python -m shim bundle`` in its bundle mode (shim/bundle.py).
 
-``csrc/dns_shim.h`` is the one place the ABI is written down: its
-declarations, with preprocessor lines (other than integer ``#define``\\s) and
-the export markers dropped, are what cffi is given.  The public functions are
-implemented in C (``csrc/dns_shim.c``, the module's preamble) around one
-internal ``extern "Python"`` function, attached at start-up by the init code,
-which only imports :mod:`shim.embedded` and calls its ``attach()``.
+The sources of truth are files, not this script: ``csrc/dns_shim.h`` (the
+ABI: its declarations are what cffi is given), ``csrc/lib/libdnsshim.map``
+and ``csrc/ares/libdnsshim_ares.map`` (what each library exports, in which
+symbol-version node), ``csrc/lib/dnsshim.pc.in`` and
+``csrc/ares/dnsshim-ares.pc.in`` (the pkg-config files).  Before anything is
+generated the build checks what must agree with them: the status table and
+the version in ``shim/``, the c-ares layer's constants in
+``shim/ares_glue.py``, a version node for every function of the header.
 
-The library is linked by hand rather than through setuptools so that it gets
-exactly the flags a C library should have: hidden visibility, a version
-script that exports our names only, an rpath to libpython, and the Python
-installation it was built with pinned in (``DNS_SHIM_PYTHON`` overrides it at
-run time).
+The libraries are linked by hand rather than through setuptools so that they
+get exactly the flags a C library should have: hidden visibility, a version
+script that exports the library's own names only, a run path to libpython,
+and the Python installation they were built with pinned in.
 """
 
+from __future__ import annotations
+
 import argparse
+import dataclasses
+import enum
 import os
 import re
 import shutil
@@ -33,24 +37,47 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from pathlib import Path
 
 import cffi
 
-ROOT = os.path.dirname(os.path.abspath(__file__))
-CSRC = os.path.join(ROOT, "csrc")
-HEADER = os.path.join(CSRC, "dns_shim.h")
-MODULE = "_dnsshim_cffi"
-LIBNAME = "libdnsshim.so"
+ROOT = Path(__file__).resolve().parent
+CSRC = ROOT / "csrc"
+#: The public header: the ABI, written down once.
+HEADER = CSRC / "dns_shim.h"
+#: The c-ares layer's internal header: c-ares's structs and the data Python hands C.
+ARES_HEADER = CSRC / "ares" / "dnsshim_ares.h"
+#: The helpers the command-line programs share (reading a message, hex, RSS).
+TOOLS = CSRC / "tools"
 
-# Markers that only mean something to a C compiler.
+# ---------------------------------------------------------------------------
+# What cffi is given
+#
+# A header becomes cffi's cdef() by dropping its preprocessor lines (integer
+# #defines excepted) and the markers that only mean something to a C
+# compiler; csrc/ares/dnsshim_ares.h marks its Python side's functions
+# DNSSHIM_ARES_PYTHON, read here as extern "Python".
+
 _MARKERS = re.compile(r"\b(DNS_SHIM_API|DNS_SHIM_BEGIN_DECLS|DNS_SHIM_END_DECLS"
                       r"|DNSSHIM_ARES_INTERNAL)\b")
-# csrc/dnsshim_ares.h marks the Python side's functions for cffi this way.
 _PYTHON_MARKER = re.compile(r"\bDNSSHIM_ARES_PYTHON\b")
 _INT_DEFINE = re.compile(r"^#\s*define\s+(DNS_SHIM|DNSSHIM_ARES)_\w+\s+-?\d+\s*$")
 
-# The internal entry points (csrc/dns_shim.c says how they are used): not ABI,
-# so not in the header.
+
+def header_cdef(path: Path = HEADER) -> str:
+    """A header's declarations in the form cffi's cdef() takes."""
+    lines = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stripped = line.strip()
+            if stripped.startswith("#") and not _INT_DEFINE.match(stripped):
+                continue
+            lines.append(_PYTHON_MARKER.sub('extern "Python"', _MARKERS.sub("", line)))
+    return "".join(lines)
+
+
+# libdnsshim's internal entry points (csrc/lib/dns_shim.c says how they are
+# used): not ABI, so not in the header.
 _INTERNAL_CDEF = """
 #define DNS_SHIM__PY_DONE ...
 typedef struct dns_shim__step {
@@ -70,10 +97,11 @@ void dns_shim__report_start_failure(const char *why);
 void dns_shim__log_level(int32_t level, const char *message);
 """
 
-# The init code cffi runs once the interpreter is up: make the shim package
-# importable, import it, attach the extern "Python" functions.  A failure is
-# reported to the C side (which logs it and returns DNS_SHIM_ERR_INIT from
-# then on) instead of raised, so that it takes the program's log handler.
+# libdnsshim's init code, which cffi runs once the interpreter is up: make the
+# shim package importable, import it, attach the extern "Python" functions.  A
+# failure is reported to the C side (which logs it and returns
+# DNS_SHIM_ERR_INIT from then on) instead of raised, so that it takes the
+# program's log handler.
 INIT_CODE = """\
 from _dnsshim_cffi import ffi, lib
 def _start():
@@ -91,47 +119,33 @@ except BaseException:
         ("the parser could not be loaded:\\n" + traceback.format_exc()).encode("utf-8", "replace"))
 """
 
-
-def header_cdef(path: str = HEADER) -> str:
-    """The header's declarations in the form cffi's cdef() takes."""
-    lines = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            stripped = line.strip()
-            if stripped.startswith("#") and not _INT_DEFINE.match(stripped):
-                continue
-            lines.append(_PYTHON_MARKER.sub('extern "Python"', _MARKERS.sub("", line)))
-    return "".join(lines)
-
-
-def header_statuses(path: str = HEADER) -> dict:
-    """``{enumerator: value}`` of ``enum dns_shim_status`` in the header."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    body = re.search(r"enum dns_shim_status\s*\{(.*?)\}", text, re.S).group(1)
-    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
-    return {name: int(value) for name, value in re.findall(r"(DNS_SHIM_\w+)\s*=\s*(-?\d+)", body)}
+# libdnsshim_ares's init code: libdnsshim has started the interpreter and put
+# the shim package on sys.path (dns_shim_init); attach this library's module.
+ARES_INIT_CODE = """\
+from _dnsshim_ares_cffi import ffi, lib
+try:
+    import shim.ares_embedded
+    shim.ares_embedded.attach()
+except BaseException:
+    import traceback
+    lib.dnsshim_ares__report_start_failure(
+        ("the parser could not be loaded:\\n" + traceback.format_exc()).encode("utf-8", "replace"))
+"""
 
 
-def check_status_table() -> None:
-    """Refuse to build when shim.status and the header disagree."""
-    sys.path.insert(0, ROOT)
-    from shim.status import Status
+def _shim():
+    """This source tree's shim package (only its dependency-free modules are
+    imported at build time: pip's build environment has no dnspython)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import shim
 
-    in_python = {s.c_name: s.value for s in Status}
-    in_header = header_statuses()
-    if in_header != in_python:
-        raise SystemExit(f"status codes differ between csrc/dns_shim.h {in_header} "
-                         f"and shim/status.py {in_python}")
-
-
-def _c_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return shim
 
 
 def strerror_defines() -> str:
     """dns_shim_strerror's cases, from the one table of texts (shim.status)."""
-    sys.path.insert(0, ROOT)
+    _shim()
     from shim.status import TEXTS, UNKNOWN_TEXT
 
     cases = " ".join(f"case {status.c_name}: return {_c_string(text)};"
@@ -140,20 +154,189 @@ def strerror_defines() -> str:
             f"#define DNS_SHIM__STRERROR_UNKNOWN {_c_string(UNKNOWN_TEXT)}\n")
 
 
-def make_ffi() -> cffi.FFI:
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# ---------------------------------------------------------------------------
+# The libraries
+
+
+@dataclasses.dataclass(frozen=True)
+class Library:
+    """One shared library of this project, as the pipeline builds it."""
+
+    #: libNAME.so.MAJOR, libNAME.so, libNAME.a
+    name: str
+    #: its pkg-config module (NAME.pc)
+    pc_name: str
+    #: the cffi module embedded in it
+    module: str
+    #: () -> the declarations cffi is given
+    cdef: object
+    #: the C half: cffi's preamble
+    source: Path
+    #: () -> C text put before the source (generated from the Python side)
+    generated: object
+    #: the Python code cffi runs once the interpreter is up
+    init_code: str
+    #: the ABI's major version: the SONAME's number
+    major: str
+    #: the linker's version script: what it exports, in which node
+    exports: Path
+    #: the .pc file's template
+    pc_template: Path
+    #: libraries of this table it links against
+    links: tuple = ()
+    #: whether it starts the runtime itself (and so takes the build mode's defines)
+    starts_runtime: bool = False
+
+    @property
+    def soname(self) -> str:
+        return f"lib{self.name}.so.{self.major}"
+
+    @property
+    def link_name(self) -> str:
+        """The development link, libNAME.so -> SONAME."""
+        return f"lib{self.name}.so"
+
+    @property
+    def archive(self) -> str:
+        return f"lib{self.name}.a"
+
+
+def package_version() -> str:
+    """shim.__version__, read without importing the package."""
+    text = (ROOT / "shim" / "__init__.py").read_text(encoding="utf-8")
+    return re.search(r'^__version__ = "([^"]+)"', text, re.M).group(1)
+
+
+#: libdnsshim: process_dns_response() and the dns_shim_* functions.
+DNSSHIM = Library(
+    name="dnsshim", pc_name="dnsshim", module="_dnsshim_cffi",
+    cdef=lambda: header_cdef(HEADER) + _INTERNAL_CDEF,
+    source=CSRC / "lib" / "dns_shim.c", generated=strerror_defines, init_code=INIT_CODE,
+    major=package_version().split(".")[0], exports=CSRC / "lib" / "libdnsshim.map",
+    pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True)
+
+#: libdnsshim_ares: c-ares's classic reply parsers, on libdnsshim's runtime.
+#: c-ares's classic parse API is fixed (1.18, 1.19): its major stays 1.
+DNSSHIM_ARES = Library(
+    name="dnsshim_ares", pc_name="dnsshim-ares", module="_dnsshim_ares_cffi",
+    cdef=lambda: header_cdef(ARES_HEADER), source=CSRC / "ares" / "dnsshim_ares.c",
+    generated=lambda: "", init_code=ARES_INIT_CODE, major="1",
+    exports=CSRC / "ares" / "libdnsshim_ares.map",
+    pc_template=CSRC / "ares" / "dnsshim-ares.pc.in", links=("dnsshim",))
+
+#: Every library, in the order they are built (a library after those it links).
+LIBRARIES = (DNSSHIM, DNSSHIM_ARES)
+
+
+def make_ffi(library: Library = DNSSHIM) -> cffi.FFI:
+    """The cffi.FFI that generates a library's embedded module."""
     ffi = cffi.FFI()
-    ffi.cdef(header_cdef())
-    ffi.cdef(_INTERNAL_CDEF)
-    with open(os.path.join(CSRC, "dns_shim.c"), encoding="utf-8") as f:
-        ffi.set_source(MODULE, strerror_defines() + f.read())
-    ffi.embedding_init_code(INIT_CODE)
+    ffi.cdef(library.cdef())
+    ffi.set_source(library.module,
+                   library.generated() + library.source.read_text(encoding="utf-8"))
+    ffi.embedding_init_code(library.init_code)
     return ffi
 
 
-# ---- build prerequisites ------------------------------------------------------
-# Checked before anything is generated or compiled, by build() and by setup.py
-# (pip install .), so that a missing piece ends the build with one line naming
-# it and the Debian command that installs it, not a compiler error.
+# ---------------------------------------------------------------------------
+# What must agree with the sources of truth, checked before anything is built
+
+
+def header_statuses(path: Path = HEADER) -> dict:
+    """``{enumerator: value}`` of ``enum dns_shim_status`` in the header."""
+    text = Path(path).read_text(encoding="utf-8")
+    body = re.search(r"enum dns_shim_status\s*\{(.*?)\}", text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    return {name: int(value) for name, value in re.findall(r"(DNS_SHIM_\w+)\s*=\s*(-?\d+)", body)}
+
+
+def header_functions(path: Path = HEADER) -> set:
+    """The functions the header exports (DNS_SHIM_API)."""
+    text = Path(path).read_text(encoding="utf-8")
+    return set(re.findall(r"^DNS_SHIM_API\s[^;(]*?\b(\w+)\s*\(", text, re.M))
+
+
+def header_version(path: Path = HEADER) -> str:
+    text = Path(path).read_text(encoding="utf-8")
+    return ".".join(re.search(rf"#define DNS_SHIM_VERSION_{part}\s+(\d+)", text).group(1)
+                    for part in ("MAJOR", "MINOR", "PATCH"))
+
+
+def header_defines(path: Path, prefix: str) -> dict:
+    """``{name: value}`` of a header's integer ``#define PREFIX...`` lines."""
+    text = Path(path).read_text(encoding="utf-8")
+    return {name: int(value) for name, value in
+            re.findall(rf"^#\s*define\s+({prefix}\w*)\s+(-?\d+)\s*(?:/\*.*)?$", text, re.M)}
+
+
+def version_nodes(library: Library = DNSSHIM) -> dict:
+    """``{node: [function, ...]}`` of a library's export file, in its order;
+    an export list without nodes (c-ares's names) is the node ``""``."""
+    text = re.sub(r"/\*.*?\*/", "", library.exports.read_text(encoding="utf-8"), flags=re.S)
+    nodes = {}
+    for node, body in re.findall(r"([\w.]*)\s*\{(.*?)\}[^;]*;", text, re.S):
+        exported = body.split("local:")[0].replace("global:", "")
+        nodes[node] = [name.strip() for name in exported.split(";") if name.strip()]
+    return nodes
+
+
+def exported_names(library: Library) -> set:
+    """Every function a library exports, by its export file."""
+    return {name for names in version_nodes(library).values() for name in names}
+
+
+class SourcesDisagree(SystemExit):
+    """Two sources of the same fact disagree: one line saying which and how."""
+
+
+def check_sources() -> str:
+    """Refuse to build when what the Python side, the header and the export
+    files each say of the same thing disagree.  Returns the version."""
+    _shim()
+    from shim import ares_codes
+    from shim.status import Status
+
+    version = package_version()
+    if header_version() != version:
+        raise SourcesDisagree(f"shim.__version__ is {version} but csrc/dns_shim.h says "
+                              f"{header_version()}: change both together")
+    in_python = {s.c_name: s.value for s in Status}
+    in_header = header_statuses()
+    if in_header != in_python:
+        raise SourcesDisagree(f"status codes differ between csrc/dns_shim.h {in_header} "
+                              f"and shim/status.py {in_python}")
+    missing = header_functions() - exported_names(DNSSHIM)
+    if missing:
+        raise SourcesDisagree(f"{DNSSHIM.exports.relative_to(ROOT)} does not list "
+                              f"{sorted(missing)}: add them to the node of the release "
+                              "that adds them")
+    in_header = {name: value for name, value in header_defines(ARES_HEADER, "DNSSHIM_ARES_").items()
+                 if name.startswith("DNSSHIM_ARES_KIND_") or name[13:] in ares_codes.CODES
+                 or name == "DNSSHIM_ARES_WANT_HOST"}
+    in_python = {f"DNSSHIM_ARES_KIND_{name}": value for name, value in ares_codes.KINDS.items()}
+    in_python.update({f"DNSSHIM_ARES_{name}": value for name, value in ares_codes.CODES.items()})
+    in_python["DNSSHIM_ARES_WANT_HOST"] = ares_codes.WANT_HOST
+    if in_header != in_python:
+        differ = {name: (in_header.get(name), in_python.get(name))
+                  for name in sorted(in_header.keys() | in_python.keys())
+                  if in_header.get(name) != in_python.get(name)}
+        raise SourcesDisagree(f"the c-ares layer's constants differ between "
+                              f"{ARES_HEADER.relative_to(ROOT)} and shim/ares_codes.py "
+                              f"(header, Python): {differ}")
+    return version
+
+
+# ---------------------------------------------------------------------------
+# Build prerequisites
+#
+# Checked before anything is generated or compiled, by build() and by
+# setup.py (pip install .), so that a missing piece ends the build with one
+# line naming it and the Debian command that installs it, not a compiler
+# error.
 
 
 class MissingPrerequisite(SystemExit):
@@ -197,8 +380,9 @@ def _require_shared_libpython() -> None:
                                   _debian_fix(_dev_package()))
 
 
-def _require_compiler() -> str:
-    """The C compiler to run: $CC if set, else sysconfig's CC, else cc."""
+def compiler() -> str:
+    """The C compiler to run: $CC if set, else the one this Python was built
+    with (sysconfig's CC), else cc.  Stops with one line when there is none."""
     if os.environ.get("CC"):
         cc = os.environ["CC"]
         if shutil.which(cc.split()[0]) is None:
@@ -216,305 +400,207 @@ def _require_compiler() -> str:
 def check_prerequisites() -> None:
     """Stop with one line naming what is missing: a C compiler, Python.h, a
     shared libpython (in the order a build needs them)."""
-    _require_compiler()
+    compiler()
     _require_python_headers()
     _require_shared_libpython()
 
 
-def _python_lib() -> tuple:
-    """(libdir, -l name) of this interpreter's shared libpython."""
+def python_library() -> tuple:
+    """(directory, -l name) of this interpreter's shared libpython."""
     _require_shared_libpython()
     ver = sysconfig.get_config_var("LDVERSION") or sysconfig.get_python_version()
     return sysconfig.get_config_var("LIBDIR"), f"python{ver}"
 
 
-def _python_link_flags(rpath: str = None) -> list:
-    libdir, name = _python_lib()
+def python_link_flags(rpath: str | None = None) -> list:
+    """-L, the run path (default: libpython's own directory) and -l of libpython."""
+    libdir, name = python_library()
     return [f"-L{libdir}", f"-Wl,-rpath,{rpath or libdir}", f"-l{name}"]
 
 
-def header_version(path: str = HEADER) -> str:
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    parts = [re.search(rf"#define DNS_SHIM_VERSION_{p}\s+(\d+)", text).group(1)
-             for p in ("MAJOR", "MINOR", "PATCH")]
-    return ".".join(parts)
+# ---------------------------------------------------------------------------
+# The pipeline
 
 
-def package_version() -> str:
-    """shim.__version__, read without importing the package."""
-    with open(os.path.join(ROOT, "shim", "__init__.py"), encoding="utf-8") as f:
-        return re.search(r'^__version__ = "([^"]+)"', f.read(), re.M).group(1)
+class Mode(enum.Enum):
+    """Where a built library finds the CPython it runs and the shim package."""
+
+    #: The Python that builds it, pinned in, and this source tree's shim
+    #: package: ``build/``, a prefix install, an editable install.
+    SOURCE_TREE = "source tree"
+    #: Installed as ``shim/lib/`` inside the package (pip install .): the
+    #: package, and the Python installation it sits in, from the shared
+    #: object's own path; the static archive uses the pinned Python's own
+    #: sys.path.
+    PACKAGE = "package"
+    #: A bundle's ``lib/`` (shim/bundle.py): the interpreter and modules of
+    #: the folder it sits in, nothing else; no static archive (it could not
+    #: find the folder).
+    BUNDLE = "bundle"
 
 
-def check_version() -> str:
-    """The version, in one place (shim/__init__.py), checked against the header."""
-    version = package_version()
-    if header_version() != version:
-        raise SystemExit(f"shim.__version__ is {version} but csrc/dns_shim.h says "
-                         f"{header_version()}: change both together")
-    return version
-
-
-SONAME = "libdnsshim.so." + package_version().split(".")[0]
-
-
-def _cc() -> str:
-    """The C compiler: $CC, else the one this Python was built with, else cc."""
-    return _require_compiler()
-
-
-def _defines(python: str, root: str, in_package: bool) -> list:
-    return [
-        f'-DDNS_SHIM_DEFAULT_PYTHON="{python}"',
-        f'-DDNS_SHIM_DEFAULT_ROOT="{root}"',
-        f'-DDNS_SHIM_PYTHON_TAG="{sysconfig.get_python_version()}"',
-        f"-DDNS_SHIM_IN_PACKAGE={1 if in_package else 0}",
-    ]
-
-
-def _run(cmd, verbose):
+def _run(cmd: list, verbose: bool) -> None:
     if verbose:
-        print(" ".join(cmd))
-    subprocess.run(cmd, check=True)
+        print(" ".join(map(str, cmd)))
+    subprocess.run(list(map(str, cmd)), check=True)
 
 
-def _common_flags() -> list:
+def _library_flags() -> list:
+    """How a library's C is compiled: position independent, hidden unless exported."""
     return ["-fPIC", "-O2", "-g", "-Wall", "-fvisibility=hidden", f"-I{CSRC}",
             f"-I{sysconfig.get_paths()['include']}", "-pthread"]
 
 
-def _link_shared(c_file: str, shared: str, soname: str, version_script: str, flags: list,
-                 libs: list, tmp: str, verbose: bool, python_rpath: str = None) -> None:
-    """c_file linked as the shared object ``shared`` (written atomically),
-    exporting what the text of ``version_script`` says; libpython found
-    through python_rpath (default: its own directory).
+def _runtime_defines(mode: Mode, shared: bool, optimize: int) -> list:
+    """What csrc/lib/dns_shim.c is told of where its Python is (its header
+    comment lists them)."""
+    python = "" if mode is Mode.BUNDLE else sys.executable
+    root = str(ROOT) if mode is Mode.SOURCE_TREE else ""
+    defines = [f'-DDNS_SHIM_DEFAULT_PYTHON="{python}"', f'-DDNS_SHIM_DEFAULT_ROOT="{root}"',
+               f'-DDNS_SHIM_PYTHON_TAG="{sysconfig.get_python_version()}"',
+               f"-DDNS_SHIM_IN_PACKAGE={1 if mode is Mode.PACKAGE and shared else 0}"]
+    if mode is Mode.BUNDLE:
+        defines += ["-DDNS_SHIM_BUNDLE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}"]
+    return defines
+
+
+def _emit(library: Library, tmp: Path) -> Path:
+    c_file = tmp / f"{library.module}.c"
+    make_ffi(library).emit_c_code(str(c_file))
+    return c_file
+
+
+def _link_shared(library: Library, c_file: Path, out_dir: Path, defines: list, mode: Mode,
+                 verbose: bool) -> Path:
+    """The shared object (written atomically) and its development link.
 
     -z nodelete: once called, the library's cffi module lives on in the
     interpreter (and its extern "Python" functions in the library), so a
     dlclose() (a host Python's ctypes or cffi dropping the handle, a plugin
-    loader) must not unmap it."""
-    script = os.path.join(tmp, soname + ".map")
-    with open(script, "w", encoding="utf-8") as f:
-        f.write(version_script)
-    _run([_cc(), "-shared", *_common_flags(), *flags, c_file, "-o", shared + ".tmp",
-          f"-Wl,--version-script={script}", f"-Wl,-soname,{soname}", "-Wl,--no-undefined",
-          "-Wl,-z,nodelete", *libs, *_python_link_flags(python_rpath)], verbose)
-    os.replace(shared + ".tmp", shared)
-
-
-def _link_name(out_dir: str, libname: str, soname: str) -> None:
-    """The development link libX.so -> libX.so.N."""
-    link = os.path.join(out_dir, libname)
+    loader) must not unmap it.  A library that links another of this project
+    finds it beside itself ($ORIGIN); a bundle's finds libpython there too."""
+    shared = out_dir / library.soname
+    needs = [flag for name in library.links for flag in (f"-L{out_dir}", f"-l{name}")]
+    if library.links:
+        needs += ["-Wl,-rpath,$ORIGIN", "-ldl"]
+    _run([compiler(), "-shared", *_library_flags(), *defines, c_file, "-o", f"{shared}.tmp",
+          f"-Wl,--version-script={library.exports}", f"-Wl,-soname,{library.soname}",
+          "-Wl,--no-undefined", "-Wl,-z,nodelete", *needs,
+          *python_link_flags("$ORIGIN" if mode is Mode.BUNDLE else None)], verbose)
+    os.replace(f"{shared}.tmp", shared)
+    link = out_dir / library.link_name
     if os.path.lexists(link):
-        os.remove(link)
-    os.symlink(soname, link)
+        link.unlink()
+    link.symlink_to(library.soname)
+    return shared
 
 
-def _archive(c_file: str, static: str, flags: list, tmp: str, verbose: bool) -> None:
-    """c_file compiled into the static archive ``static``."""
-    obj = os.path.join(tmp, os.path.basename(static) + ".o")
-    _run([_cc(), "-c", *_common_flags(), *flags, c_file, "-o", obj], verbose)
-    if os.path.exists(static):
-        os.remove(static)
+def _archive(library: Library, c_file: Path, out_dir: Path, defines: list, tmp: Path,
+             verbose: bool) -> Path:
+    """The static archive, the same code for static linking."""
+    static = out_dir / library.archive
+    obj = tmp / f"{library.archive}.o"
+    _run([compiler(), "-c", *_library_flags(), *defines, c_file, "-o", obj], verbose)
+    if static.exists():
+        static.unlink()
     _run(["ar", "rcs", static, obj], verbose)
+    return static
 
 
-def build(out_dir: str, verbose: bool = False, in_package: bool = False,
-          python: str = None, root: str = None, bundle_optimize: int = None) -> str:
-    """Generate, compile and link the library into out_dir:
-
-    * libdnsshim.so.N (SONAME libdnsshim.so.N, N the ABI's major version)
-      and the link libdnsshim.so -> libdnsshim.so.N;
-    * libdnsshim.a, the same code for static linking;
-    * libdnsshim_ares.so.1 and libdnsshim_ares.a (build_ares()).
-
-    python: the interpreter to pin (default: the one running this);
-    root: the directory holding the shim package to import (default: this
-    source tree; "" when that Python finds it on its own sys.path);
-    in_package: the shared object is installed as shim/lib/ inside the
-    package and finds the package and its Python from its own path;
-    bundle_optimize: not None for the library of a self-contained folder
-    (shim/bundle.py): it runs the interpreter found beside it ($ORIGIN)
-    from the folder alone, with .pyc files of that optimisation level; no
-    static archive (it could not find the folder).
-    Returns the shared object's path."""
+def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
+          verbose: bool = False) -> Path:
+    """Every library of :data:`LIBRARIES` into out_dir, in `mode`: for each,
+    libNAME.so.MAJOR (SONAME libNAME.so.MAJOR, MAJOR the ABI's major version),
+    the link libNAME.so and libNAME.a; a bundle (Mode.BUNDLE) gets libdnsshim's
+    shared object alone, with .pyc files of the optimisation level `optimize`.
+    Returns libdnsshim's shared object."""
     check_prerequisites()
-    ffi = make_ffi()
-    check_status_table()
-    check_version()
-    bundle = bundle_optimize is not None
-    python = "" if bundle else python or sys.executable
-    root = "" if bundle else ROOT if root is None else root
-    bundle_flags = ["-DDNS_SHIM_BUNDLE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={bundle_optimize}"] \
-        if bundle else []
-    os.makedirs(out_dir, exist_ok=True)
-    shared = os.path.join(out_dir, SONAME)
-    with tempfile.TemporaryDirectory(prefix="dnsshim-build-") as tmp:
-        c_file = os.path.join(tmp, MODULE + ".c")
-        ffi.emit_c_code(c_file)
-        _link_shared(c_file, shared, SONAME, version_script_text(),
-                     _defines(python, root, in_package) + bundle_flags, [], tmp, verbose,
-                     python_rpath="$ORIGIN" if bundle else None)
-        _link_name(out_dir, LIBNAME, SONAME)
-        if bundle:  # the library of a bundle, alone
-            return shared
-        # The static archive cannot find itself: it uses the pinned Python
-        # and, inside the package, that Python's own sys.path.
-        _archive(c_file, os.path.join(out_dir, "libdnsshim.a"),
-                 _defines(python, "" if in_package else root, False), tmp, verbose)
-    build_ares(out_dir, verbose)
-    return shared
+    check_sources()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    libraries = (DNSSHIM,) if mode is Mode.BUNDLE else LIBRARIES
+    for library in libraries:
+        with tempfile.TemporaryDirectory(prefix=f"{library.name}-build-") as tmp:
+            c_file = _emit(library, Path(tmp))
+            shared = (_runtime_defines(mode, True, optimize) if library.starts_runtime else [])
+            _link_shared(library, c_file, out_dir, shared, mode, verbose)
+            if mode is not Mode.BUNDLE:
+                static = (_runtime_defines(mode, False, optimize)
+                          if library.starts_runtime else [])
+                _archive(library, c_file, out_dir, static, Path(tmp), verbose)
+    return out_dir / DNSSHIM.soname
 
 
-# ---------------------------------------------------------------- libdnsshim_ares
-
-ARES_HEADER = os.path.join(CSRC, "dnsshim_ares.h")
-ARES_MODULE = "_dnsshim_ares_cffi"
-ARES_LIBNAME = "libdnsshim_ares.so"
-# c-ares's classic parse API is fixed (1.18, 1.19): the major stays 1.
-ARES_SONAME = ARES_LIBNAME + ".1"
-#: What libdnsshim_ares exports: c-ares's classic parse API, exactly.
-ARES_EXPORTS = [
-    "ares_parse_a_reply", "ares_parse_aaaa_reply", "ares_parse_ns_reply",
-    "ares_parse_ptr_reply", "ares_parse_mx_reply", "ares_parse_txt_reply",
-    "ares_parse_txt_reply_ext", "ares_parse_srv_reply", "ares_parse_naptr_reply",
-    "ares_parse_soa_reply", "ares_parse_caa_reply", "ares_parse_uri_reply",
-    "ares_free_hostent", "ares_free_data", "ares_free_string", "ares_expand_name",
-    "ares_expand_string", "ares_strerror",
-]
-
-# The init code of libdnsshim_ares: libdnsshim has started the interpreter
-# and put the shim package on sys.path (dns_shim_init); attach our module.
-ARES_INIT_CODE = """\
-from _dnsshim_ares_cffi import ffi, lib
-try:
-    import shim.ares_embedded
-    shim.ares_embedded.attach()
-except BaseException:
-    import traceback
-    lib.dnsshim_ares__report_start_failure(
-        ("the parser could not be loaded:\\n" + traceback.format_exc()).encode("utf-8", "replace"))
-"""
+def pkgconfig_text(library: Library, prefix: str, mode: Mode = Mode.SOURCE_TREE) -> str:
+    """A library's .pc file, from its template.  prefix: the directory of its
+    lib/ and include/ (``${pcfiledir}/../..`` for a tree that may move).
+    libpython, which only a static link needs, is not named in a bundle's
+    (a bundle has no static archive)."""
+    python_libs = ""
+    if mode is not Mode.BUNDLE:
+        libdir, name = python_library()
+        python_libs = f"-L{libdir} -Wl,-rpath,{libdir} -l{name} -lpthread -ldl -lm"
+    values = {"PREFIX": prefix, "VERSION": package_version(), "PYTHON_LIBS": python_libs}
+    text = library.pc_template.read_text(encoding="utf-8")
+    text = re.sub(r"@(\w+)@", lambda m: values[m.group(1)], text)
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
-def make_ares_ffi() -> cffi.FFI:
-    ffi = cffi.FFI()
-    ffi.cdef(header_cdef(ARES_HEADER))
-    with open(os.path.join(CSRC, "dnsshim_ares.c"), encoding="utf-8") as f:
-        ffi.set_source(ARES_MODULE, f.read())
-    ffi.embedding_init_code(ARES_INIT_CODE)
-    return ffi
+def write_pkgconfig(lib_dir: Path, prefix: str, mode: Mode, libraries=LIBRARIES) -> Path:
+    """Each library's .pc file into lib_dir/pkgconfig/; returns that directory."""
+    pc_dir = Path(lib_dir) / "pkgconfig"
+    pc_dir.mkdir(parents=True, exist_ok=True)
+    for library in libraries:
+        (pc_dir / f"{library.pc_name}.pc").write_text(pkgconfig_text(library, prefix, mode),
+                                                      encoding="utf-8")
+    return pc_dir
 
 
-def build_ares(out_dir: str, verbose: bool = False) -> str:
-    """libdnsshim_ares.so.1 (and its link) and libdnsshim_ares.a into out_dir,
-    beside libdnsshim, whose runtime it uses: the shared object needs
-    libdnsshim.so.N, found beside itself ($ORIGIN).  Returns its path."""
-    ffi = make_ares_ffi()
-    shared = os.path.join(out_dir, ARES_SONAME)
-    with tempfile.TemporaryDirectory(prefix="dnsshim-ares-build-") as tmp:
-        c_file = os.path.join(tmp, ARES_MODULE + ".c")
-        ffi.emit_c_code(c_file)
-        # c-ares's own symbols carry no version: neither do ours.
-        exports = "".join(f"    {name};\n" for name in ARES_EXPORTS)
-        _link_shared(c_file, shared, ARES_SONAME,
-                     f"{{\n  global:\n{exports}  local:\n    *;\n}};\n", [],
-                     [f"-L{out_dir}", "-ldnsshim", "-Wl,-rpath,$ORIGIN", "-ldl"], tmp, verbose)
-        _link_name(out_dir, ARES_LIBNAME, ARES_SONAME)
-        _archive(c_file, os.path.join(out_dir, "libdnsshim_ares.a"), [], tmp, verbose)
-    return shared
+def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rpath=None,
+                    flags=(), cflags=(), embed_python=False, verbose=False) -> Path:
+    """The one way to compile a C program against a build of the libraries:
+    the installed tool, the bundler's probe, the test drivers and benchmark
+    harnesses all come through here.
+
+    against: the directory of the libraries (-L); ``libraries`` are linked
+    from it, in that order, with the run path ``rpath`` (default: that
+    directory; "" for none: the program then runs with LD_LIBRARY_PATH).
+    flags: compiler and link flags given as they are (a .pc file's, another
+    library's), after those, beside or instead of ``against``; their -I
+    come before this tree's.  cflags: compiler flags (defines, warnings).
+    embed_python: the program calls libpython itself (its headers and -l).
+    The public header and csrc/tools/'s helpers are on the include path."""
+    cmd = [compiler(), "-O2", "-g", "-Wall", *cflags, *sources, "-o", output]
+    if against is not None:
+        cmd += [f"-L{against}", *(f"-l{name}" for name in libraries)]
+        run_path = against if rpath is None else rpath
+        if run_path:
+            cmd.append(f"-Wl,-rpath,{run_path}")
+    cmd += [*flags, f"-I{CSRC}", f"-I{TOOLS}"]
+    if embed_python:
+        libdir, name = python_library()
+        cmd += [f"-I{sysconfig.get_paths()['include']}", f"-L{libdir}", f"-l{name}"]
+    cmd += ["-pthread", "-ldl"]
+    _run(cmd, verbose)
+    return Path(output)
 
 
-#: The exported functions by the symbol-version node of the release that
-#: added them (libcurl's and glibc's way: one node per minor release, each
-#: inheriting the one before).  Nodes are only ever appended, and a function
-#: never moves.  cffi's module init goes with 1.0.
-SYMBOL_VERSIONS = {
-    "DNSSHIM_1.0": ["process_dns_response", "dns_shim_register_callbacks", "dns_shim_process",
-                    "dns_shim_init", "dns_shim_strerror", "dns_shim_version",
-                    "dns_shim_set_log_handler", f"PyInit_{MODULE}"],
-    "DNSSHIM_1.1": ["dns_shim_process_reply"],
-}
-
-
-def header_functions(path: str = HEADER) -> set:
-    """The functions the header exports (DNS_SHIM_API)."""
-    with open(path, encoding="utf-8") as f:
-        return set(re.findall(r"^DNS_SHIM_API\s[^;(]*?\b(\w+)\s*\(", f.read(), re.M))
-
-
-def version_script_text() -> str:
-    """The linker's version script: every exported name in its node, all
-    else local.  Refuses when the header exports a function no node lists."""
-    listed = {name for names in SYMBOL_VERSIONS.values() for name in names}
-    missing = header_functions() - listed
-    if missing:
-        raise SystemExit(f"build_ffi.SYMBOL_VERSIONS does not list {sorted(missing)}: add "
-                         "them to the node of the release that adds them")
-    text, previous = "", None
-    for node, names in SYMBOL_VERSIONS.items():
-        body = "".join(f"    {name};\n" for name in names)
-        local = "  local:\n    *;\n" if previous is None else ""
-        text += f"{node} {{\n  global:\n{body}{local}}}{' ' + previous if previous else ''};\n"
-        previous = node
-    return text
-
-
-def pkgconfig_text(version: str, prefix: str) -> str:
-    """dnsshim.pc: -ldnsshim with an rpath, and libpython for static links."""
-    libdir, pylib = _python_lib()
-    return (f"prefix={prefix}\n"
-            "libdir=${prefix}/lib\n"
-            "includedir=${prefix}/include\n\n"
-            "Name: dnsshim\n"
-            "Description: DNS response parsing for C programs, done by dnspython in an "
-            "embedded CPython\n"
-            f"Version: {version}\n"
-            "Cflags: -I${includedir}\n"
-            "Libs: -L${libdir} -Wl,-rpath,${libdir} -ldnsshim\n"
-            f"Libs.private: -L{libdir} -Wl,-rpath,{libdir} -l{pylib} -lpthread -ldl -lm\n")
-
-
-def ares_pkgconfig_text(version: str, prefix: str) -> str:
-    """dnsshim-ares.pc: -ldnsshim_ares with an rpath; the header is c-ares's
-    own <ares.h>; a static link needs libdnsshim and its libpython too."""
-    return (f"prefix={prefix}\n"
-            "libdir=${prefix}/lib\n\n"
-            "Name: dnsshim-ares\n"
-            "Description: c-ares's classic reply parsers (ares_parse_*_reply), with dnspython "
-            "reading every byte\n"
-            f"Version: {version}\n"
-            "Requires.private: dnsshim\n"
-            "Libs: -L${libdir} -Wl,-rpath,${libdir} -ldnsshim_ares\n"
-            "Libs.private: -ldnsshim -ldl\n")
-
-
-def install(prefix: str, verbose: bool = False, in_package: bool = False) -> str:
-    """A complete tree under prefix: lib/ (the libraries), include/dns_shim.h,
-    lib/pkgconfig/dnsshim.pc and dnsshim-ares.pc, bin/dnsshim-dump.  Inside the package (in_package), prefix is the
-    shim/ directory itself and the .pc file finds it relative to itself."""
-    version = check_version()
-    lib = os.path.join(prefix, "lib")
-    shared = build(lib, verbose, in_package=in_package,
-                   root=("" if in_package else None))
-    include = os.path.join(prefix, "include")
-    os.makedirs(include, exist_ok=True)
-    shutil.copyfile(HEADER, os.path.join(include, "dns_shim.h"))
+def install(prefix, mode: Mode = Mode.SOURCE_TREE, verbose: bool = False) -> Path:
+    """A complete tree under prefix: lib/ (the libraries and pkgconfig/),
+    include/dns_shim.h, bin/dnsshim-dump.  In Mode.PACKAGE prefix is the
+    installed package's shim/ directory, and the .pc files find it relative
+    to themselves.  Returns libdnsshim's shared object."""
+    prefix = Path(os.path.abspath(prefix))
+    lib = prefix / "lib"
+    shared = build(lib, mode, verbose=verbose)
+    include = prefix / "include"
+    include.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(HEADER, include / HEADER.name)
     # dnsshim-dump, finding the library beside it wherever the tree is moved.
-    bindir = os.path.join(prefix, "bin")
-    os.makedirs(bindir, exist_ok=True)
-    _run([_cc(), "-O2", "-Wall", f"-I{CSRC}", os.path.join(CSRC, "dnsshim-dump.c"),
-          "-o", os.path.join(bindir, "dnsshim-dump"), f"-L{lib}", "-ldnsshim",
-          "-Wl,-rpath,$ORIGIN/../lib"], verbose)
-    pkgconfig = os.path.join(lib, "pkgconfig")
-    os.makedirs(pkgconfig, exist_ok=True)
-    with open(os.path.join(pkgconfig, "dnsshim.pc"), "w", encoding="utf-8") as f:
-        f.write(pkgconfig_text(version, "${pcfiledir}/../.." if in_package
-                               else os.path.abspath(prefix)))
-    with open(os.path.join(pkgconfig, "dnsshim-ares.pc"), "w", encoding="utf-8") as f:
-        f.write(ares_pkgconfig_text(version, "${pcfiledir}/../.." if in_package
-                                    else os.path.abspath(prefix)))
+    (prefix / "bin").mkdir(parents=True, exist_ok=True)
+    compile_program([TOOLS / "dnsshim-dump.c"], prefix / "bin" / "dnsshim-dump", against=lib,
+                    rpath="$ORIGIN/../lib", verbose=verbose)
+    write_pkgconfig(lib, "${pcfiledir}/../.." if mode is Mode.PACKAGE else str(prefix), mode)
     return shared
 
 
@@ -522,14 +608,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--out", help="directory for the libraries (default: build/)")
-    where.add_argument("--prefix", help="install lib/, include/ and lib/pkgconfig/ under PREFIX "
+    where.add_argument("--prefix", help="install lib/, include/ and bin/ under PREFIX "
                                         "for system-wide use")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     if args.prefix:
-        print(install(os.path.abspath(args.prefix), args.verbose))
+        print(install(args.prefix, verbose=args.verbose))
     else:
-        print(build(os.path.abspath(args.out or os.path.join(ROOT, "build")), args.verbose))
+        print(build(Path(args.out or ROOT / "build").resolve(), verbose=args.verbose))
     return 0
 
 

@@ -33,9 +33,9 @@ class BuildPyWithLibrary(build_py):
         build_ffi.check_prerequisites()
         super().run()
         if getattr(self, "editable_mode", False):
-            build_ffi.install(os.path.join(HERE, "shim"), in_package=False)
+            build_ffi.install(os.path.join(HERE, "shim"), build_ffi.Mode.SOURCE_TREE)
         else:
-            build_ffi.install(os.path.join(self.build_lib, "shim"), in_package=True)
+            build_ffi.install(os.path.join(self.build_lib, "shim"), build_ffi.Mode.PACKAGE)
 
 
 class BinaryDistribution(Distribution):

@@ -12,9 +12,13 @@ The package is the Python half of ``libdnsshim.so``:
   same parser and statuses without C;
 * :mod:`shim.embedded`: what libdnsshim's init code attaches;
   :mod:`shim.ares_glue` and :mod:`shim.ares_embedded` the same for
-  ``libdnsshim_ares.so`` (c-ares's classic parsers);
+  ``libdnsshim_ares.so`` (c-ares's classic parsers), :mod:`shim.ares_codes`
+  the numbers its two halves share;
 * :mod:`shim.config`: ``dnsshim-config``, the flags a C build needs;
-  :mod:`shim.bundle`: the self-contained folder for devices.
+  :mod:`shim.bundle`: the self-contained folder for devices (with
+  :mod:`shim.elf`, which edits the ELF files it copies);
+* :mod:`shim.sample`: sample responses (the README's, the bundler's probe's);
+  :mod:`shim.dump`: ``python -m shim dump``.
 
 ``import shim`` stays light (the library imports it at start-up): the API's
 names are loaded on first use.

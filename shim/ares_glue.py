@@ -1,12 +1,12 @@
 """The glue of libdnsshim_ares: c-ares 1.18's classic reply parsers, computed
 from a decoded message.
 
-libdnsshim_ares (csrc/dnsshim_ares.c) exports ``ares_parse_a_reply`` and its
+libdnsshim_ares (csrc/ares/dnsshim_ares.c) exports ``ares_parse_a_reply`` and its
 siblings.  For each call it hands the message here; :func:`compute` decodes
 it with :func:`shim.decode.decode` (dnspython reads every byte, exactly as
 for ``process_dns_response``) and works out what the c-ares function returns:
 its status and the values of its output, as plain Python (:class:`Result`);
-:func:`fill` turns that into the plain C data of ``csrc/dnsshim_ares.h``,
+:func:`fill` turns that into the plain C data of ``csrc/ares/dnsshim_ares.h``,
 which the C side copies into c-ares's own structures with malloc.  No byte of
 the message is read here or in C.
 
@@ -52,21 +52,14 @@ import dns.rdatatype
 from shim.decode import Section, decode, decode_name, decode_string
 from shim.status import BadNameError, DnsShimError, TruncatedError
 
-# ares.h's codes, the values of csrc/dnsshim_ares.h's DNSSHIM_ARES_*
-# (tests/test_ares.py checks both against the real <ares.h>).
-SUCCESS = 0
-ENODATA = 1
-EBADNAME = 8
-EBADRESP = 10
-ENOMEM = 15
-EBADSTR = 17
+from shim.ares_codes import CODES, KINDS, WANT_HOST  # noqa: F401 - WANT_HOST is the C side's flag
 
-# The kinds of call, csrc/dnsshim_ares.h's DNSSHIM_ARES_KIND_*.
-A, AAAA, NS, PTR, MX, TXT, TXT_EXT, SRV, NAPTR, SOA, CAA, URI, EXPAND_NAME, EXPAND_STRING = (
-    range(1, 15))
-
-#: DNSSHIM_ARES_WANT_HOST: the caller passed a hostent pointer.
-WANT_HOST = 1
+SUCCESS, ENODATA, EBADNAME, EBADRESP, ENOMEM, EBADSTR = (
+    CODES[name] for name in ("SUCCESS", "ENODATA", "EBADNAME", "EBADRESP", "ENOMEM", "EBADSTR"))
+(A, AAAA, NS, PTR, MX, TXT, TXT_EXT, SRV, NAPTR, SOA, CAA, URI, EXPAND_NAME,
+ EXPAND_STRING) = (KINDS[name] for name in (
+    "A", "AAAA", "NS", "PTR", "MX", "TXT", "TXT_EXT", "SRV", "NAPTR", "SOA", "CAA", "URI",
+    "EXPAND_NAME", "EXPAND_STRING"))
 
 _IN = dns.rdataclass.IN
 _CH = dns.rdataclass.CH
@@ -83,7 +76,7 @@ class Result:
     ``host``: whether a hostent is made (hostent kinds) from ``name``,
     ``aliases`` and ``addrs`` (packed addresses), ``ttls`` the addrttl TTLs;
     ``items``: the list elements (or the SOA, or the expanded name), each a
-    ``(numbers, byte strings)`` pair in the order csrc/dnsshim_ares.h gives.
+    ``(numbers, byte strings)`` pair in the order csrc/ares/dnsshim_ares.h gives.
     """
 
     __slots__ = ("status", "host", "name", "aliases", "addrs", "ttls", "items")

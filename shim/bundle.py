@@ -13,19 +13,27 @@ installation on the machine::
     DIR/include/dns_shim.h
     DIR/share/licenses/{CPython,dnspython,cffi,...}/
 
-The library is built by build_ffi.py in its bundle mode (csrc/dns_shim.c,
-DNS_SHIM_BUNDLE): it finds the folder from its own path and starts the
-interpreter with that folder as its home and its only module path, no site,
-no bytecode writes.  The modules are exactly those the library's interpreter
-imports: the bundler builds the library, runs it (csrc/dnsshim_probe.c) over
-a set of messages with every callback, in a staging folder that sees this
-Python's whole library, and records ``sys.modules``; every module of
-``dns.rdtypes`` is imported too, since which of them a message needs depends
-on the message, and so is each ``--extra-module`` (a package with all its
-submodules).  Each is written as a sourceless ``.pyc`` (plain files: a zip
-was measured slower) of the chosen optimisation level; ``--optimize 1`` or
-``2`` also removes dnspython's ``assert`` statements, so the default is 0.
-The finished folder is run once more, alone, as a check.
+It is made in four steps, each a function below:
+
+1. :func:`stage_library`: build_ffi.py builds the library in its bundle mode
+   (csrc/lib/dns_shim.c, DNS_SHIM_BUNDLE: it finds the folder from its own
+   path and starts the interpreter with that folder as its home and its only
+   module path, no site, no bytecode writes), into a staging folder that sees
+   this Python's whole library, with the probe (csrc/tools/dnsshim_probe.c)
+   built against it;
+2. :func:`record_imports`: the probe runs the library over messages that
+   reach every callback and error path (shim.sample.probe_messages) and
+   records every module its interpreter loads; every module of
+   ``dns.rdtypes`` is imported too, since which of them a message needs
+   depends on the message, and so is each ``--extra-module`` (a package with
+   all its submodules);
+3. :func:`write_folder`: each module as a sourceless ``.pyc`` (plain files: a
+   zip was measured slower) of the chosen optimisation level (``--optimize 1``
+   or ``2`` also removes dnspython's ``assert`` statements, so the default is
+   0), the extension modules, libpython and the library (their run paths
+   removed: shim/elf.py), the header, the .pc file, the licenses;
+4. :func:`verify`: the finished folder, alone, runs every message as the
+   staging folder did.
 
 It needs the source tree (build_ffi.py, csrc/) beside the package, a C
 compiler, and a CPython with its shared libpython; ``--strip`` needs
@@ -33,6 +41,7 @@ binutils' strip.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import py_compile
@@ -42,6 +51,8 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+
+from shim.elf import drop_runpath
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -82,7 +93,8 @@ class BundleError(Exception):
 
 
 def _source_tree():
-    if not (ROOT / "build_ffi.py").is_file() or not (ROOT / "csrc" / "dns_shim.c").is_file():
+    """build_ffi, from the source tree this package sits in."""
+    if not (ROOT / "build_ffi.py").is_file() or not (ROOT / "csrc" / "dns_shim.h").is_file():
         raise BundleError(f"python -m shim bundle builds the library from its sources, and "
                           f"{ROOT} has no build_ffi.py and csrc/: run it from a source checkout "
                           "(pip install -e .)")
@@ -93,80 +105,110 @@ def _source_tree():
     return build_ffi
 
 
-def _cc():
-    return os.environ.get("CC") or (sysconfig.get_config_var("CC") or "cc").split()[0]
+@dataclasses.dataclass
+class Staging:
+    """The library built for a bundle, in a folder that sees this Python's
+    whole library: ``lib`` holds the library and a link to libpython,
+    ``modules`` is its lib/pythonX.Y; ``probe`` runs it over ``messages``
+    (``good``: the names of those that must parse)."""
+
+    lib: Path
+    modules: Path
+    probe: Path
+    messages: list
+    good: list
 
 
-def probe_messages() -> dict:
-    """name -> wire: responses that reach every typed converter, OPT, TSIG,
-    an unknown type, another class, and malformed ones (the error paths)."""
-    import dns.message
-    import dns.rcode
-    import dns.rrset
-    import dns.tsig
-    import dns.tsigkeyring
-
-    from shim.sample import ims_wire
-
-    def response(records, **kw):
-        query = dns.message.make_query("example.com.", "A", use_edns=0)
-        resp = dns.message.make_response(query)
-        for section, rdclass, rdtype, text in records:
-            getattr(resp, section).append(
-                dns.rrset.from_text("example.com.", 300, rdclass, rdtype, text))
-        return resp.to_wire(**kw)
-
-    typed = [("answer", "IN", "A", "192.0.2.1"), ("answer", "IN", "AAAA", "2001:db8::1"),
-             ("answer", "IN", "CNAME", "a.example."), ("answer", "IN", "DNAME", "d.example."),
-             ("answer", "IN", "PTR", "p.example."), ("answer", "IN", "MX", "10 mx.example."),
-             ("answer", "IN", "TXT", '"a" "b"'), ("answer", "IN", "CAA", '0 issue "ca"'),
-             ("answer", "IN", "SRV", "1 2 3 s.example."),
-             ("answer", "IN", "NAPTR", '1 2 "s" "SIP+D2U" "" _sip.example.'),
-             ("answer", "IN", "TYPE65280", r"\# 2 abcd"), ("answer", "CH", "TXT", '"ch"'),
-             ("answer", "IN", "DS", "1 13 2 " + "ab" * 32),
-             ("authority", "IN", "NS", "ns.example."),
-             ("authority", "IN", "SOA", "ns.example. h.example. 1 2 3 4 5")]
-    keyring = dns.tsigkeyring.from_text({"key.": "c2VjcmV0"})
-    query = dns.message.make_query("example.com.", "A")
-    query.use_tsig(keyring, keyname="key.")
-    signed = dns.message.make_response(query)
-    signed.use_tsig(keyring, keyname="key.")
-    import dns.edns
-
-    options = dns.message.make_response(dns.message.make_query("example.com.", "A"))
-    options.use_edns(0, options=[dns.edns.ECSOption("192.0.2.0", 24),
-                                 dns.edns.CookieOption(bytes(range(1, 9)), bytes(8)),
-                                 dns.edns.EDEOption(dns.edns.EDECode.PROHIBITED, "x"),
-                                 dns.edns.GenericOption(12, b"\0\0")])
-    good = {"ims": ims_wire(), "typed": response(typed), "tsig": signed.to_wire(),
-            "options": options.to_wire(),
-            "nxdomain": dns.message.make_response(dns.message.make_query("x.", "A")).to_wire()}
-    bad = {"short": b"\x00" * 5, "pointer_loop": good["typed"][:12] + b"\xc0\x0c",
-           "rdlength": good["typed"][:-1]}
-    return good, bad
+def run_probe(staging: Staging, lib: Path, out: Path, script: str = "") -> str:
+    """Runs the probe with the library of ``lib`` (the staging folder's or a
+    bundle's) over the messages, then ``script`` in its interpreter; returns
+    what it printed: one line of statuses per message."""
+    result = subprocess.run([str(staging.probe), str(out), script, *map(str, staging.messages)],
+                            capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(lib)})
+    if result.returncode != 0:
+        raise BundleError(f"the library of {lib} did not run every message:\n"
+                          f"{result.stdout}{result.stderr}")
+    return result.stdout
 
 
-def _record_modules(staging_py: Path, imports, messages_dir: Path, probe: Path,
-                    tmp: Path) -> tuple:
-    """Runs the library from the staging folder over every message, imports
-    `imports` in its interpreter; returns (sources, extensions): the paths,
-    relative to the staging lib/pythonX.Y, of the Python source of every
-    module it loaded and of every extension module."""
+def stage_library(build_ffi, python, tmp: Path, optimize: int, verbose: bool) -> Staging:
+    """Step 1: the library built for a bundle, libpython beside it, a
+    staging lib/pythonX.Y that sees every module of this Python (by symbolic
+    links, the first of each name winning: the shim package of this tree
+    first, this Python's lib-dynload but WITHOUT), the probe, the messages."""
+    lib = tmp / "stage" / "lib"
+    build_ffi.build(lib, build_ffi.Mode.BUNDLE, optimize=optimize, verbose=verbose)
+    (lib / python.libpython.name).symlink_to(python.libpython)
+    modules = lib / PYDIR
+    modules.mkdir(parents=True)
+    (modules / "shim").symlink_to(HERE)
+    (modules / "lib-dynload").mkdir()
+    for item in sorted(python.dynload.iterdir()):
+        if item.name.split(".")[0] not in WITHOUT:
+            (modules / "lib-dynload" / item.name).symlink_to(item)
+    search = [python.stdlib] + [Path(p) for p in sys.path[1:] if p and Path(p).resolve()
+                                not in (ROOT, python.dynload.resolve(), python.stdlib.resolve())]
+    for directory in search:
+        if not directory.is_dir():
+            continue
+        for item in sorted(directory.iterdir()):
+            name = item.name
+            if name in ("site-packages", "__pycache__") or name.endswith((".dist-info", ".pth")):
+                continue
+            if not os.path.lexists(modules / name):
+                (modules / name).symlink_to(item)
+    probe = build_ffi.compile_program([build_ffi.TOOLS / "dnsshim_probe.c"], tmp / "dnsshim_probe",
+                                      against=lib, rpath="", embed_python=True, verbose=verbose)
+    from shim.sample import probe_messages
+
+    good, bad = probe_messages()
+    (tmp / "messages").mkdir()
+    messages = []
+    for name, wire in {**good, **bad}.items():
+        messages.append(tmp / "messages" / f"{name}.bin")
+        messages[-1].write_bytes(wire)
+    return Staging(lib, modules, probe, sorted(messages),
+                   [tmp / "messages" / f"{name}.bin" for name in good])
+
+
+def _module_names_under(package_dir: Path, prefix: str):
+    names = [prefix]
+    for path in sorted(package_dir.rglob("*.py")):
+        rel = path.relative_to(package_dir).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        if "__pycache__" in rel.parts:
+            continue
+        names.append(".".join([prefix, *parts]) if parts else prefix)
+    return sorted(set(names))
+
+
+def _find_package(modules: Path, name: str) -> Path:
+    path = modules / name
+    if not path.is_dir():
+        raise BundleError(f"no {name} package on this Python's path")
+    return path.resolve()
+
+
+def record_imports(staging: Staging, extra_modules, tmp: Path) -> tuple:
+    """Step 2: (sources, extensions): the paths, relative to the staging
+    lib/pythonX.Y, of the Python source of every module the library's
+    interpreter loaded over the messages, with every module of dns.rdtypes,
+    ALWAYS and the extra modules imported too; and of every extension module."""
     import importlib.util
 
+    imports = [*ALWAYS, *_module_names_under(_find_package(staging.modules, "dns") / "rdtypes",
+                                             "dns.rdtypes")]
+    for name in extra_modules:
+        top = staging.modules / name.replace(".", "/")
+        imports += _module_names_under(top, name) if top.is_dir() else [name]
     out = tmp / "modules.txt"
-    files = sorted(messages_dir.iterdir())
-    result = subprocess.run([str(probe), str(out), PROBE_SCRIPT.format(imports=list(imports)),
-                             *map(str, files)], capture_output=True, text=True,
-                            env={"PATH": "/usr/bin:/bin",
-                                 "LD_LIBRARY_PATH": str(staging_py.parent)})
-    if result.returncode != 0:
-        raise BundleError(f"the library did not run from the staging folder:\n{result.stderr}")
+    run_probe(staging, staging.lib, out, PROBE_SCRIPT.format(imports=imports))
     sources, extensions = set(), set()
     for line in out.read_text().splitlines():
         kind, path = line.split("\t", 1)
         try:
-            rel = Path(path).relative_to(staging_py)
+            rel = Path(path).relative_to(staging.modules)
         except ValueError:
             continue  # the script's own output, or a file that is no module
         if kind == "extension":
@@ -181,91 +223,58 @@ def _record_modules(staging_py: Path, imports, messages_dir: Path, probe: Path,
     return sources, extensions
 
 
-def _build_probe(build_ffi, lib_dir: Path, out: Path):
-    libdir, pylib = build_ffi._python_lib()
-    subprocess.run([_cc(), "-O1", "-Wall", f"-I{build_ffi.CSRC}",
-                    f"-I{sysconfig.get_paths()['include']}",
-                    str(Path(build_ffi.CSRC) / "dnsshim_probe.c"), "-o", str(out),
-                    f"-L{lib_dir}", "-ldnsshim", f"-L{libdir}", f"-l{pylib}"],
-                   check=True, capture_output=True, text=True)
-
-
-def _stage(staging: Path, dynload: Path, search_path):
-    """A staging lib/pythonX.Y that sees every module of search_path (by
-    symbolic links, the first of each name winning), the shim package of
-    this tree first, and this Python's lib-dynload but WITHOUT."""
-    staging.mkdir(parents=True)
-    (staging / "shim").symlink_to(HERE)
-    (staging / "lib-dynload").mkdir()
-    for item in sorted(dynload.iterdir()):
-        if item.name.split(".")[0] not in WITHOUT:
-            (staging / "lib-dynload" / item.name).symlink_to(item)
-    for entry in search_path:
-        d = Path(entry)
-        if not d.is_dir():
-            continue
-        for item in sorted(d.iterdir()):
-            name = item.name
-            if name in ("site-packages", "__pycache__") or name.endswith((".dist-info", ".pth")):
-                continue
-            if not os.path.lexists(staging / name):
-                (staging / name).symlink_to(item)
-
-
-def _module_names_under(package_dir: Path, prefix: str):
-    names = [prefix]
-    for path in sorted(package_dir.rglob("*.py")):
-        rel = path.relative_to(package_dir).with_suffix("")
-        parts = [p for p in rel.parts if p != "__init__"]
-        if "__pycache__" in rel.parts:
-            continue
-        names.append(".".join([prefix, *parts]) if parts else prefix)
-    return sorted(set(names))
-
-
-def drop_runpath(path: Path) -> bool:
-    """Removes an ELF file's DT_RUNPATH and DT_RPATH entries in place (as
-    ``chrpath -d`` does: the later entries of the dynamic section move up, a
-    DT_NULL fills the end), so that nothing in the bundle looks for libraries
-    in the build machine's Python: its libpython and extension modules carry
-    that installation's lib/ and need nothing from it (libpython is loaded
-    by then, their other libraries are the system's).  Returns whether there
-    was one."""
-    import struct
-
-    data = bytearray(path.read_bytes())
-    if data[:4] != b"\x7fELF":
-        raise BundleError(f"{path} is not an ELF file")
-    wide, order = data[4] == 2, "<" if data[5] == 1 else ">"
-    if wide:
-        phoff, = struct.unpack_from(order + "Q", data, 0x20)
-        phentsize, phnum = struct.unpack_from(order + "HH", data, 0x36)
-        header, entry_format = order + "IIQQQQ", order + "qQ"
-    else:
-        phoff, = struct.unpack_from(order + "I", data, 0x1C)
-        phentsize, phnum = struct.unpack_from(order + "HH", data, 0x2A)
-        header, entry_format = order + "IIIIII", order + "iI"
-    size = struct.calcsize(entry_format)
-    for i in range(phnum):
-        fields = struct.unpack_from(header, data, phoff + i * phentsize)
-        if fields[0] != 2:  # PT_DYNAMIC
-            continue
-        offset, filesz = (fields[2], fields[5]) if wide else (fields[1], fields[4])
-        entries = [struct.unpack_from(entry_format, data, o)
-                   for o in range(offset, offset + filesz - size + 1, size)]
-        kept = [e for e in entries if e[0] not in (15, 29)]  # DT_RPATH, DT_RUNPATH
-        if len(kept) == len(entries):
-            return False
-        kept += [(0, 0)] * (len(entries) - len(kept))
-        for n, (tag, value) in enumerate(kept):
-            struct.pack_into(entry_format, data, offset + n * size, tag, value)
-        path.write_bytes(bytes(data))
-        return True
-    return False
-
-
 def _strip(path: Path):
     subprocess.run(["strip", "--strip-unneeded", str(path)], check=True)
+
+
+def _copy_binary(source: Path, target: Path, strip: bool) -> None:
+    """An ELF file into the bundle: stripped if asked, its run path removed."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    os.chmod(target, 0o755)
+    if strip:
+        _strip(target)
+    drop_runpath(target)
+
+
+def write_folder(dest: Path, build_ffi, python, staging: Staging, sources, extensions,
+                 strip: bool, optimize: int) -> list:
+    """Step 3: the folder itself.  Returns the licenses written."""
+    lib = dest / "lib"
+    py_dir = lib / PYDIR
+    (py_dir / "lib-dynload").mkdir(parents=True)
+    for rel in sorted(sources):
+        target = py_dir / rel.with_suffix(".pyc")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        py_compile.compile(str((staging.modules / rel).resolve()), cfile=str(target),
+                           dfile=str(rel), doraise=True, optimize=optimize,
+                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    for rel in sorted(extensions):
+        _copy_binary((staging.modules / rel).resolve(), py_dir / rel, strip)
+    library = build_ffi.DNSSHIM
+    shutil.copyfile(staging.lib / library.soname, lib / library.soname)
+    if strip:
+        _strip(lib / library.soname)
+    os.symlink(library.soname, lib / library.link_name)
+    _copy_binary(python.libpython, lib / python.libpython.name, strip)
+    modules = {".".join(rel.with_suffix("").parts) for rel in sources | extensions}
+    _dist_metadata(py_dir, modules)
+    (dest / "include").mkdir()
+    shutil.copyfile(build_ffi.HEADER, dest / "include" / build_ffi.HEADER.name)
+    build_ffi.write_pkgconfig(lib, "${pcfiledir}/../..", build_ffi.Mode.BUNDLE, (library,))
+    return _licenses(dest / "share" / "licenses", modules)
+
+
+def verify(staging: Staging, dest: Path, tmp: Path) -> None:
+    """Step 4: the finished folder, alone, runs every message as the staging
+    folder did, and parses the good ones."""
+    expected = run_probe(staging, staging.lib, tmp / "staged.txt")
+    got = run_probe(staging, dest / "lib", tmp / "bundled.txt")
+    if got != expected:
+        raise BundleError(f"the bundle does not run as the staging folder did:\n{got}")
+    for path in staging.good:
+        if not any(line.startswith(f"{path} 0 0 ") for line in got.splitlines()):
+            raise BundleError(f"the bundle rejects the good message {path.stem}:\n{got}")
 
 
 def _licenses(dest: Path, modules):
@@ -339,6 +348,25 @@ def _tree_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+@dataclasses.dataclass
+class _Python:
+    """What of this CPython installation a bundle takes."""
+
+    libpython: Path
+    stdlib: Path
+    dynload: Path
+
+    @classmethod
+    def this(cls, build_ffi) -> "_Python":
+        libdir, _ = build_ffi.python_library()
+        libpython = Path(libdir) / sysconfig.get_config_var("INSTSONAME")
+        if not libpython.is_file():
+            raise BundleError(f"{libpython} is missing: a bundle needs the shared libpython")
+        stdlib = Path(sysconfig.get_paths()["stdlib"])
+        dynload = Path(sysconfig.get_config_var("DESTSHARED") or stdlib / "lib-dynload")
+        return cls(libpython, stdlib, dynload)
+
+
 def bundle(dest, strip=False, optimize=0, extra_modules=(), verbose=False) -> dict:
     """Writes the bundle into dest (absent or empty); returns its summary.
     On failure dest is left as it was found."""
@@ -366,107 +394,25 @@ def bundle(dest, strip=False, optimize=0, extra_modules=(), verbose=False) -> di
 
 def _bundle(dest: Path, strip, optimize, extra_modules, verbose) -> dict:
     build_ffi = _source_tree()
-    libdir, pylib = build_ffi._python_lib()
-    soname = sysconfig.get_config_var("INSTSONAME")
-    libpython = Path(libdir) / soname
-    if not libpython.is_file():
-        raise BundleError(f"{libpython} is missing: a bundle needs the shared libpython")
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    dynload = Path(sysconfig.get_config_var("DESTSHARED") or stdlib / "lib-dynload")
-
-    lib = dest / "lib"
-    py_dir = lib / PYDIR
+    python = _Python.this(build_ffi)
     with tempfile.TemporaryDirectory(prefix="dnsshim-bundle-") as tmp_name:
         tmp = Path(tmp_name)
-        # 1. The library, built for a bundle, and a staging folder around it.
-        stage_lib = tmp / "stage" / "lib"
-        build_ffi.build(str(stage_lib), verbose=verbose, bundle_optimize=optimize)
-        (stage_lib / soname).symlink_to(libpython)
-        search = [str(stdlib)] + [p for p in sys.path[1:] if p and Path(p).resolve()
-                                  not in (ROOT, dynload.resolve(), stdlib.resolve())]
-        _stage(stage_lib / PYDIR, dynload, search)
-        probe = tmp / "dnsshim_probe"
-        _build_probe(build_ffi, stage_lib, probe)
-        messages = tmp / "messages"
-        messages.mkdir()
-        good, bad = probe_messages()
-        for name, wire in {**good, **bad}.items():
-            (messages / f"{name}.bin").write_bytes(wire)
-
-        # 2. What the library's interpreter imports.
-        rdtypes = _module_names_under(_find_package(stage_lib / PYDIR, "dns") / "rdtypes",
-                                      "dns.rdtypes")
-        extras = []
-        for name in extra_modules:
-            top = stage_lib / PYDIR / name.replace(".", "/")
-            extras += _module_names_under(top, name) if top.is_dir() else [name]
-        staging_py = stage_lib / PYDIR
-        sources, extensions = _record_modules(staging_py, [*ALWAYS, *rdtypes, *extras],
-                                              messages, probe, tmp)
-
-        # 3. The folder.
-        py_dir.mkdir(parents=True)
-        (py_dir / "lib-dynload").mkdir()
-        for rel in sorted(sources):
-            target = py_dir / rel.with_suffix(".pyc")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            py_compile.compile(str((staging_py / rel).resolve()), cfile=str(target),
-                               dfile=str(rel), doraise=True, optimize=optimize,
-                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-        for rel in sorted(extensions):
-            target = py_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile((staging_py / rel).resolve(), target)
-            if strip:
-                _strip(target)
-            drop_runpath(target)
-        modules = {".".join(rel.with_suffix("").parts) for rel in sources | extensions}
-        shutil.copyfile(stage_lib / build_ffi.SONAME, lib / build_ffi.SONAME)
-        os.symlink(build_ffi.SONAME, lib / build_ffi.LIBNAME)
-        shutil.copyfile(libpython, lib / soname)
-        os.chmod(lib / soname, 0o755)
-        if strip:
-            _strip(lib / soname)
-            _strip(lib / build_ffi.SONAME)
-        drop_runpath(lib / soname)
-        _dist_metadata(py_dir, modules)
-        include = dest / "include"
-        include.mkdir()
-        shutil.copyfile(build_ffi.HEADER, include / "dns_shim.h")
-        pc = lib / "pkgconfig"
-        pc.mkdir()
-        (pc / "dnsshim.pc").write_text(_pc_text(build_ffi))
-        licenses = _licenses(dest / "share" / "licenses", modules)
-
-        # 4. The folder alone runs every message as the staging folder did.
-        expected = subprocess.run([str(probe), str(tmp / "a.txt"), "",
-                                   *map(str, sorted(messages.iterdir()))],
-                                  capture_output=True, text=True,
-                                  env={"PATH": "/usr/bin:/bin",
-                                       "LD_LIBRARY_PATH": str(stage_lib)}).stdout
-        check = subprocess.run([str(probe), str(tmp / "b.txt"), "",
-                                *map(str, sorted(messages.iterdir()))],
-                               capture_output=True, text=True,
-                               env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(lib)})
-        if check.returncode != 0 or check.stdout != expected:
-            raise BundleError(f"the bundle does not run as the staging folder did:\n"
-                              f"{check.stdout}{check.stderr}")
-        for name in good:
-            if not any(line.startswith(f"{messages / name}.bin 0 0 ")
-                       for line in check.stdout.splitlines()):
-                raise BundleError(f"the bundle rejects the good message {name}:\n{check.stdout}")
-
+        staging = stage_library(build_ffi, python, tmp, optimize, verbose)
+        sources, extensions = record_imports(staging, extra_modules, tmp)
+        licenses = write_folder(dest, build_ffi, python, staging, sources, extensions, strip,
+                                optimize)
+        verify(staging, dest, tmp)
+    lib, py_dir = dest / "lib", dest / "lib" / PYDIR
     elf = [p for p in lib.rglob("*.so*") if p.is_file() and not p.is_symlink()]
     needed, glibc = _needed(elf)
-    inside = {p.name for p in elf}
     summary = {
         "dir": str(dest), "python": TAG, "optimize": optimize, "stripped": strip,
         "modules": len(sources), "extension_modules": len(extensions),
         "bytes": _tree_size(dest),
-        "bytes_libpython": (lib / soname).stat().st_size,
+        "bytes_libpython": (lib / python.libpython.name).stat().st_size,
         "bytes_modules": sum(p.stat().st_size for p in py_dir.rglob("*.pyc")),
         "bytes_extensions": sum((py_dir / rel).stat().st_size for rel in extensions),
-        "system_libraries": sorted(needed - inside),
+        "system_libraries": sorted(needed - {p.name for p in elf}),
         "glibc": ".".join(map(str, glibc)),
         "licenses": licenses,
     }
@@ -474,25 +420,6 @@ def _bundle(dest: Path, strip, optimize, extra_modules, verbose) -> dict:
     share.mkdir(parents=True)
     (share / "bundle.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
-
-
-def _find_package(staging_py: Path, name: str) -> Path:
-    path = staging_py / name
-    if not path.is_dir():
-        raise BundleError(f"no {name} package on this Python's path")
-    return path.resolve()
-
-
-def _pc_text(build_ffi) -> str:
-    return ("prefix=${pcfiledir}/../..\n"
-            "libdir=${prefix}/lib\n"
-            "includedir=${prefix}/include\n\n"
-            "Name: dnsshim\n"
-            "Description: DNS response parsing for C programs, done by dnspython in an "
-            "embedded CPython (self-contained bundle)\n"
-            f"Version: {build_ffi.check_version()}\n"
-            "Cflags: -I${includedir}\n"
-            "Libs: -L${libdir} -Wl,-rpath,${libdir} -ldnsshim\n")
 
 
 def main(argv=None, prog="python -m shim bundle") -> int:

@@ -3,7 +3,7 @@
 The init code runs ``import shim.embedded; shim.embedded.attach()`` once,
 when the runtime starts.  ``_dnsshim_cffi`` is the module that cffi has just
 created for that library; :func:`attach` gives its one ``extern "Python"``
-function, which the C wrappers of ``csrc/dns_shim.c`` call, its body.  It is
+function, which the C wrappers of ``csrc/lib/dns_shim.c`` call, its body.  It is
 a function, not import-time code, so that a second library loaded into the
 same Python process gets its own attachment.  All the work is in
 :mod:`shim.glue`: ``dns_shim__py_process`` first frees the plans C has

@@ -1,6 +1,6 @@
 """The differential of libdnsshim_ares against the real c-ares.
 
-csrc/dnsshim_ares_diff.c, built once against Debian's libcares and once
+tests/c/ares_every_parser.c, built once against Debian's libcares and once
 against libdnsshim_ares, prints every parser's return code and output for
 each message; this module runs both on the same messages, pairs the lines
 and names the kind of every difference (:func:`classify`).  The kinds are
@@ -287,8 +287,8 @@ def compare(cares_prog, ours_prog, messages, valgrind=()) -> Comparison:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("build", type=Path, help="directory with dnsshim_ares_diff_cares "
-                                                 "and dnsshim_ares_diff")
+    parser.add_argument("build", type=Path, help="directory with ares_every_parser_cares "
+                                                 "and ares_every_parser")
     parser.add_argument("--mutants", type=int, default=10000)
     parser.add_argument("--random", type=int, default=10000,
                         help="how many random well-formed responses")
@@ -302,7 +302,7 @@ def main(argv=None):
                         (f"{args.mutants} mutants (seed {args.seed})", mutants),
                         (f"{parser_random} random responses (seed {args.seed})",
                          random_responses(parser_random, args.seed))):
-        c = compare(args.build / "dnsshim_ares_diff_cares", args.build / "dnsshim_ares_diff", msgs)
+        c = compare(args.build / "ares_every_parser_cares", args.build / "ares_every_parser", msgs)
         print(f"{label}: {c.summary()}")
         if args.verbose:
             for kind, (path, a, b) in c.examples.items():

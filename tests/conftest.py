@@ -1,8 +1,8 @@
 """Shared fixtures: the built library and C programs, the corpus, the ABI.
 
 The library and the C programs are built once per session into a temporary
-directory, from this checkout, exactly as a user builds them
-(``python build_ffi.py`` then ``make -C csrc``).
+directory, from this checkout, exactly as a developer builds them
+(``python build_ffi.py`` then ``python tests/cprograms.py``).
 """
 
 import os
@@ -19,6 +19,7 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 sys.path.insert(0, str(ROOT))
 
 import build_ffi  # noqa: E402
+import cprograms  # noqa: E402
 
 
 class Built:
@@ -35,8 +36,7 @@ def built(tmp_path_factory) -> Built:
     out = tmp_path_factory.mktemp("build")
     subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--out", str(out)],
                    check=True, capture_output=True, text=True)
-    subprocess.run(["make", "-s", "-C", str(ROOT / "csrc"), f"BUILD={out}"],
-                   check=True, capture_output=True, text=True)
+    cprograms.build(out)
     return Built(out)
 
 

@@ -4,7 +4,7 @@
                                                 poisoned its own dnspython first
     python tests/history.py bounded [--messages N] [--out STREAM]
 
-What any message does must not change what a later one gets (issue 9).  The
+What any message does must not change what a later one gets.  The
 differential feeds one long-lived process a few thousand messages in a
 shuffled order and compares each result with the same message parsed first
 in a fresh process; the bounded-state run feeds 200,000 (a million on
@@ -28,7 +28,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import dns.rdatatype  # noqa: E402
 
-import fresh  # noqa: E402
+import fresh_reference as fresh  # noqa: E402
 import rdata_samples  # noqa: E402
 from wire import AT_QNAME, header, name, question, rr  # noqa: E402
 
@@ -123,8 +123,9 @@ def differential_messages(seed: int, mutants: int = 1500) -> list:
 
 
 def use_dnspython_registry():
-    """Makes shim.rdtable ask dnspython's registry, as the decoder did before
-    issue 9 was fixed: only for showing that the differential catches it."""
+    """Makes shim.rdtable ask dnspython's registry, the history-dependent
+    lookup the fixed table replaces: only for showing that the differential
+    catches it."""
     import dns.rdata
     import dns.rdataclass
 

@@ -5,9 +5,9 @@
 runs N mutants (default 1,000,000) of every seed message and reports any
 disagreement between the shim and ``dns.message.from_wire``; the test suite
 runs a bounded number of them (tests/test_agreement.py).  dnspython's verdict
-on each mutant comes from a fresh process (tests/fresh.py): dnspython's
+on each mutant comes from a fresh process (tests/fresh_reference.py): dnspython's
 registry remembers what it parsed, so a reference sharing one process with
-many inputs would be judged by its history (issue 9).
+many inputs would be judged by its history.
 
 Mutations: bit flips, byte inserts and deletes, truncation, header count
 edits, label length edits, compression pointer rewrites and RDLENGTH edits;
@@ -215,7 +215,7 @@ def run(count: int, seed: int, corpus: Path = None, report=print, dispatch=None,
         batch=50_000):
     """Compare the shim with dnspython (in fresh processes, `jobs` at a time)
     on `count` mutants; return (disagreements, count accepted by both)."""
-    import fresh
+    import fresh_reference as fresh
     found, accepted = [], 0
     wires = mutants(count, seed, corpus)
     for start in range(0, len(wires), batch):

@@ -16,7 +16,7 @@ implementation is then registered under its own class, and what a lookup
 adds later cannot hide one.  :func:`parse` also puts the registry back to
 that state before each message.  The agreement tests still take
 dnspython's verdict from a fresh process for every message
-(tests/fresh.py, :func:`verdict`).
+(tests/fresh_reference.py, :func:`verdict`).
 """
 
 import struct

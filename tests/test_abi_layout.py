@@ -77,7 +77,7 @@ def test_version_macros(abi):
                 .replace("MAJOR", str(major)).replace("MINOR", str(minor))
                 .replace("PATCH", str(patch))) == (major << 16) | (minor << 8) | patch
     assert ffi.string(lib.dns_shim_version()).decode().startswith(shim.__version__ + " (CPython ")
-    assert build_ffi.SONAME == f"libdnsshim.so.{major}"
+    assert build_ffi.DNSSHIM.soname == f"libdnsshim.so.{major}"
 
 
 def test_1_0_sizes_are_what_1_0_declared(header_ffi):

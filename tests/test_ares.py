@@ -1,7 +1,7 @@
 """libdnsshim_ares: c-ares's classic reply parsers, checked against the real
 c-ares 1.18 (Debian's libcares) from C.
 
-* the struct layouts and codes of csrc/dnsshim_ares.h against <ares.h>;
+* the struct layouts and codes of csrc/ares/dnsshim_ares.h against <ares.h>;
 * exactly the classic API exported, SONAME libdnsshim_ares.so.1;
 * c-ares's expectations, case by case: the values a C program sees, the same
   from both libraries;
@@ -78,11 +78,11 @@ def _header_defines(prefix):
 
 
 def test_layout_and_codes_match_ares_h(progs, tmp_path):
-    """Every struct of csrc/dnsshim_ares.h has the size and member offsets of
+    """Every struct of csrc/ares/dnsshim_ares.h has the size and member offsets of
     c-ares's, and every code and address family its value: checked by the
     compiler, against the system's <ares.h>."""
     lines = ["#include <ares.h>", "#include <netdb.h>", "#include <sys/socket.h>",
-             "#include <stddef.h>", '#include "dnsshim_ares.h"']
+             "#include <stddef.h>", '#include "ares/dnsshim_ares.h"']
     for (theirs, ours), members in STRUCTS.items():
         lines.append(f"_Static_assert(sizeof({theirs}) == sizeof({ours}), \"{ours} size\");")
         for m in members:
@@ -99,9 +99,7 @@ def test_layout_and_codes_match_ares_h(progs, tmp_path):
     lines.append("int main(void) { return 0; }")
     src = tmp_path / "layout.c"
     src.write_text("\n".join(lines) + "\n")
-    result = subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", f"-I{ROOT / 'csrc'}", str(src),
-                             "-o", str(tmp_path / "layout")], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    build_ffi.compile_program([src], tmp_path / "layout", cflags=("-std=gnu11", "-Werror"))
     assert len(STRUCTS) == len(re.findall(r"typedef struct (dnsshim_ares_\w+) \{.*?\} \1;",
                                           open(build_ffi.ARES_HEADER).read(), re.S)) - 3, \
         "every c-ares struct of the header is checked (the 3 others are the Python-to-C data)"
@@ -118,11 +116,11 @@ def test_python_constants_match_the_header():
 
 
 def test_exports_exactly_the_classic_api(built):
-    shared = built.dir / build_ffi.ARES_SONAME
+    shared = built.dir / build_ffi.DNSSHIM_ARES.soname
     out = subprocess.run(["nm", "-D", "--defined-only", str(shared)], capture_output=True,
                          text=True, check=True).stdout
     exported = {line.split()[-1] for line in out.splitlines() if line.split()[1] in "TDBR"}
-    assert exported == set(build_ffi.ARES_EXPORTS)
+    assert exported == build_ffi.exported_names(build_ffi.DNSSHIM_ARES)
     dyn = subprocess.run(["readelf", "-d", str(shared)], capture_output=True, text=True,
                          check=True).stdout
     assert "Library soname: [libdnsshim_ares.so.1]" in dyn
@@ -232,7 +230,7 @@ def case_outputs(progs, tmp_path_factory):
         p.write_bytes(wire)
         paths.append(p)
     outs = []
-    for prog in ("dnsshim_ares_diff", "dnsshim_ares_diff_cares"):
+    for prog in ("ares_every_parser", "ares_every_parser_cares"):
         result = run(progs / prog, *paths)
         assert result.returncode == 0, result.stderr
         outs.append(ares_diff.parse_output(result.stdout))
@@ -251,7 +249,7 @@ def test_c_ares_expectations(case_outputs, case):
 def test_not_started_is_enotinitialized(progs, tmp_path):
     p = tmp_path / "m.bin"
     p.write_bytes(CASES["srv_naptr_caa_uri_soa"][0])
-    result = run(progs / "dnsshim_ares_diff", p,
+    result = run(progs / "ares_every_parser", p,
                  env={"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": "/nonexistent/python3"})
     assert result.returncode == 0
     assert "srv rc=21\n" in result.stdout  # ARES_ENOTINITIALIZED, never a made-up result
@@ -276,7 +274,7 @@ def test_readme_lists_every_kind():
 @pytest.fixture(scope="module")
 def comparison(progs):
     seeds = ares_diff.messages_from_seeds(MUTANTS)
-    return ares_diff.compare(progs / "dnsshim_ares_diff_cares", progs / "dnsshim_ares_diff", seeds)
+    return ares_diff.compare(progs / "ares_every_parser_cares", progs / "ares_every_parser", seeds)
 
 
 def test_differential_every_difference_is_listed(comparison):
@@ -304,7 +302,7 @@ def test_differential_on_random_well_formed_responses(progs):
     at (CNAME chains in any order, case, escapes, every type, edge TTLs): every
     call the same as c-ares's, but for the TTLs of 2^31 and more, and the
     names ares_expand_name is pointed at mid-message that only c-ares reads."""
-    c = ares_diff.compare(progs / "dnsshim_ares_diff_cares", progs / "dnsshim_ares_diff",
+    c = ares_diff.compare(progs / "ares_every_parser_cares", progs / "ares_every_parser",
                           ares_diff.random_responses(2000, seed=5))
     assert c.good_messages == 2000
     assert not c.unexplained, c.unexplained[:5]
@@ -322,7 +320,7 @@ def test_valgrind_good_and_malformed(progs, tmp_path):
     messages += [w for w, _ in malformed.CASES.values()] + [w for w, _ in CASES.values()]
     paths = ares_diff.write_messages(tmp_path, messages)
     paths += available_corpus("good", "bad")
-    result = subprocess.run([*VALGRIND, str(progs / "dnsshim_ares_diff"), *paths],
+    result = subprocess.run([*VALGRIND, str(progs / "ares_every_parser"), *paths],
                             capture_output=True, text=True, errors="replace", timeout=900)
     assert result.returncode == 0, result.stderr[-5000:]
     assert result.stdout.count("# ") == len(paths)
@@ -333,7 +331,7 @@ def test_valgrind_good_and_malformed(progs, tmp_path):
 
 def test_both_libraries_in_one_program_under_valgrind(progs):
     _require_valgrind()
-    result = subprocess.run([*VALGRIND, str(progs / "dnsshim_ares_both"), "--threads", "2"],
+    result = subprocess.run([*VALGRIND, str(progs / "both_libraries"), "--threads", "2"],
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr[-5000:]
     assert "ok ares_get_servers gives the two servers" in result.stdout
@@ -343,7 +341,7 @@ def test_both_libraries_in_one_program_under_valgrind(progs):
 
 
 def test_threads(progs):
-    result = run(progs / "dnsshim_ares_both", "--threads", "8")
+    result = run(progs / "both_libraries", "--threads", "8")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ok 8 threads x 50 parses, 0 different" in result.stdout
 
@@ -362,7 +360,7 @@ aresffi = cffi.FFI()
 aresffi.cdef(re.sub(r'extern "Python"[^;]*;', "", build_ffi.header_cdef(build_ffi.ARES_HEADER)))
 aresffi.cdef("int ares_parse_srv_reply(const unsigned char *, int, dnsshim_ares_srv_reply **);"
              "void ares_free_data(void *);")
-ares = aresffi.dlopen(lib_dir + "/" + build_ffi.ARES_SONAME)
+ares = aresffi.dlopen(lib_dir + "/" + build_ffi.DNSSHIM_ARES.soname)
 out = aresffi.new("dnsshim_ares_srv_reply **")
 rc = ares.ares_parse_srv_reply(wire, len(wire), out)
 srv = out[0]
@@ -421,8 +419,8 @@ def _ims_messages(tmp_path):
 
 def test_ims_sample_program_same_both_ways(progs, tmp_path):
     paths = _ims_messages(tmp_path)
-    ours = run(progs / "dnsshim_ares_ims", *paths)
-    theirs = run(progs / "dnsshim_ares_ims_cares", *paths)
+    ours = run(progs / "ares_sip_locate", *paths)
+    theirs = run(progs / "ares_sip_locate_cares", *paths)
     assert theirs.returncode == 0, theirs.stdout + theirs.stderr
     assert ours.returncode == 0, ours.stdout + ours.stderr
     assert ours.stdout == theirs.stdout
@@ -443,7 +441,7 @@ def test_ims_sample_program_same_both_ways(progs, tmp_path):
 
 def test_ims_sample_program_under_valgrind(progs, tmp_path):
     _require_valgrind()
-    result = subprocess.run([*VALGRIND, str(progs / "dnsshim_ares_ims"), *_ims_messages(tmp_path)],
+    result = subprocess.run([*VALGRIND, str(progs / "ares_sip_locate"), *_ims_messages(tmp_path)],
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-5000:]
 

@@ -15,7 +15,7 @@ from conftest import ROOT, require_cares
 def smoke(built, tmp_path_factory):
     """The benchmark's JSON and its printed table, from one smoke run."""
     out = tmp_path_factory.mktemp("bench") / "bench.json"
-    result = subprocess.run([sys.executable, str(ROOT / "tests" / "benchmark.py"), "--smoke",
+    result = subprocess.run([sys.executable, str(ROOT / "tests" / "bench" / "benchmark.py"), "--smoke",
                              "--build", str(built.dir), "--json", str(out)],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+import build_ffi
 import malformed
 import reference
 import vectors
@@ -53,8 +54,8 @@ def moved(bundle, tmp_path_factory):
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "dnsshim"], env=env,
                            capture_output=True, text=True, check=True).stdout.split()
     program = place.parent / "dnsshim_test"
-    subprocess.run(["cc", "-O2", "-Wall", "-Werror", str(ROOT / "csrc" / "dnsshim_test.c"),
-                    "-o", str(program), *flags, "-ldl"], check=True)
+    build_ffi.compile_program([ROOT / "tests" / "c" / "dnsshim_test.c"], program, flags=flags,
+                              cflags=("-Werror",))
     return place, program
 
 
@@ -180,7 +181,7 @@ def test_bundle_api_contract_with_no_python(bundle, moved, tmp_path):
 
 
 def test_bundle_valgrind(moved, message_files):
-    """The bundle's own start-up code (csrc/dns_shim.c's bundle mode) under
+    """The bundle's own start-up code (csrc/lib/dns_shim.c's bundle mode) under
     memcheck: 0 errors, no definite or indirect leak."""
     from test_c_programs import VALGRIND, _require_valgrind
 

@@ -1,11 +1,11 @@
-"""No message may change how a later one parses (issue 9).
+"""No message may change how a later one parses: history independence.
 
 A daemon lives for months: the same bytes must get the same result whatever
 came before.  dnspython's own RDATA registry is history-dependent (one class
 ANY SRV record makes every later IN SRV record generic in
-``dns.message.from_wire``), and the library used to ask it: one packet
-turned every later IN SRV, A, NAPTR... into DNS_SHIM_ERR_INTERNAL for the
-life of the process.  A comparison that shares a process with the code
+``dns.message.from_wire``); a library that asked it would turn every
+later IN SRV, A, NAPTR... into DNS_SHIM_ERR_INTERNAL after one such packet,
+for the life of the process.  A comparison that shares a process with the code
 under test shares its poison, so every result here is compared with the
 same message parsed first in a fresh process:
 
@@ -13,7 +13,7 @@ same message parsed first in a fresh process:
   against ``--stream --fresh`` (a child forked for each message after
   dns_shim_init, itself checked against a new process per message);
 * the Python API in a host whose own dnspython parsed every message with
-  ``from_wire`` first, against tests/fresh.py (a fork per message);
+  ``from_wire`` first, against tests/fresh_reference.py (a fork per message);
 * regressions named after the defect: every IN-only type after a record of
   each odd class, in one process;
 * bounded state: 200,000 messages (``DNSSHIM_STATE_MESSAGES`` for more)
@@ -29,7 +29,7 @@ import dns.rdataclass
 import dns.rdatatype
 import pytest
 
-import fresh
+import fresh_reference as fresh
 import history
 import reference
 from conftest import ROOT, run_test_prog, split_log
@@ -152,10 +152,11 @@ def _in_only_sequence(rdclass) -> list:
 
 @pytest.mark.parametrize("rdclass", history.ODD_CLASSES, ids=_class_id)
 def test_odd_class_record_does_not_turn_in_records_generic(built, tmp_path, rdclass):
-    """The defect of issue 9: after one record of an IN-only type under a
-    class with no module of its own, every later IN record of that type was
-    DNS_SHIM_ERR_INTERNAL.  Now each gets its typed callback (A, AAAA, SRV,
-    NAPTR) or its RDATA parsed by the IN module, in the same process."""
+    """After one record of an IN-only type under a class with no module of
+    its own (what makes dnspython's registry answer generic for that type
+    from then on), every later IN record of that type still gets its typed
+    callback (A, AAAA, SRV, NAPTR) or its RDATA parsed by the IN module, in
+    the same process."""
     wires = _in_only_sequence(rdclass)
     path = tmp_path / "sequence.stream"
     path.write_bytes(fresh.frame(wires))

@@ -451,8 +451,8 @@ def test_dnsshim_ares_pkg_config_builds(installed, tmp_path):
         return subprocess.run(["pkg-config", *args, "dnsshim-ares"], env=env, capture_output=True,
                               text=True, check=True).stdout.split()
 
-    source = ROOT / "csrc" / "dnsshim_ares_ims.c"
-    includes = [f"-I{ROOT / 'csrc'}", *pc("--cflags")]  # file_util.h; <ares.h> is the system's
+    source = ROOT / "tests" / "c" / "ares_sip_locate.c"
+    includes = [f"-I{ROOT / 'csrc' / 'tools'}", *pc("--cflags")]  # tool_util.h; <ares.h>: the system's
     shared, static = tmp_path / "ims", tmp_path / "ims_static"
     subprocess.run(["cc", str(source), *includes, *pc("--libs"), "-o", str(shared)], check=True)
     subprocess.run(["cc", str(source), *includes, "-Wl,--as-needed", "-Wl,-Bstatic",

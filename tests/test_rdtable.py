@@ -40,7 +40,7 @@ _FRESH_LOOKUP = """
 import json, sys
 sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests"]
 import dns.rdata
-import fresh
+import fresh_reference as fresh
 pairs = json.loads(sys.stdin.read())
 def lookup(pair):
     cls = dns.rdata.get_rdata_class(*pair)

@@ -1,4 +1,4 @@
-"""Hostile and careless callers, from C (csrc/dnsshim_stress.c): threads,
+"""Hostile and careless callers, from C (tests/c/dnsshim_stress.c): threads,
 the first call from 16 threads at once, registration races, re-entry,
 re-registration inside a callback, fork, callback return values; a soak for
 memory growth; and a short threaded run under valgrind.

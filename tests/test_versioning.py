@@ -77,9 +77,8 @@ def v10_test_prog(v10, tmp_path_factory):
     choosing the library (no rpath)."""
     src, lib = v10
     out = tmp_path_factory.mktemp("v1.0-prog") / "dnsshim_test"
-    subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-pthread", f"-I{src / 'csrc'}",
-                    str(src / "csrc" / "dnsshim_test.c"), "-o", str(out), f"-L{lib}",
-                    "-ldnsshim", "-ldl"], check=True)
+    build_ffi.compile_program([src / "csrc" / "dnsshim_test.c"], out, against=lib, rpath="",
+                              cflags=("-Werror", f"-I{src / 'csrc'}"))
     return out
 
 
@@ -236,11 +235,11 @@ def apps_1_1(built, tmp_path_factory):
     d = tmp_path_factory.mktemp("app-1.1")
     (d / "app.c").write_text(APP_1_1)
     out = {}
-    for name, flags in (("bind_now", ["-Wl,-z,now"]), ("lazy_checked", ["-DCHECK_VERSION"])):
+    for name, defines, flags in (("bind_now", [], ["-Wl,-z,now"]),
+                                 ("lazy_checked", ["-DCHECK_VERSION"], [])):
         out[name] = d / name
-        subprocess.run(["cc", "-Wall", "-Werror", f"-I{ROOT / 'csrc'}", str(d / "app.c"),
-                        "-o", str(out[name]), f"-L{built.dir}", "-ldnsshim", *flags],
-                       check=True)
+        build_ffi.compile_program([d / "app.c"], out[name], against=built.dir, rpath="",
+                                  cflags=("-Werror", *defines), flags=flags)
     return out
 
 

@@ -1,11 +1,11 @@
 """The benchmark: libdnsshim against what a user would use instead, in one run.
 
-    python tests/benchmark.py [--rounds N] [--json FILE] [--smoke]
+    python tests/bench/benchmark.py [--rounds N] [--json FILE] [--smoke]
 
 For each message of a fixed set it measures, interleaved round by round (the
 order of the methods shuffled each round, so machine noise hits all alike):
 
-* ``shim``: ``process_dns_response`` called from C (csrc/dnsshim_bench.c),
+* ``shim``: ``process_dns_response`` called from C (tests/bench/dnsshim_bench.c),
   with registered callbacks that copy every field;
 * ``from_wire``: ``dns.message.from_wire`` in Python on the same bytes;
 * ``dnslib``: ``dnslib.DNSRecord.parse`` in Python;
@@ -22,10 +22,10 @@ folder), and thread scaling (aggregate calls per second from 1, 2 and 4 C
 threads).
 
 Then the per-call price in instructions, which noise does not move:
-callgrind's count of one ``process_dns_response`` (csrc/dnsshim_callgrind.c)
+callgrind's count of one ``process_dns_response`` (tests/bench/dnsshim_callgrind.c)
 on each message of the set and on held-out shapes, against the floor,
 dnspython's own name and RDATA parsers alone on the same bytes in the same
-interpreter (tests/floor.py); reported as shim/floor (when valgrind and its
+interpreter (tests/bench/floor.py); reported as shim/floor (when valgrind and its
 callgrind.h are installed).
 
 It prints one table of medians and ratios and can write everything as JSON.
@@ -33,7 +33,7 @@ It prints one table of medians and ratios and can write everything as JSON.
 benchmark working (the test suite does that); its numbers mean nothing.
 
 It builds the library and the C programs into build/ first if they are not
-there (python build_ffi.py; make -C csrc).
+there (python build_ffi.py; python tests/cprograms.py).
 """
 
 import argparse
@@ -48,13 +48,15 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(HERE), str(ROOT)]
+ROOT = HERE.parent.parent
+sys.path[:0] = [str(HERE), str(HERE.parent), str(ROOT)]
 
 import dns.message  # noqa: E402
 import dns.rrset  # noqa: E402
 import dns.version  # noqa: E402
 
+import build_ffi  # noqa: E402
+import cprograms  # noqa: E402
 from shim.sample import ims_wire  # noqa: E402
 from wire import AT_QNAME, header, question, rr  # noqa: E402
 
@@ -175,7 +177,7 @@ def ensure_built(build: Path):
     if not (build / "libdnsshim.so").exists():
         subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--out", str(build)],
                        check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["make", "-s", "-C", str(ROOT / "csrc"), f"BUILD={build}"], check=True)
+    cprograms.build(build)
 
 
 def run(build: Path, rounds: int, smoke: bool):
@@ -326,8 +328,7 @@ def build_bundle(tmp: Path):
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "dnsshim"], env=env,
                            capture_output=True, text=True, check=True).stdout.split()
     program = tmp / "dnsshim_bench-bundle"
-    subprocess.run(["cc", "-O2", f"-I{ROOT / 'csrc'}", str(ROOT / "csrc" / "dnsshim_bench.c"),
-                    "-o", str(program), *flags, "-pthread"], check=True)
+    build_ffi.compile_program([HERE / "dnsshim_bench.c"], program, flags=flags)
     return where, program
 
 
@@ -344,19 +345,13 @@ def instructions(build: Path, messages: dict, smoke: bool, libpython_dir: Path =
     if smoke:
         messages = {name: messages[name] for name in ("A", "TXT x40 small")}
     libdir = libpython_dir or sysconfig.get_config_var("LIBDIR")
-    pylib = "python" + (sysconfig.get_config_var("LDVERSION") or sysconfig.get_python_version())
     with tempfile.TemporaryDirectory(prefix="dnsshim-callgrind-") as tmp_name:
         tmp = Path(tmp_name)
         program = tmp / "dnsshim_callgrind"
-        subprocess.run(["cc", "-O2", "-Wall", f"-I{ROOT / 'csrc'}",
-                        f"-I{sysconfig.get_paths()['include']}",
-                        str(ROOT / "csrc" / "dnsshim_callgrind.c"), "-o", str(program),
-                        f"-L{build}", "-ldnsshim", f"-Wl,-rpath,{build}",
-                        # link against the installation's libpython (a bundle's lib/ has
-                        # only libpythonX.Y.so.1.0, no libpythonX.Y.so); run with libdir's
-                        f"-L{sysconfig.get_config_var('LIBDIR')}", f"-Wl,-rpath,{libdir}",
-                        f"-l{pylib}"],
-                       check=True)
+        # Linked against the installation's libpython (a bundle's lib/ has only
+        # libpythonX.Y.so.1.0, no libpythonX.Y.so); run with libdir's.
+        build_ffi.compile_program([HERE / "dnsshim_callgrind.c"], program, against=build,
+                                  flags=[f"-Wl,-rpath,{libdir}"], embed_python=True)
         files = []
         for i, wire in enumerate(messages.values()):
             files.append(tmp / f"{i}.bin")

@@ -1,6 +1,6 @@
 /*
 ** dnsshim_callgrind: the per-call price in instructions, under callgrind
-** (tests/benchmark.py builds and runs it; not installed).
+** (tests/bench/benchmark.py builds and runs it).
 **
 **   valgrind --tool=callgrind --instr-atstart=no dnsshim_callgrind \
 **       DIR MODULE FUNCTION WARMUP FILE...
@@ -10,15 +10,15 @@
 ** (a raw DNS message), after WARMUP calls of each (caches warm, as in a
 ** long-running program), it counts with callgrind's instrumentation on:
 **   "shim N"   one process_dns_response with the copying callbacks of
-**              bench_callbacks.h (GIL, cffi, decode, structs, callbacks);
+**              copying_callbacks.h (GIL, cffi, decode, structs, callbacks);
 **   "floor N"  one FUNCTION(wire) call from C with the GIL already held.
 ** Each count is dumped on its own (CALLGRIND_DUMP_STATS_AT with that label)
 ** and read back from the dump files by the benchmark.  Without valgrind it
 ** runs the same calls and counts nothing.
 */
 #include "dns_shim.h"
-#include "bench_callbacks.h"
-#include "file_util.h"
+#include "copying_callbacks.h"
+#include "tool_util.h"
 
 #include <Python.h>
 #include <stdio.h>

@@ -34,7 +34,7 @@
 ** same answers.
 */
 #include "dns_shim.h"
-#include "file_util.h"
+#include "tool_util.h"
 
 #include <inttypes.h>
 #include <limits.h>

@@ -41,7 +41,7 @@
 ** C program sees it.  Exit status: 0, or 1 when a check of its own failed.
 */
 #include "dns_shim.h"
-#include "file_util.h"
+#include "tool_util.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -68,10 +68,8 @@ static int32_t count_call(struct log_ctx *log)
 
 static void print_hex(const char *label, const uint8_t *data, size_t len)
 {
-    size_t i;
     printf(" %s=", label);
-    for (i = 0; i < len; i++)
-        printf("%02x", data[i]);
+    print_hex_digits(data, len);
 }
 
 static void print_bytes(struct log_ctx *log, const char *label, dns_shim_bytes b)
@@ -216,21 +214,6 @@ static int32_t on_edns_option(void *ctx, const dns_shim_edns_option *o)
     print_bytes(ctx, "ecs_address", o->ecs_address);
     printf("\n");
     return count_call(ctx);
-}
-
-/* The 8 octets of a client cookie from 16 hex digits; 0 or -1. */
-static int parse_cookie(const char *hex, uint8_t out[8])
-{
-    int i;
-    if (strlen(hex) != 16)
-        return -1;
-    for (i = 0; i < 8; i++) {
-        unsigned v;
-        if (sscanf(hex + 2 * i, "%2x", &v) != 1)
-            return -1;
-        out[i] = (uint8_t)v;
-    }
-    return 0;
 }
 
 static void print_log(void *ctx, int32_t level, const char *message)

@@ -1,11 +1,15 @@
 /*
-** file_util.h: helpers of the C programs of this directory (not part of the
-** library's API): reading a DNS message from a file, and resident memory.
+** tool_util.h: what the command-line programs share, each written once:
+** reading a DNS message from a file (raw or hex text), hex output, a client
+** cookie from its hex text, resident memory.  Used by dnsshim-dump and the
+** bundler's probe (here), and by the test drivers and benchmark harnesses
+** (tests/c/, tests/bench/).  Not part of the library's API.
 */
-#ifndef DNSSHIM_FILE_UTIL_H
-#define DNSSHIM_FILE_UTIL_H
+#ifndef DNSSHIM_TOOL_UTIL_H
+#define DNSSHIM_TOOL_UTIL_H
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +103,33 @@ out:
     if (f != stdin)
         fclose(f);
     return buf;
+}
+
+/* Writes len octets as lower-case hex digits to stdout. */
+static inline void print_hex_digits(const uint8_t *data, size_t len)
+{
+    size_t i;
+    for (i = 0; i < len; i++)
+        printf("%02x", data[i]);
+}
+
+/* The 8 octets of a client cookie (RFC 7873) from exactly 16 hex digits.
+** Returns 0, or -1 for anything else. */
+static inline int parse_cookie(const char *hex, uint8_t out[8])
+{
+    int i;
+    if (strlen(hex) != 16)
+        return -1;
+    for (i = 0; i < 16; i++)
+        if (!isxdigit((unsigned char)hex[i]))
+            return -1;
+    for (i = 0; i < 8; i++) {
+        int hi = hex[2 * i], lo = hex[2 * i + 1];
+        hi = isdigit(hi) ? hi - '0' : tolower(hi) - 'a' + 10;
+        lo = isdigit(lo) ? lo - '0' : tolower(lo) - 'a' + 10;
+        out[i] = (uint8_t)(hi * 16 + lo);
+    }
+    return 0;
 }
 
 #endif

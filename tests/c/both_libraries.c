@@ -1,5 +1,5 @@
 /*
-** dnsshim_ares_both: a program linked with libdnsshim_ares AND the real
+** both_libraries: a program linked with libdnsshim_ares AND the real
 ** c-ares (-ldnsshim_ares -lcares, in that order), as a program that uses
 ** c-ares's resolver and our parsers is linked.
 **

@@ -18,7 +18,7 @@
 ** are printed, one line per file.
 */
 #include "dns_shim.h"
-#include "file_util.h"
+#include "tool_util.h"
 
 #include <Python.h>
 #include <stdio.h>

@@ -31,7 +31,7 @@
 ** dump` prints the same, byte for byte, through the Python API.
 */
 #include "dns_shim.h"
-#include "file_util.h"
+#include "tool_util.h"
 
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -302,9 +302,7 @@ static void print_ecs_address(const dns_shim_edns_option *o)
 
 static void print_hex(dns_shim_bytes b)
 {
-    size_t i;
-    for (i = 0; i < b.len; i++)
-        printf("%02x", b.data[i]);
+    print_hex_digits(b.data, b.len);
 }
 
 /* RFC 8914's INFO-CODEs (the IANA registry), as dig names them. */
@@ -555,14 +553,12 @@ static int32_t on_soa(void *ctx, const dns_shim_soa *r)
 /* RFC 3597's generic form for everything else; hex in JSON. */
 static int32_t on_other(void *ctx, const dns_shim_raw *r)
 {
-    size_t i;
     (void)ctx;
     if (json)
         json_rr("other", &r->rr), printf(", \"rdata\": \"");
     else
         print_rr(&r->rr), printf("\\# %zu%s", r->rdata.len, r->rdata.len ? " " : "");
-    for (i = 0; i < r->rdata.len; i++)
-        printf("%02x", r->rdata.data[i]);
+    print_hex(r->rdata);
     fputs(json ? "\"}" : "\n", stdout);
     return 0;
 }
@@ -629,23 +625,6 @@ static long parse_mnemonic(const char *text, int is_type)
         unsigned long value = strtoul(text, &end, 10);
         return *end || value > 0xFFFF ? -1 : (long)value;
     }
-}
-
-static int parse_cookie(const char *hex, uint8_t out[8])
-{
-    int i;
-    if (strlen(hex) != 16)
-        return -1;
-    for (i = 0; i < 16; i++)
-        if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f') ||
-              (hex[i] >= 'A' && hex[i] <= 'F')))
-            return -1;
-    for (i = 0; i < 8; i++) {
-        unsigned v;
-        sscanf(hex + 2 * i, "%2x", &v);
-        out[i] = (uint8_t)v;
-    }
-    return 0;
 }
 
 int main(int argc, char **argv)

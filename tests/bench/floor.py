@@ -6,7 +6,7 @@ record's owner name, fixed fields and RDATA with dnspython's parsers
 (``dns.name.from_wire_parser``, the RDATA class's ``from_wire_parser`` on a
 ``dns.wire.Parser``), and nothing more: no checks of its own, no records
 kept, no structs, no callbacks.  What libdnsshim spends on a message beyond
-this is what the shim adds (tests/benchmark.py reports shim/floor).  It
+this is what the shim adds (tests/bench/benchmark.py reports shim/floor).  It
 shares no code with ``shim``.
 """
 

@@ -1,5 +1,5 @@
 /*
-** dnsshim_bench: the C side of the benchmark (tests/benchmark.py drives it).
+** dnsshim_bench: the C side of the benchmark (tests/bench/benchmark.py drives it).
 **
 **   dnsshim_bench serve FILE...
 **       reads commands on stdin, one per line, "METHOD INDEX ITERATIONS",
@@ -20,8 +20,8 @@
 **       the aggregate calls per second.
 */
 #include "dns_shim.h"
-#include "bench_callbacks.h"
-#include "file_util.h"
+#include "copying_callbacks.h"
+#include "tool_util.h"
 
 #include <inttypes.h>
 #include <pthread.h>

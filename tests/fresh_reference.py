@@ -1,6 +1,6 @@
 """Results from a fresh process for every message: the history-free reference.
 
-    python tests/fresh.py KIND [--jobs N] STREAM > RESULTS
+    python tests/fresh_reference.py KIND [--jobs N] STREAM > RESULTS
 
 STREAM holds messages, each preceded by its length as 4 octets, big-endian
 (the format of ``dnsshim_test --stream``).  This process imports what KIND
@@ -8,7 +8,7 @@ needs and parses nothing itself; for each message it forks a child that
 computes KIND's result for that message alone and exits.  So each result is
 what a process that has parsed nothing before gives, whatever the others
 are: a differential that shared one process with the code under test would
-share its poison (issue 9: dnspython's own registry is changed by what it
+share its poison (dnspython's own registry is changed by what it
 parses).  RESULTS is one JSON value per line, in the order of STREAM.
 
 KINDs:

@@ -5,7 +5,7 @@
 ** Not compiled on its own: build_ffi.py hands it to cffi as the preamble of
 ** the library's embedded module (_dnsshim_ares_cffi), after cffi's runtime
 ** (cffi_start_python) and before cffi's code for the two extern "Python"
-** functions of csrc/dnsshim_ares.h.
+** functions of csrc/ares/dnsshim_ares.h.
 **
 ** What lives here: the exported c-ares functions, which hand the message to
 ** the Python side (shim/ares_glue.py) and copy what it computed into c-ares's
@@ -28,7 +28,7 @@
 #define _GNU_SOURCE 1
 #define DNSSHIM_ARES_PYTHON static
 #define DNSSHIM_ARES_INTERNAL static
-#include "dnsshim_ares.h"
+#include "ares/dnsshim_ares.h"
 #include "dns_shim.h"
 
 #include <dlfcn.h>

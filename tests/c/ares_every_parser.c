@@ -1,13 +1,13 @@
 /*
-** dnsshim_ares_diff: runs every classic c-ares parser on DNS messages and
+** ares_every_parser: runs every classic c-ares parser on DNS messages and
 ** prints what each returns, every output field, in one canonical text form.
 **
 ** Written against c-ares's own <ares.h> only, and built twice: linked with
 ** the real c-ares (-lcares) and with libdnsshim_ares (-ldnsshim_ares).  The
 ** two outputs on the same messages are compared by tests/test_ares.py.
 **
-**   dnsshim_ares_diff FILE...     one message per file (raw wire bytes)
-**   dnsshim_ares_diff -           the paths come on stdin, one a line
+**   ares_every_parser FILE...     one message per file (raw wire bytes)
+**   ares_every_parser -           the paths come on stdin, one a line
 **
 ** For each message: "# PATH", then one line per call, "<function> rc=<code>"
 ** followed by its output.  Text fields are printed as C strings (up to the
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "file_util.h"
+#include "tool_util.h"
 
 static void put_bytes(const unsigned char *p, size_t n)
 {

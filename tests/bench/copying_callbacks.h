@@ -1,10 +1,10 @@
 /*
-** bench_callbacks.h: callbacks that copy every field, as a real program
+** copying_callbacks.h: callbacks that copy every field, as a real program
 ** would: what dnsshim_bench and dnsshim_callgrind register (one set for the
 ** timings and the instruction counts).
 */
-#ifndef DNSSHIM_BENCH_CALLBACKS_H
-#define DNSSHIM_BENCH_CALLBACKS_H
+#ifndef DNSSHIM_COPYING_CALLBACKS_H
+#define DNSSHIM_COPYING_CALLBACKS_H
 
 #include "dns_shim.h"
 

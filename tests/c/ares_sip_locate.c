@@ -1,9 +1,9 @@
 /*
-** dnsshim_ares_ims: a legacy program of the IMS kind, written against
+** ares_sip_locate: a legacy program of the IMS kind, written against
 ** c-ares's classic parsers and <ares.h> only: SIP server location as RFC 3263
 ** does it for a P-CSCF or an S-CSCF.
 **
-**   dnsshim_ares_ims NAPTR_REPLY SRV_REPLY [A_REPLY [AAAA_REPLY]]
+**   ares_sip_locate NAPTR_REPLY SRV_REPLY [A_REPLY [AAAA_REPLY]]
 **
 ** Each argument is a file holding the DNS response the resolver returned
 ** for that step.  The program picks the NAPTR records with flag "s" and a
@@ -12,7 +12,7 @@
 ** then weight (largest first, for a stable output); and gives each target's
 ** addresses with their TTLs.
 **
-** Built twice (csrc/Makefile): with -lcares and with -ldnsshim_ares; the two
+** Built twice (tests/cprograms.py): with -lcares and with -ldnsshim_ares; the two
 ** must print the same (tests/test_ares.py).
 */
 #include <ares.h>
@@ -23,7 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "file_util.h"
+#include "tool_util.h"
 
 #define MAX_RECORDS 32
 

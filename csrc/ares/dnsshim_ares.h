@@ -18,7 +18,7 @@
 **      this project declares them.
 **
 **   2. The plain data the Python side (shim/ares_glue.py) hands the C side
-**      (csrc/dnsshim_ares.c) for one call: what the c-ares function returns,
+**      (csrc/ares/dnsshim_ares.c) for one call: what the c-ares function returns,
 **      as flat arrays.  The C side only copies it into c-ares's structures
 **      with malloc; every byte of the message is read by dnspython.
 **
@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 /* The functions between the two sides are static inside the library (it is
-** one translation unit: cffi's module with csrc/dnsshim_ares.c as its
+** one translation unit: cffi's module with csrc/ares/dnsshim_ares.c as its
 ** preamble).  For cffi, DNSSHIM_ARES_PYTHON reads as extern "Python" (the
 ** Python side's functions) and DNSSHIM_ARES_INTERNAL as nothing (C functions
 ** the Python side calls). */
@@ -149,7 +149,9 @@ typedef struct dnsshim_ares_uri_reply {
 /* ------------------------------------------------------------------ */
 /* 2. Python to C                                                      */
 
-/* Which function a call is for. */
+/* Which function a call is for.  These, the codes above and
+** DNSSHIM_ARES_WANT_HOST are shim/ares_codes.py's numbers too: build_ffi.py
+** refuses to build when the two disagree. */
 #define DNSSHIM_ARES_KIND_A 1
 #define DNSSHIM_ARES_KIND_AAAA 2
 #define DNSSHIM_ARES_KIND_NS 3
