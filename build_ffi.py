@@ -49,6 +49,9 @@ HEADER = CSRC / "dns_shim.h"
 ARES_HEADER = CSRC / "ares" / "dnsshim_ares.h"
 #: The helpers the command-line programs share (reading a message, hex, RSS).
 TOOLS = CSRC / "tools"
+#: valgrind's suppressions for a program using the library: installed as
+#: share/dnsshim/libdnsshim.supp beside lib/ (the .pc file's valgrind_suppressions).
+SUPPRESSIONS = CSRC / "lib" / "libdnsshim.supp"
 
 # ---------------------------------------------------------------------------
 # What cffi is given
@@ -93,8 +96,9 @@ extern "Python" int32_t dns_shim__py_process(const uint8_t *buf, int32_t len,
 extern "Python" void dns_shim__py_release(uint64_t token);
 const char *dns_shim__package_root(void);
 int32_t dns_shim__owns_interpreter(void);
-void dns_shim__report_start_failure(const char *why);
+void dns_shim__report_start_failure(const char *why, const char *traceback);
 void dns_shim__log_level(int32_t level, const char *message);
+void dns_shim__set_error(const char *text);
 """
 
 # libdnsshim's init code, which cffi runs once the interpreter is up: make the
@@ -107,16 +111,20 @@ from _dnsshim_cffi import ffi, lib
 def _start():
     import sys
     root = ffi.string(lib.dns_shim__package_root()).decode()
-    if root and root not in sys.path:
+    # In a Python program (an interpreter the library did not start) this
+    # runs with the guest's builtins: the import below is the library's own
+    # private copy (shim/guest.py), and sys.path is the program's, untouched.
+    if root and root not in sys.path and lib.dns_shim__owns_interpreter():
         sys.path.insert(0, root)
     import shim.embedded
     shim.embedded.attach()
 try:
     _start()
-except BaseException:
+except BaseException as e:
     import traceback
     lib.dns_shim__report_start_failure(
-        ("the parser could not be loaded:\\n" + traceback.format_exc()).encode("utf-8", "replace"))
+        f"the parser could not be loaded ({type(e).__name__}: {e})".encode("utf-8", "replace"),
+        traceback.format_exc().rstrip().encode("utf-8", "replace"))
 """
 
 # libdnsshim_ares's init code: libdnsshim has started the interpreter and put
@@ -126,10 +134,19 @@ from _dnsshim_ares_cffi import ffi, lib
 try:
     import shim.ares_embedded
     shim.ares_embedded.attach()
-except BaseException:
+except BaseException as e:
     import traceback
-    lib.dnsshim_ares__report_start_failure(
-        ("the parser could not be loaded:\\n" + traceback.format_exc()).encode("utf-8", "replace"))
+    why = (f"cannot start the c-ares layer: its parser could not be loaded "
+           f"({type(e).__name__}: {e}); every parse returns ARES_ENOTINITIALIZED")
+    logged = 0
+    try:
+        from shim import glue
+        glue.log(glue.LOG_ERROR, why)
+        glue.log(glue.LOG_DEBUG, traceback.format_exc().rstrip())
+        logged = 1
+    except BaseException:
+        pass
+    lib.dnsshim_ares__report_start_failure(why.encode("utf-8", "replace"), logged)
 """
 
 
@@ -143,19 +160,34 @@ def _shim():
     return shim
 
 
-def strerror_defines() -> str:
-    """dns_shim_strerror's cases, from the one table of texts (shim.status)."""
+def generated_defines() -> str:
+    """What csrc/lib/dns_shim.c takes from the Python side, written into it
+    as defines: dns_shim_strerror's cases and each status's name, from the
+    one table of statuses (shim.status), and the text of
+    shim/requirements.py, which the library runs before anything else."""
     _shim()
     from shim.status import TEXTS, UNKNOWN_TEXT
 
     cases = " ".join(f"case {status.c_name}: return {_c_string(text)};"
                      for status, text in TEXTS.items())
+    names = " ".join(f"case {status.c_name}: return {_c_string(status.c_name)};"
+                     for status in TEXTS)
     return (f"#define DNS_SHIM__STRERROR_CASES {cases}\n"
-            f"#define DNS_SHIM__STRERROR_UNKNOWN {_c_string(UNKNOWN_TEXT)}\n")
+            f"#define DNS_SHIM__STRERROR_UNKNOWN {_c_string(UNKNOWN_TEXT)}\n"
+            f"#define DNS_SHIM__STATUS_NAME_CASES {names}\n"
+            + _c_text("DNS_SHIM__REQUIREMENTS", ROOT / "shim" / "requirements.py")
+            + _c_text("DNS_SHIM__GUEST_CODE", ROOT / "shim" / "guest.py"))
+
+
+def _c_text(name: str, path: Path) -> str:
+    """A define of a file's text as one C string (the library runs it)."""
+    lines = path.read_text(encoding="utf-8").splitlines(True)
+    return f"#define {name} \\\n" + " \\\n".join(_c_string(line) for line in lines) + "\n"
 
 
 def _c_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + escaped + '"'
 
 
 # ---------------------------------------------------------------------------
@@ -190,6 +222,9 @@ class Library:
     links: tuple = ()
     #: whether it starts the runtime itself (and so takes the build mode's defines)
     starts_runtime: bool = False
+    #: the prefix of the two functions its module's C defines for a guest in
+    #: a Python program (patch_for_guest)
+    guest_prefix: str = ""
 
     @property
     def soname(self) -> str:
@@ -215,9 +250,9 @@ def package_version() -> str:
 DNSSHIM = Library(
     name="dnsshim", pc_name="dnsshim", module="_dnsshim_cffi",
     cdef=lambda: header_cdef(HEADER) + _INTERNAL_CDEF,
-    source=CSRC / "lib" / "dns_shim.c", generated=strerror_defines, init_code=INIT_CODE,
+    source=CSRC / "lib" / "dns_shim.c", generated=generated_defines, init_code=INIT_CODE,
     major=package_version().split(".")[0], exports=CSRC / "lib" / "libdnsshim.map",
-    pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True)
+    pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True, guest_prefix="dns_shim")
 
 #: libdnsshim_ares: c-ares's classic reply parsers, on libdnsshim's runtime.
 #: c-ares's classic parse API is fixed (1.18, 1.19): its major stays 1.
@@ -226,7 +261,8 @@ DNSSHIM_ARES = Library(
     cdef=lambda: header_cdef(ARES_HEADER), source=CSRC / "ares" / "dnsshim_ares.c",
     generated=lambda: "", init_code=ARES_INIT_CODE, major="1",
     exports=CSRC / "ares" / "libdnsshim_ares.map",
-    pc_template=CSRC / "ares" / "dnsshim-ares.pc.in", links=("dnsshim",))
+    pc_template=CSRC / "ares" / "dnsshim-ares.pc.in", links=("dnsshim",),
+    guest_prefix="dnsshim_ares")
 
 #: Every library, in the order they are built (a library after those it links).
 LIBRARIES = (DNSSHIM, DNSSHIM_ARES)
@@ -297,7 +333,7 @@ def check_sources() -> str:
     """Refuse to build when what the Python side, the header and the export
     files each say of the same thing disagree.  Returns the version."""
     _shim()
-    from shim import ares_codes
+    from shim import ares_codes, requirements
     from shim.status import Status
 
     version = package_version()
@@ -327,7 +363,32 @@ def check_sources() -> str:
         raise SourcesDisagree(f"the c-ares layer's constants differ between "
                               f"{ARES_HEADER.relative_to(ROOT)} and shim/ares_codes.py "
                               f"(header, Python): {differ}")
+    declared = pyproject_dependencies()
+    floors = requirement_lines(requirements)
+    if declared != floors:
+        raise SourcesDisagree(f"pyproject.toml's dependencies {declared} are not the floors of "
+                              f"shim/requirements.py {floors}: change both together")
     return version
+
+
+def pyproject_dependencies() -> list:
+    """pyproject.toml's run-time dependencies, as written."""
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["dependencies"]
+
+
+def requirement_lines(requirements) -> list:
+    """The dependency lines shim/requirements.py's floors make: cffi's by
+    the CPython minor version, then dnspython's."""
+    minors = sorted(requirements.CFFI, key=lambda v: tuple(map(int, v.split("."))))
+    lines = []
+    for i, minor in enumerate(minors):
+        marker = ("<" if i == 0 else ">=" if i == len(minors) - 1 else "==")
+        bound = minors[1] if i == 0 else minor
+        lines.append(f"cffi>={requirements.CFFI[minor]}; python_version {marker} '{bound}'")
+    return lines + [f"dnspython>={requirements.DNSPYTHON}"]
 
 
 # ---------------------------------------------------------------------------
@@ -458,16 +519,56 @@ def _runtime_defines(mode: Mode, shared: bool, optimize: int) -> list:
     root = str(ROOT) if mode is Mode.SOURCE_TREE else ""
     defines = [f'-DDNS_SHIM_DEFAULT_PYTHON="{python}"', f'-DDNS_SHIM_DEFAULT_ROOT="{root}"',
                f'-DDNS_SHIM_PYTHON_TAG="{sysconfig.get_python_version()}"',
+               f'-DDNS_SHIM_BUILD_PREFIX="{os.path.realpath(sys.base_prefix)}"',
                f"-DDNS_SHIM_IN_PACKAGE={1 if mode is Mode.PACKAGE and shared else 0}"]
     if mode is Mode.BUNDLE:
         defines += ["-DDNS_SHIM_BUNDLE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}"]
     return defines
 
 
-def _emit(library: Library, tmp: Path) -> Path:
+def emit(library: Library, tmp: Path, verbose: bool = False) -> Path:
+    """cffi's C for a library, into tmp (cffi says "generating ..." only when
+    verbose), patched for a guest in a Python program (patch_for_guest)."""
+    import contextlib
+    import io
+
     c_file = tmp / f"{library.module}.c"
-    make_ffi(library).emit_c_code(str(c_file))
+    with contextlib.redirect_stdout(sys.stdout if verbose else io.StringIO()):
+        make_ffi(library).emit_c_code(str(c_file))
+    patch_for_guest(c_file, library.guest_prefix)
     return c_file
+
+
+# A guest in a Python program: loaded into a process that already runs
+# Python, the library loads its own Python side privately (shim/guest.py says
+# how), and two calls of cffi's generated code are pointed at that guest: the
+# backend _cffi_init imports, and the builtins the init code runs with.  Each
+# library's C defines the two functions (doing what cffi does in the library's
+# own interpreter) and refuses to compile without this patch.
+
+#: (what cffi emits, exactly once in a module; what it becomes)
+_GUEST_CALLS = (('module = PyImport_ImportModule("_cffi_backend");',
+                 "module = {prefix}__cffi_backend();"),
+                ("builtins = PyEval_GetBuiltins();", "builtins = {prefix}__init_builtins();"))
+
+
+def patch_for_guest(c_file: Path, prefix: str) -> None:
+    """Points the calls of _GUEST_CALLS in the emitted module at
+    ``<prefix>__cffi_backend()`` and ``<prefix>__init_builtins()``, declared
+    right after Python.h.  Refuses when cffi's text is not as expected."""
+    text = Path(c_file).read_text(encoding="utf-8")
+    for old, new in _GUEST_CALLS:
+        if text.count(old) != 1:
+            raise SystemExit(f"{c_file}: cffi's code has {text.count(old)} of {old!r}, not one: "
+                             "this cffi is not one build_ffi.patch_for_guest knows")
+        text = text.replace(old, new.format(prefix=prefix))
+    include = "#include <Python.h>\n"
+    if text.count(include) != 1:
+        raise SystemExit(f"{c_file}: no single {include.strip()!r} to declare the guest after")
+    text = text.replace(include, include + "#define DNS_SHIM__GUEST_PATCHED 1\n"
+                        f"static PyObject *{prefix}__cffi_backend(void);\n"
+                        f"static PyObject *{prefix}__init_builtins(void);\n")
+    Path(c_file).write_text(text, encoding="utf-8")
 
 
 def _link_shared(library: Library, c_file: Path, out_dir: Path, defines: list, mode: Mode,
@@ -521,7 +622,7 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
     libraries = (DNSSHIM,) if mode is Mode.BUNDLE else LIBRARIES
     for library in libraries:
         with tempfile.TemporaryDirectory(prefix=f"{library.name}-build-") as tmp:
-            c_file = _emit(library, Path(tmp))
+            c_file = emit(library, Path(tmp), verbose)
             shared = (_runtime_defines(mode, True, optimize) if library.starts_runtime else [])
             _link_shared(library, c_file, out_dir, shared, mode, verbose)
             if mode is not Mode.BUNDLE:
@@ -587,9 +688,10 @@ def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rp
 
 def install(prefix, mode: Mode = Mode.SOURCE_TREE, verbose: bool = False) -> Path:
     """A complete tree under prefix: lib/ (the libraries and pkgconfig/),
-    include/dns_shim.h, bin/dnsshim-dump.  In Mode.PACKAGE prefix is the
-    installed package's shim/ directory, and the .pc files find it relative
-    to themselves.  Returns libdnsshim's shared object."""
+    include/dns_shim.h, bin/dnsshim-dump, share/dnsshim/libdnsshim.supp.  In
+    Mode.PACKAGE prefix is the installed package's shim/ directory, and the
+    .pc files find it relative to themselves.  Returns libdnsshim's shared
+    object."""
     prefix = Path(os.path.abspath(prefix))
     lib = prefix / "lib"
     shared = build(lib, mode, verbose=verbose)
@@ -600,6 +702,8 @@ def install(prefix, mode: Mode = Mode.SOURCE_TREE, verbose: bool = False) -> Pat
     (prefix / "bin").mkdir(parents=True, exist_ok=True)
     compile_program([TOOLS / "dnsshim-dump.c"], prefix / "bin" / "dnsshim-dump", against=lib,
                     rpath="$ORIGIN/../lib", verbose=verbose)
+    (prefix / "share" / "dnsshim").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SUPPRESSIONS, prefix / "share" / "dnsshim" / SUPPRESSIONS.name)
     write_pkgconfig(lib, "${pcfiledir}/../.." if mode is Mode.PACKAGE else str(prefix), mode)
     return shared
 

@@ -121,9 +121,9 @@ DNS_SHIM_BEGIN_DECLS
 ** package's version (shim.__version__) is checked against these at build.
 */
 #define DNS_SHIM_VERSION_MAJOR 1
-#define DNS_SHIM_VERSION_MINOR 1
+#define DNS_SHIM_VERSION_MINOR 2
 #define DNS_SHIM_VERSION_PATCH 0
-/* One number to compare: 0xMMmmpp, e.g. 0x010100 for 1.1.0. */
+/* One number to compare: 0xMMmmpp, e.g. 0x010200 for 1.2.0. */
 #define DNS_SHIM_VERSION_NUMBER ((DNS_SHIM_VERSION_MAJOR << 16) | (DNS_SHIM_VERSION_MINOR << 8) | DNS_SHIM_VERSION_PATCH)
 
 /*
@@ -185,7 +185,8 @@ typedef enum dns_shim_status {
     /* The callbacks struct is NULL where one is required, its struct_size is
     ** not one this library knows, or its sections mask has unknown bits; the
     ** query of dns_shim_process_reply is NULL, its struct_size unknown, its
-    ** flags have unknown bits, or its qname is NULL or not a name. */
+    ** flags have unknown bits, or its qname is NULL or not a name.
+    ** dns_shim_last_error says which. */
     DNS_SHIM_ERR_BAD_ARGUMENT = -12,
     /* Memory ran out inside the library. */
     DNS_SHIM_ERR_NO_MEMORY = -13,
@@ -560,7 +561,7 @@ DNS_SHIM_API const char *dns_shim_strerror(int32_t status);
 
 /*
 ** dns_shim_version: the library's version, "MAJOR.MINOR.PATCH", followed by
-** the CPython it embeds, e.g. "1.1.0 (CPython 3.11)".  Static text.  Never
+** the CPython it embeds, e.g. "1.2.0 (CPython 3.11)".  Static text.  Never
 ** starts the runtime.  A library embeds one CPython minor version: pointed
 ** at another (DNS_SHIM_PYTHON), it refuses to start with DNS_SHIM_ERR_INIT
 ** and a message that names both.
@@ -571,11 +572,15 @@ DNS_SHIM_API const char *dns_shim_version(void);
 ** Log levels, the syslog severities of the same names.
 */
 typedef enum dns_shim_log_level {
-    DNS_SHIM_LOG_ERROR = 3,   /* the runtime did not start; an internal error
-                              ** (with its Python traceback) */
-    DNS_SHIM_LOG_WARNING = 4, /* a Python warning raised inside the library */
-    DNS_SHIM_LOG_INFO = 6,
-    DNS_SHIM_LOG_DEBUG = 7
+    DNS_SHIM_LOG_ERROR = 3,   /* why the runtime did not start (one line:
+                              ** what was tried and the fix); an internal
+                              ** error (with its Python traceback) */
+    DNS_SHIM_LOG_WARNING = 4, /* a Python warning raised inside the library;
+                              ** the runtime runs on another patch release
+                              ** of its CPython than it was built with */
+    DNS_SHIM_LOG_INFO = 6,    /* once started: what it runs on, each part
+                              ** with where it comes from */
+    DNS_SHIM_LOG_DEBUG = 7    /* the traceback behind a start-up failure */
 } dns_shim_log_level;
 
 /*
@@ -591,10 +596,36 @@ typedef void (*dns_shim_log_handler)(void *ctx, int32_t level, const char *messa
 ** dns_shim_set_log_handler: where the library's diagnostics go: start-up
 ** failures, internal errors with their traceback, and, in an interpreter
 ** the library started itself, Python's warnings and unraisable exceptions.
-** NULL restores the default, stderr (each message flushed at once).  Takes
-** effect for messages logged after it returns.  Never starts the runtime.
+** A handler gets every level.  NULL restores the default: errors and
+** warnings to stderr, each message on its own line, prefixed "dnsshim: "
+** and flushed at once; info and debug messages are dropped.  Takes effect
+** for messages logged after it returns.  Never starts the runtime.
 */
 DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx);
+
+/*
+** dns_shim_last_error (1.2): why the last call on this thread failed, in
+** words, the way dlerror() and sqlite3_errmsg() say it: the status's name,
+** then what was wrong, where and what was expected, e.g.
+**
+**   "DNS_SHIM_ERR_BAD_NAME: BadPointer: ... (at offset 43)"
+**   "DNS_SHIM_ERR_MISMATCH: ID 4660, the query's is 39321 (at offset 0)"
+**   "DNS_SHIM_ERR_BAD_ARGUMENT: the query's qname is NULL"
+**   "DNS_SHIM_ERR_CALLBACK: on_a returned 1 for record 0 of the answer
+**    section (www.example.com, type 1)"
+**   "DNS_SHIM_ERR_INIT: cannot start: dnspython is not installed for ..."
+**
+** the same detail the Python API's exception carries for the same input.
+** process_dns_response, dns_shim_process, dns_shim_process_reply,
+** dns_shim_register_callbacks and dns_shim_init set it for the calling
+** thread: "" after a call that returned DNS_SHIM_OK, the reason after one
+** that failed; the other functions leave it as it is.  Returns thread-local
+** text, never NULL, NUL-terminated UTF-8 (at most 2047 octets, cut there),
+** valid until this thread's next call of one of those five; copy it to keep
+** it.  Never starts the runtime.  For people and logs, not to be parsed:
+** the status is what a program decides on.
+*/
+DNS_SHIM_API const char *dns_shim_last_error(void);
 
 /*
 ** VERSIONING
@@ -602,25 +633,30 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
 **   The SONAME is libdnsshim.so.MAJOR: within a major version nothing is
 **   removed or changed.  Each minor release adds a symbol-version node,
 **   inheriting the one before: DNSSHIM_1.0 (every function of 1.0),
-**   DNSSHIM_1.1 (dns_shim_process_reply).  A program built against this
-**   header records, per function, the node it needs.
+**   DNSSHIM_1.1 (dns_shim_process_reply), DNSSHIM_1.2 (dns_shim_last_error).
+**   A program built against this header records, per function, the node it
+**   needs.
 **
-**   A program built against 1.0 runs unchanged against 1.1: the same
-**   functions, the same callbacks struct (struct_size says it is 1.0's, and
-**   the library reads no further), the same results but one: malformed OPT
-**   option data is DNS_SHIM_ERR_BAD_EDNS where 1.0 said DNS_SHIM_ERR_BAD_RDATA
-**   (or, wrongly, DNS_SHIM_ERR_BAD_NAME for option data cut short with
-**   another option after it).
+**   A program built against an older header runs unchanged against a newer
+**   library: the same functions, the same structs (struct_size says which
+**   release's they are, and the library reads no further), the same
+**   results, but for what each release says it reclassified.  1.1: malformed
+**   OPT option data is DNS_SHIM_ERR_BAD_EDNS where 1.0 said
+**   DNS_SHIM_ERR_BAD_RDATA (or, wrongly, DNS_SHIM_ERR_BAD_NAME for option
+**   data cut short with another option after it).  1.2: no status changed;
+**   dns_shim_strerror's text for DNS_SHIM_ERR_BAD_ARGUMENT names all it
+**   covers.
 **
-**   A program that uses a 1.1 function needs a 1.1 library.  Against a
-**   library with version nodes that lacks DNSSHIM_1.1 the dynamic linker
-**   refuses to start it ("version `DNSSHIM_1.1' not found").  The 1.0
-**   library has no version nodes: there the linker only warns ("no version
-**   information available") and fails at the first call of the missing
-**   function, unless the program is linked with -Wl,-z,now, which makes it
-**   refuse to start ("undefined symbol: dns_shim_process_reply, version
-**   DNSSHIM_1.1").  To refuse with your own message, check before the first
-**   1.1 call, with 1.0's functions only:
+**   A program that calls a function of a later release needs that release.
+**   Against a library with version nodes that lacks the node (DNSSHIM_1.2,
+**   say) the dynamic linker refuses to start it ("version `DNSSHIM_1.2' not
+**   found").  The 1.0 library has no version nodes: there the linker only
+**   warns ("no version information available") and fails at the first call
+**   of the missing function, unless the program is linked with -Wl,-z,now,
+**   which makes it refuse to start ("undefined symbol:
+**   dns_shim_process_reply, version DNSSHIM_1.1").  To refuse with your own
+**   message, check before the first call of a later release's function,
+**   with 1.0's functions only:
 **
 **     int major = 0, minor = 0;
 **     if (sscanf(dns_shim_version(), "%d.%d", &major, &minor) != 2 ||

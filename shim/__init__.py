@@ -14,6 +14,10 @@ The package is the Python half of ``libdnsshim.so``:
   :mod:`shim.ares_glue` and :mod:`shim.ares_embedded` the same for
   ``libdnsshim_ares.so`` (c-ares's classic parsers), :mod:`shim.ares_codes`
   the numbers its two halves share;
+* :mod:`shim.guest`: the loader that, in a Python program, gives the
+  library its own private copy of this package and of dnspython (its text
+  is compiled into the library); :mod:`shim.requirements`: the floors it
+  checks before it starts;
 * :mod:`shim.config`: ``dnsshim-config``, the flags a C build needs;
   :mod:`shim.bundle`: the self-contained folder for devices (with
   :mod:`shim.elf`, which edits the ELF files it copies);
@@ -24,7 +28,7 @@ The package is the Python half of ``libdnsshim.so``:
 names are loaded on first use.
 """
 
-__version__ = "1.1.0"
+__version__ = "1.2.0"
 
 _API = {"parse_response", "Response", "Header", "Record", "A", "AAAA", "Target", "MX", "TXT",
         "SRV", "NAPTR", "SOA", "Raw", "Section", "EdnsOption", "Query"}

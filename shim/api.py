@@ -285,7 +285,7 @@ def parse_response(wire: bytes | bytearray | memoryview,
     expected = expect.expected() if expect is not None else None
     wire = bytes(memoryview(wire))
     if len(wire) > 65535:
-        raise BadLengthError(f"{len(wire)} octets")
+        raise BadLengthError(f"the length is {len(wire)}, not 0 to 65535")
     decoded = decode(wire, expected)
     h = decoded.header
     header = Header(h.id, h.flags, h.opcode, h.rcode, h.qdcount, h.ancount, h.nscount,

@@ -10,7 +10,9 @@ their bodies, which are :func:`shim.ares_glue.run` and
 
 The C side reads a return of 0 as "cffi could not run this function": a
 finished call returns ``DNSSHIM_ARES__PY_DONE`` (1), whatever the status in
-the result.
+the result; an exception escaping it (:func:`shim.ares_glue.run` catches
+everything, so this is the last line of defence) returns
+``DNSSHIM_ARES__PY_FAILED``, reported with its traceback.
 """
 
 from shim import ares_glue, glue
@@ -21,7 +23,7 @@ def attach():
 
     done = lib.DNSSHIM_ARES__PY_DONE
 
-    @ffi.def_extern(onerror=glue.report_unraisable)
+    @ffi.def_extern(error=lib.DNSSHIM_ARES__PY_FAILED, onerror=glue.report_unraisable)
     def dnsshim_ares__py_parse(kind, buf, length, offset, flags, out, token):
         ares_glue.run(ffi, kind, buf, length, offset, flags, out, token)
         return done

@@ -390,6 +390,12 @@ _PENDING = {}
 _TOKENS = itertools.count(1)
 
 
+#: What a call returns when the parser failed unexpectedly (a bug, logged
+#: with its traceback): c-ares's code for a reply, a name or a string it could
+#: not read.  Only memory running out is ENOMEM.
+_UNREADABLE = {EXPAND_NAME: EBADNAME, EXPAND_STRING: EBADSTR}
+
+
 def run(ffi, kind, buf, length, offset, flags, out, out_token) -> None:
     """The library's call: the result of ``kind`` on ``length`` bytes at
     ``buf``, into ``*out``; ``*out_token`` names its memory until
@@ -403,7 +409,7 @@ def run(ffi, kind, buf, length, offset, flags, out, out_token) -> None:
         out_token[0] = token
     except BaseException as e:  # noqa: B902 - nothing may escape into C
         # Nothing half-filled reaches C: its memory is gone with the filler.
-        out.status = ENOMEM
+        out.status = ENOMEM if isinstance(e, MemoryError) else _UNREADABLE.get(kind, EBADRESP)
         out.have_host = out.naliases = out.naddrs = out.nitems = 0
         if not isinstance(e, MemoryError):
             from shim import glue

@@ -60,8 +60,9 @@ TAG = sysconfig.get_python_version()
 PYDIR = f"python{TAG}"
 
 #: Modules the library may import only when something goes wrong (a report
-#: with its traceback): always in the bundle.
-ALWAYS = ("traceback", "warnings")
+#: with its traceback), and the floors a guest in a Python program checks
+#: (shim/guest.py): always in the bundle.
+ALWAYS = ("traceback", "warnings", "shim.requirements")
 
 #: Extension modules the staging folder hides, so that what imports them
 #: takes its fallback: hashlib then uses CPython's own hash modules, and the
@@ -261,6 +262,8 @@ def write_folder(dest: Path, build_ffi, python, staging: Staging, sources, exten
     _dist_metadata(py_dir, modules)
     (dest / "include").mkdir()
     shutil.copyfile(build_ffi.HEADER, dest / "include" / build_ffi.HEADER.name)
+    (dest / "share" / "dnsshim").mkdir(parents=True)
+    shutil.copyfile(build_ffi.SUPPRESSIONS, dest / "share" / "dnsshim" / build_ffi.SUPPRESSIONS.name)
     build_ffi.write_pkgconfig(lib, "${pcfiledir}/../..", build_ffi.Mode.BUNDLE, (library,))
     return _licenses(dest / "share" / "licenses", modules)
 
@@ -417,7 +420,6 @@ def _bundle(dest: Path, strip, optimize, extra_modules, verbose) -> dict:
         "licenses": licenses,
     }
     share = dest / "share" / "dnsshim"
-    share.mkdir(parents=True)
     (share / "bundle.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 

@@ -1,7 +1,8 @@
 """dnsshim-config: what a C build needs to use the installed libdnsshim.
 
     dnsshim-config [--cflags] [--libs] [--static-libs] [--pkgconfig-dir] [--prefix]
-                   [--includedir] [--libdir] [--version] [--help]
+                   [--includedir] [--libdir] [--valgrind-suppressions] [--version] [--help]
+    dnsshim-config --check
     dnsshim-config bundle DIR [--strip] [--optimize N] [--extra-module M ...]
 
 The convention of curl-config and pkg-config: ``cc app.c $(dnsshim-config
@@ -16,7 +17,14 @@ options; run from the project's clone, where Python imports the source
 tree's ``shim/`` instead of the installed package, it answers for the
 installed one when the source tree holds no library.  Where there is none
 it says exactly why (the source tree alone, an editable install without its
-library, an incomplete installation) and exits 1.
+library, an incomplete installation) and exits 1.  Answering for an editable
+install (``pip install -e .``), whose library depends on the clone, it says
+so on stderr.
+
+``--check`` starts the runtime the way a C program does (the installation's
+``dnsshim-dump --check``) and prints what it runs on, each part with where
+it comes from, and whether a sample response parses: exit status 0 when it
+works, else 1 with the one line that says why and what to do.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ OPTIONS = (
     ("prefix", "the directory holding lib/, include/ and bin/"),
     ("includedir", "the directory of dns_shim.h"),
     ("libdir", "the directory of the libraries"),
+    ("valgrind-suppressions", "the valgrind suppressions file for a program using the library"),
     ("version", "the library's version"),
 )
 
@@ -76,7 +85,24 @@ class Installation:
         if option == "version":
             return self._pc_field("Version")
         return str({"pkgconfig-dir": self.pkgconfig_dir, "prefix": self.prefix,
-                    "includedir": self.includedir, "libdir": self.libdir}[option])
+                    "includedir": self.includedir, "libdir": self.libdir,
+                    "valgrind-suppressions": self.suppressions}[option])
+
+    @property
+    def suppressions(self) -> Path:
+        return self.prefix / "share" / "dnsshim" / "libdnsshim.supp"
+
+    def check(self) -> int:
+        """Runs the installation's ``dnsshim-dump --check``; its exit status."""
+        import subprocess
+
+        program = self.prefix / "bin" / "dnsshim-dump"
+        if not program.is_file():
+            print(f"check: {program} is missing: this installation is incomplete; reinstall it",
+                  file=sys.stderr)
+            return 1
+        sys.stdout.flush()
+        return subprocess.run([str(program), "--check"]).returncode
 
 
 def _has_library(package: Path) -> bool:
@@ -165,14 +191,21 @@ def parser(prog: str, epilog: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0], epilog=epilog)
     for name, text in OPTIONS:
         p.add_argument(f"--{name}", action="append_const", const=name, dest="what", help=text)
+    p.add_argument("--check", action="store_true",
+                   help="start the runtime as a C program does and say what it runs on and "
+                        "whether it works (exit status 0 or 1)")
     return p
 
 
 def run(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
-    """Print the answers to the options given, on one line."""
-    if not args.what:
+    """Print the answers to the options given, on one line (or --check)."""
+    if not args.what and not args.check:
         p.print_usage(sys.stderr)
         print(f"{p.prog}: give at least one option (--help lists them)", file=sys.stderr)
+        return 2
+    if args.what and args.check:
+        p.print_usage(sys.stderr)
+        print(f"{p.prog}: --check goes alone", file=sys.stderr)
         return 2
     try:
         installation = find_installation()
@@ -183,6 +216,13 @@ def run(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
             return 0
         print(f"{p.prog}: {e}", file=sys.stderr)
         return 1
+    root = _source_root(installation.prefix)
+    if root is not None:
+        print(f"{p.prog}: answering for the editable install at {root} (pip install -e): its "
+              "library runs the clone's shim package; `pip install .` makes one that does not "
+              "need the clone", file=sys.stderr)
+    if args.check:
+        return installation.check()
     print(" ".join(installation.value(w) for w in args.what))
     return 0
 

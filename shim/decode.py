@@ -499,10 +499,10 @@ def decode(wire, expect=None) -> Response:
     wire = bytes(wire)
     wire_end = len(wire)
     if wire_end < 12:
-        raise ShortHeaderError(f"{wire_end} octets")
+        raise ShortHeaderError(f"{wire_end} octets, fewer than the 12 of the header")
     id_, flags, qdcount, ancount, nscount, arcount = _HEADER.unpack_from(wire)
     if not flags & _QR:
-        raise NotResponseError()
+        raise NotResponseError("the QR bit is clear: a query, not a response", 2)
     if expect is not None:
         expect.check_id(id_)
     header = Header(id_, flags, qdcount, ancount, nscount, arcount)

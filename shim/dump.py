@@ -225,7 +225,13 @@ def _record_json(rec) -> dict:
     return out
 
 
-def as_json(name, response, status, sections) -> str:
+def rejection(status, reason) -> str:
+    """How the dump tools say a message was rejected: the status's text and
+    code, then what was wrong and where."""
+    return f"{strerror(status)} ({status})" + (f": {reason}" if reason else "")
+
+
+def as_json(name, response, status, sections, reason="") -> str:
     obj = {"file": name, "header": None, "options": [], "records": []}
     if response is not None:
         h = response.header
@@ -236,6 +242,7 @@ def as_json(name, response, status, sections) -> str:
         obj["records"] = [_record_json(r) for r in response.records if r.section & sections]
     obj["status"] = int(status)
     obj["error"] = strerror(status) if status else None
+    obj["detail"] = reason if status else None
     return json.dumps(obj) + "\n"
 
 
@@ -323,20 +330,20 @@ def main(argv=None) -> int:
             failed = 1
             continue
         try:
-            response, status = parse_response(wire, expect=query), 0
+            response, status, reason = parse_response(wire, expect=query), 0, ""
         except DnsShimError as e:
-            response, status = None, int(e.status)
+            response, status, reason = None, int(e.status), e.reason
         if args.json:
-            out.write(as_json(path, response, status, sections))
+            out.write(as_json(path, response, status, sections, reason))
         else:
             out.write(f";; {path}, {len(wire)} bytes\n")
             if response is not None:
                 out.write(text(response, sections, args.expect_cookie is not None))
             else:
-                out.write(f";; rejected: {strerror(status)} ({status})\n")
+                out.write(f";; rejected: {rejection(status, reason)}\n")
             out.write("\n")
         if status:
-            print(f"{path}: {strerror(status)} ({status})", file=sys.stderr)
+            print(f"{path}: {rejection(status, reason)}", file=sys.stderr)
             failed = 1
     out.flush()
     return failed

@@ -53,8 +53,10 @@ def attach():
         lib.dns_shim__log_level(level, text.encode("utf-8", "replace"))
 
     glue.log = log
+    glue.failure = lambda text: lib.dns_shim__set_error(text.encode("utf-8", "replace"))
     if owns:
         install_log_hooks(log)
+    log(glue.LOG_INFO, describe_runtime())
 
     @ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=glue.report_unraisable)
     def dns_shim__py_process(buf, length, query, callbacks, finished, n_finished, steps, count,
@@ -65,6 +67,26 @@ def attach():
     @ffi.def_extern(onerror=glue.report_unraisable)
     def dns_shim__py_release(token):
         glue.release(token)
+
+
+def describe_runtime() -> str:
+    """One line: what the library runs on and where each part comes from
+    (logged at info level once it has started; ``dnsshim-config --check``
+    prints it)."""
+    import _cffi_backend
+    import dns
+    import dns.version
+
+    import shim
+
+    def where(module):
+        path = getattr(module, "__file__", None) or "?"
+        return path[:-len("/__init__.py")] if path.endswith("/__init__.py") else path
+
+    return (f"runtime: CPython {sys.version.split()[0]} ({sys.prefix}), "
+            f"dnspython {dns.version.version} ({where(dns)}), "
+            f"cffi {_cffi_backend.__version__} ({where(_cffi_backend)}), "
+            f"shim {shim.__version__} ({where(shim)})")
 
 
 def install_log_hooks(log):

@@ -304,10 +304,32 @@ def _decode_for(ffi, buf, length, callbacks, query):
     return decode(ffi.buffer(buf, length)[:], expect)
 
 
+#: Where the reason for a failed call goes, as the text dns_shim_last_error
+#: gives: (text) -> None.  Inside the library, shim.embedded.attach points it
+#: at the calling thread's C side; elsewhere nowhere.
+failure = None
+
+
+def failure_text(status, exc) -> str:
+    """The reason for a failure, as ``dns_shim_last_error`` says it: a
+    :class:`DnsShimError`'s own text (its status, what was found, the
+    offset), else what went wrong unexpectedly."""
+    if isinstance(exc, DnsShimError):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return f"{status.c_name}: memory ran out inside the library"
+    return f"{status.c_name}: {type(exc).__name__}: {exc} (the traceback is logged)"
+
+
 def _status_of_failure(exc) -> Status:
     status = status_of(exc)
     if not isinstance(exc, DnsShimError):
         report(status, exc)
+    if failure is not None:
+        try:
+            failure(failure_text(status, exc))
+        except BaseException:  # noqa: B902 - the reason must not fail the call
+            pass
     return status
 
 
@@ -382,9 +404,13 @@ def release_all(tokens, count) -> None:
 
 LOG_ERROR = 3    # DNS_SHIM_LOG_ERROR
 LOG_WARNING = 4  # DNS_SHIM_LOG_WARNING
+LOG_INFO = 6     # DNS_SHIM_LOG_INFO
+LOG_DEBUG = 7    # DNS_SHIM_LOG_DEBUG
 
 
 def _log_to_stderr(level, text) -> None:
+    if level > LOG_WARNING:
+        return
     stream = sys.stderr if sys.stderr is not None else sys.__stderr__
     stream.write(f"dnsshim: {text}\n")
     stream.flush()

@@ -102,10 +102,19 @@ def probe_messages() -> tuple:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """``python -m shim.sample [FILE]``: the sample IMS response's bytes."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m shim.sample",
+                                     description="Write a sample IMS-style DNS response "
+                                                 "(NAPTR answers, SRV and AAAA additional "
+                                                 "records), as wire bytes.")
+    parser.add_argument("file", nargs="?", default="-",
+                        help="where to write it (default, or -: standard output)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     wire = ims_wire()
-    if argv and argv[0] != "-":
-        with open(argv[0], "wb") as f:
+    if args.file != "-":
+        with open(args.file, "wb") as f:
             f.write(wire)
     else:
         sys.stdout.buffer.write(wire)

@@ -50,7 +50,7 @@ TEXTS = {
     Status.ERR_BAD_EDNS: "malformed, misplaced or repeated OPT record",
     Status.ERR_FORMAT: "malformed message structure",
     Status.ERR_CALLBACK: "a callback stopped processing",
-    Status.ERR_BAD_ARGUMENT: "invalid callbacks argument",
+    Status.ERR_BAD_ARGUMENT: "invalid argument (a callbacks set, a query or its qname)",
     Status.ERR_NO_MEMORY: "out of memory",
     Status.ERR_INIT: "the embedded Python runtime could not start",
     Status.ERR_INTERNAL: "internal error in the DNS shim",
@@ -81,6 +81,22 @@ class DnsShimError(Exception):
         if offset is not None:
             text += f" (at offset {offset})"
         super().__init__(text)
+
+    @property
+    def reason(self) -> str:
+        """What was wrong and where, without the status's name: the detail
+        the dump tools print after the status (``dns_shim_last_error``'s
+        text is ``str(exc)``, the name first)."""
+        return reason_of(str(self))
+
+
+def reason_of(text: str) -> str:
+    """A failure's text (``dns_shim_last_error``'s, ``str(exc)``) without
+    the status's name it starts with."""
+    name, _, rest = text.partition(" ")
+    if name.endswith(":"):
+        return rest
+    return text[len(name):].strip() if name.startswith("DNS_SHIM_") else text
 
 
 class BadLengthError(DnsShimError):

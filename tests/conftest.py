@@ -50,6 +50,16 @@ def abi(built):
 
 
 @pytest.fixture(scope="session")
+def library_modules(abi):
+    """The library's Python side as it runs in this process: its own private
+    copy (shim/guest.py), since this process is a Python program that loads
+    it; ``library_modules["shim.glue"]`` is the glue its calls go through."""
+    abi[1].dns_shim_init()
+    own = sys.modules["_dnsshim_cffi"]
+    return own.__dnsshim_guest__.modules
+
+
+@pytest.fixture(scope="session")
 def header_ffi():
     """An ABI-mode ffi with the header's types, for the glue layer alone."""
     ffi = cffi.FFI()

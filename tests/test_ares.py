@@ -253,7 +253,11 @@ def test_not_started_is_enotinitialized(progs, tmp_path):
                  env={"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": "/nonexistent/python3"})
     assert result.returncode == 0
     assert "srv rc=21\n" in result.stdout  # ARES_ENOTINITIALIZED, never a made-up result
-    assert "every parse returns ARES_ENOTINITIALIZED" in result.stderr
+    # libdnsshim says why, once (the default handler: stderr), and nothing else.
+    assert result.stderr.splitlines() == [
+        "dnsshim: cannot start: the python /nonexistent/python3 (from DNS_SHIM_PYTHON) does not "
+        "exist (moved or removed): set DNS_SHIM_PYTHON to the python executable of a CPython "
+        f"{sys.version_info.major}.{sys.version_info.minor} installation, or unset it"]
 
 
 # ---- the differential ------------------------------------------------------------

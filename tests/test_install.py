@@ -130,7 +130,7 @@ def run_app(program, app_dir):
     result = subprocess.run([str(program), str(app_dir / "good.bin")], capture_output=True,
                             text=True, env=MINIMAL_ENV, cwd="/", timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0].startswith("version 1.1.0 (CPython ")
+    assert result.stdout.splitlines()[0].startswith(f"version {VERSION} (CPython ")
     assert result.stdout.split("\n", 1)[1] == EXPECTED
     return result
 
@@ -297,7 +297,7 @@ def test_pkg_config_build(installed, app_dir):
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "dnsshim"], env=env,
                            capture_output=True, text=True, check=True).stdout.split()
     assert subprocess.run(["pkg-config", "--modversion", "dnsshim"], env=env, capture_output=True,
-                          text=True, check=True).stdout.strip() == "1.1.0"
+                          text=True, check=True).stdout.strip() == VERSION
     subprocess.run(["cc", str(app_dir / "app.c"), *flags, "-o", str(app_dir / "app")],
                    check=True, cwd=app_dir)
     run_app(app_dir / "app", app_dir)
@@ -400,7 +400,7 @@ ALLOWED = {"process_dns_response": "DNSSHIM_1.0", "dns_shim_init": "DNSSHIM_1.0"
            "dns_shim_process": "DNSSHIM_1.0", "dns_shim_register_callbacks": "DNSSHIM_1.0",
            "dns_shim_set_log_handler": "DNSSHIM_1.0", "dns_shim_strerror": "DNSSHIM_1.0",
            "dns_shim_version": "DNSSHIM_1.0", "PyInit__dnsshim_cffi": "DNSSHIM_1.0",
-           "dns_shim_process_reply": "DNSSHIM_1.1"}
+           "dns_shim_process_reply": "DNSSHIM_1.1", "dns_shim_last_error": "DNSSHIM_1.2"}
 
 
 @pytest.mark.parametrize("where", ["build", "installed"])
@@ -411,7 +411,8 @@ def test_only_our_symbols_are_exported(built, installed, where):
                          capture_output=True, text=True, check=True).stdout
     rows = [line.split() for line in out.splitlines() if line.strip()]
     # The version nodes themselves are absolute symbols ("A DNSSHIM_1.0").
-    assert {row[-1] for row in rows if row[1] == "A"} == {"DNSSHIM_1.0", "DNSSHIM_1.1"}
+    assert {row[-1] for row in rows if row[1] == "A"} == {"DNSSHIM_1.0", "DNSSHIM_1.1",
+                                                          "DNSSHIM_1.2"}
     functions = [row[-1] for row in rows if row[1] != "A"]
     assert all("@@" in f for f in functions), "every function has its default version"
     exported = dict(f.split("@@") for f in functions)
@@ -420,6 +421,7 @@ def test_only_our_symbols_are_exported(built, installed, where):
     defs = subprocess.run(["readelf", "-V", "-W", str(lib)], capture_output=True, text=True,
                           check=True).stdout
     assert "Name: DNSSHIM_1.1" in defs and "Parent 1: DNSSHIM_1.0" in defs
+    assert "Name: DNSSHIM_1.2" in defs and "Parent 1: DNSSHIM_1.1" in defs
     for libc_name in ("memcpy", "memset", "malloc", "free", "strlen"):
         assert libc_name not in exported
     soname = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True,

@@ -3,8 +3,9 @@
 The library is loaded with cffi's ABI mode (ffi.dlopen of the built .so,
 declarations from the header) and fed messages through process_dns_response
 and dns_shim_process; callbacks are ffi.callback functions.  Inside, the
-library runs its Python half in this same interpreter, which lets the fault
-tests below inject failures into it.
+library runs its Python half in this same interpreter, as a guest with its
+own copy of it (shim/guest.py), which the fault tests below reach through
+the ``library_modules`` fixture to inject failures into it.
 """
 
 import sys
@@ -16,7 +17,6 @@ import malformed
 import reference
 import vectors
 from recorder import Recorder
-from shim import glue
 from shim.status import Status
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -26,6 +26,13 @@ def process(abi, wire, recorder, length=None):
     ffi, lib = abi
     return lib.dns_shim_process(wire, len(wire) if length is None else length,
                                 recorder.struct if recorder else ffi.NULL)
+
+
+@pytest.fixture
+def glue(library_modules):
+    """The glue the library runs in this process (its own copy): faults are
+    injected there."""
+    return library_modules["shim.glue"]
 
 
 @pytest.fixture
@@ -142,7 +149,7 @@ def test_sections_and_fallback(abi):
 # ---- failures inside the library ------------------------------------------------
 
 
-def test_unexpected_exception_is_internal(abi, monkeypatch, capfd):
+def test_unexpected_exception_is_internal(abi, glue, monkeypatch, capfd):
     def broken(wire, expect=None):
         raise RuntimeError("injected: decoder bug")
     monkeypatch.setattr(glue, "decode", broken)
@@ -153,7 +160,7 @@ def test_unexpected_exception_is_internal(abi, monkeypatch, capfd):
     assert "DNS_SHIM_ERR_INTERNAL" in err and "injected: decoder bug" in err and "Traceback" in err
 
 
-def test_memory_error_is_no_memory(abi, monkeypatch, capfd):
+def test_memory_error_is_no_memory(abi, glue, monkeypatch, capfd):
     def oom(wire, expect=None):
         raise MemoryError
     monkeypatch.setattr(glue, "decode", oom)
@@ -161,7 +168,7 @@ def test_memory_error_is_no_memory(abi, monkeypatch, capfd):
     assert "DNS_SHIM_ERR_NO_MEMORY" in capfd.readouterr().err
 
 
-def test_exception_escaping_the_glue_is_internal_not_zero(abi, monkeypatch, capfd):
+def test_exception_escaping_the_glue_is_internal_not_zero(abi, glue, monkeypatch, capfd):
     # glue.plan never raises; if it did, cffi's default would be 0.
     def escaping(*args):
         raise RuntimeError("injected: escaped the glue")
@@ -171,14 +178,14 @@ def test_exception_escaping_the_glue_is_internal_not_zero(abi, monkeypatch, capf
     assert "injected: escaped the glue" in capfd.readouterr().err
 
 
-def test_out_of_range_python_result_is_internal(abi, monkeypatch):
+def test_out_of_range_python_result_is_internal(abi, glue, monkeypatch):
     # The C side passes on only the library's own codes.
     monkeypatch.setattr(glue, "plan", lambda *args: 7)
     ffi, lib = abi
     assert lib.process_dns_response(malformed.GOOD, len(malformed.GOOD)) == Status.ERR_INTERNAL
 
 
-def test_plan_naming_no_callback_is_internal(abi, monkeypatch, capfd):
+def test_plan_naming_no_callback_is_internal(abi, glue, monkeypatch, capfd):
     kept = []
 
     def bad_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None):
@@ -194,7 +201,7 @@ def test_plan_naming_no_callback_is_internal(abi, monkeypatch, capfd):
 
 
 @pytest.mark.parametrize("stop_at", [0, 1, 3])
-def test_every_plan_is_released(abi, stop_at):
+def test_every_plan_is_released(abi, glue, stop_at):
     # A plan's memory is freed by the next call into the library, whichever
     # thread makes it: so at most the last one is still held.
     for _ in range(5):
@@ -208,7 +215,7 @@ def test_every_plan_is_released(abi, stop_at):
     assert not last & set(glue._PENDING), "released by the next call, even a failing one"
 
 
-def test_internal_error_goes_to_the_log_handler(abi, monkeypatch, capfd):
+def test_internal_error_goes_to_the_log_handler(abi, glue, monkeypatch, capfd):
     ffi, lib = abi
     got = []
 

@@ -35,6 +35,7 @@ import vectors
 from conftest import ROOT, available_corpus, require_program, split_log
 
 RELEASE_1_0 = "4402847"
+RELEASE_1_1 = "21fe4ff"
 
 
 def _git(*args, **kwargs):
@@ -53,15 +54,14 @@ def _require_history():
         pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def v10(tmp_path_factory):
-    """1.0's sources (git archive of RELEASE_1_0) and its library, built by
-    its own build_ffi.py with this Python."""
+def _release(tmp_path_factory, commit, name):
+    """A release's sources (git archive of its commit) and its library, built
+    by its own build_ffi.py with this Python."""
     _require_history()
-    d = tmp_path_factory.mktemp("v1.0")
+    d = tmp_path_factory.mktemp(name)
     src = d / "src"
     src.mkdir()
-    archive = _git("archive", "--format=tar", RELEASE_1_0).stdout
+    archive = _git("archive", "--format=tar", commit).stdout
     subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
     lib = d / "lib"
     subprocess.run([sys.executable, str(src / "build_ffi.py"), "--out", str(lib)], check=True,
@@ -70,16 +70,35 @@ def v10(tmp_path_factory):
     return src, lib
 
 
-@pytest.fixture(scope="module")
-def v10_test_prog(v10, tmp_path_factory):
-    """1.0's dnsshim_test.c compiled against 1.0's header and linked against
-    the 1.0 library, as a 1.0 user built it; run with LD_LIBRARY_PATH
+def _release_test_prog(release, tmp_path_factory, name):
+    """A release's dnsshim_test.c compiled against its header and linked
+    against its library, as its user built it; run with LD_LIBRARY_PATH
     choosing the library (no rpath)."""
-    src, lib = v10
-    out = tmp_path_factory.mktemp("v1.0-prog") / "dnsshim_test"
+    src, lib = release
+    out = tmp_path_factory.mktemp(name) / "dnsshim_test"
     build_ffi.compile_program([src / "csrc" / "dnsshim_test.c"], out, against=lib, rpath="",
                               cflags=("-Werror", f"-I{src / 'csrc'}"))
     return out
+
+
+@pytest.fixture(scope="module")
+def v10(tmp_path_factory):
+    return _release(tmp_path_factory, RELEASE_1_0, "v1.0")
+
+
+@pytest.fixture(scope="module")
+def v10_test_prog(v10, tmp_path_factory):
+    return _release_test_prog(v10, tmp_path_factory, "v1.0-prog")
+
+
+@pytest.fixture(scope="module")
+def v11(tmp_path_factory):
+    return _release(tmp_path_factory, RELEASE_1_1, "v1.1")
+
+
+@pytest.fixture(scope="module")
+def v11_test_prog(v11, tmp_path_factory):
+    return _release_test_prog(v11, tmp_path_factory, "v1.1-prog")
 
 
 def _run(program, libdir, *args, check_rc=True):
@@ -159,6 +178,36 @@ def test_1_0_program_runs_unchanged_against_1_1(built, v10, v10_test_prog, tmp_p
     # The good EDNS messages give 1.0's program exactly 1.0's view: no option.
     ok = [str(p) for p in files if os.path.basename(p).startswith("vector_edns_options")]
     assert new[ok[0]] == reference.expected_log(vectors.wire("edns_options"), options=False)
+
+
+@pytest.mark.parametrize("mode", [[], ["--registered"]], ids=["dns_shim_process", "registered"])
+def test_1_1_program_runs_unchanged_against_1_2(built, v11, v11_test_prog, tmp_path, mode):
+    """1.1's own test program, built against 1.1's header, gets from this
+    library every callback and every status code it gets from 1.1's: 1.2
+    reclassified nothing (only dns_shim_strerror's text for
+    DNS_SHIM_ERR_BAD_ARGUMENT changed); its reply and option paths too."""
+    src, v11_lib = v11
+    files = _messages(tmp_path)
+    for extra in ([], ["--expect-id", "0x5c5c", "--expect-name", "www.example.com"]):
+        old = split_log(_run(v11_test_prog, v11_lib, *mode, *extra, *files).stdout)
+        new = split_log(_run(v11_test_prog, built.dir, *mode, *extra, *files).stdout)
+        assert len(old) == len(new) == len(files)
+        for path in files:
+            assert _status_code(old[str(path)]) == _status_code(new[str(path)]), path
+
+
+def test_1_1_layout_is_kept(v11, header_ffi):
+    """1.1's structs are 1.2's, member for member (1.2 added a function only)."""
+    src, _ = v11
+    old = _ffi(src / "csrc" / "dns_shim.h")
+    import re
+    for struct in re.findall(r"typedef struct (dns_shim_[a-z_]+) \{",
+                             (src / "csrc" / "dns_shim.h").read_text()):
+        assert old.typeof(struct).fields == header_ffi.typeof(struct).fields or [
+            (n, old.offsetof(struct, n)) for n, _ in old.typeof(struct).fields] == [
+            (n, header_ffi.offsetof(struct, n)) for n, _ in header_ffi.typeof(struct).fields], struct
+        assert old.sizeof(struct) == header_ffi.sizeof(struct), struct
+    assert build_ffi.header_statuses(src / "csrc" / "dns_shim.h") == build_ffi.header_statuses()
 
 
 def _ffi(header_path):
@@ -275,7 +324,9 @@ def test_1_1_program_checking_the_version_refuses_clearly(v10, apps_1_1):
     src, v10_lib = v10
     result = _run(apps_1_1["lazy_checked"], v10_lib, check_rc=False)
     assert result.returncode == 3 and result.stdout == ""
-    assert "app: needs libdnsshim 1.1 or newer, found 1.0.0 (CPython " in result.stderr
+    major, minor, _ = build_ffi.header_version().split(".")
+    assert f"app: needs libdnsshim {major}.{minor} or newer, found 1.0.0 (CPython " \
+        in result.stderr
 
 
 STUB_1_0_WITH_NODES = r"""
@@ -300,3 +351,33 @@ def test_loader_refuses_a_library_lacking_the_node(apps_1_1, tmp_path):
         result = _run(app, tmp_path, check_rc=False)
         assert result.returncode == 1 and result.stdout == ""
         assert "version `DNSSHIM_1.1' not found (required by" in result.stderr
+
+
+APP_1_2 = r"""
+#include <dns_shim.h>
+#include <stdio.h>
+
+int main(void)
+{
+    printf("status %d, last error \"%s\"\n", (int)process_dns_response(NULL, -1),
+           dns_shim_last_error());
+    return 0;
+}
+"""
+
+
+def test_1_2_program_needs_a_1_2_library(built, v11, tmp_path):
+    """A program calling dns_shim_last_error records DNSSHIM_1.2: against
+    1.2 it runs; against 1.1's library (nodes up to DNSSHIM_1.1) the loader
+    refuses to start it."""
+    (tmp_path / "app.c").write_text(APP_1_2)
+    app = build_ffi.compile_program([tmp_path / "app.c"], tmp_path / "app", against=built.dir,
+                                    rpath="", cflags=("-Werror",))
+    symbols = subprocess.run(["nm", "-D", "--with-symbol-versions", str(app)],
+                             capture_output=True, text=True, check=True).stdout
+    assert "U dns_shim_last_error@DNSSHIM_1.2" in symbols
+    assert _run(app, built.dir).stdout == ('status -2, last error "DNS_SHIM_ERR_BAD_LENGTH: the '
+                                           'length is -1, not 0 to 65535"\n')
+    result = _run(app, v11[1], check_rc=False)
+    assert result.returncode != 0 and result.stdout == ""
+    assert "version `DNSSHIM_1.2' not found (required by" in result.stderr

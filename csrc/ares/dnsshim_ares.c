@@ -52,25 +52,81 @@ static void dnsshim_ares__log(const char *message)
     fflush(stderr);
 }
 
-static void dnsshim_ares__report_start_failure(const char *why)
+/* The init code could not attach this library's module: why, and whether
+** it went to libdnsshim's log already (through shim.glue.log). */
+static void dnsshim_ares__report_start_failure(const char *why, int32_t logged)
 {
     dnsshim_ares__start_failed = 1;
-    dnsshim_ares__log(why);
+    if (!logged)
+        dnsshim_ares__log(why);
+}
+
+/* In a Python program, libdnsshim is a guest there (csrc/lib/dns_shim.c: a
+** private copy of its Python side and its own cffi backend) and publishes
+** its shim.guest.Guest as _dnsshim_cffi.__dnsshim_guest__: this module runs
+** on the same, through the two calls of cffi's generated code that
+** build_ffi.py's patch_for_guest points here.  In the library's own
+** interpreter there is no guest, and they do what cffi does. */
+#ifndef DNS_SHIM__GUEST_PATCHED
+#  error "build through build_ffi.py: cffi's emitted code must be patched (patch_for_guest)"
+#endif
+
+/* An attribute of libdnsshim's guest (a new reference), or NULL, with no
+** exception set, when there is none. */
+static PyObject *dnsshim_ares__guest_attr(const char *attr)
+{
+    PyObject *name = PyUnicode_FromString("_dnsshim_cffi");
+    PyObject *own = name ? PyImport_GetModule(name) : NULL;
+    PyObject *guest = NULL, *value = NULL;
+    Py_XDECREF(name);
+    if (own != NULL && PyObject_HasAttrString(own, "__dnsshim_guest__"))
+        guest = PyObject_GetAttrString(own, "__dnsshim_guest__");
+    if (guest != NULL)
+        value = PyObject_GetAttrString(guest, attr);
+    PyErr_Clear();
+    Py_XDECREF(guest);
+    Py_XDECREF(own);
+    return value;
+}
+
+static PyObject *dnsshim_ares__cffi_backend(void)
+{
+    PyObject *backend = dnsshim_ares__guest_attr("backend");
+    return backend != NULL ? backend : PyImport_ImportModule("_cffi_backend");
+}
+
+/* A borrowed reference, as PyEval_GetBuiltins() returns. */
+static PyObject *dnsshim_ares__init_builtins(void)
+{
+    PyObject *builtins = dnsshim_ares__guest_attr("builtins");
+    if (builtins != NULL) {
+        Py_DECREF(builtins); /* the guest holds it */
+        return builtins;
+    }
+    return PyEval_GetBuiltins();
 }
 
 static void dnsshim_ares__init_once(void)
 {
-    /* libdnsshim logs its own failures. */
-    if (dns_shim_init() != DNS_SHIM_OK) {
-        dnsshim_ares__log("the runtime did not start; every parse returns ARES_ENOTINITIALIZED");
+    /* libdnsshim says why its runtime did not start, through the program's
+    ** log handler; every parser then returns ARES_ENOTINITIALIZED. */
+    if (dns_shim_init() != DNS_SHIM_OK)
         return;
-    }
-    if (cffi_start_python() != 0 || dnsshim_ares__start_failed) {
-        dnsshim_ares__log("the parser could not be loaded; every parse returns "
+    if (cffi_start_python() != 0 && !dnsshim_ares__start_failed)
+        dnsshim_ares__log("cffi could not load the c-ares layer's module; every parse returns "
                           "ARES_ENOTINITIALIZED");
-        return;
-    }
-    dnsshim_ares__ready = 1;
+    else if (!dnsshim_ares__start_failed)
+        dnsshim_ares__ready = 1;
+}
+
+/* What a parse returns when the parser failed unexpectedly (a bug, logged
+** with its traceback): c-ares's code for a reply, a name or a string it
+** could not read.  Memory running out is ARES_ENOMEM, from the Python side. */
+static int dnsshim_ares__unreadable(int32_t kind)
+{
+    return kind == DNSSHIM_ARES_KIND_EXPAND_NAME     ? DNSSHIM_ARES_EBADNAME
+           : kind == DNSSHIM_ARES_KIND_EXPAND_STRING ? DNSSHIM_ARES_EBADSTR
+                                                     : DNSSHIM_ARES_EBADRESP;
 }
 
 /* One call into Python.  On return *r holds the result (r->status the
@@ -84,13 +140,20 @@ static int dnsshim_ares__compute(int32_t kind, const unsigned char *buf, int len
     pthread_once(&dnsshim_ares__once, dnsshim_ares__init_once);
     if (!dnsshim_ares__ready)
         return r->status = DNSSHIM_ARES_ENOTINITIALIZED;
-    if (dnsshim_ares__py_parse(kind, buf, len, offset, flags, r, token) == 0) {
+    switch (dnsshim_ares__py_parse(kind, buf, len, offset, flags, r, token)) {
+    case DNSSHIM_ARES__PY_DONE:
+        return r->status;
+    case 0:
         /* cffi could not run the Python function: it is not attached. */
         dnsshim_ares__log("the parser is not attached to the library");
         *token = 0;
         return r->status = DNSSHIM_ARES_ENOTINITIALIZED;
+    default:
+        /* An exception escaped the Python side (logged there). */
+        memset(r, 0, sizeof *r);
+        *token = 0;
+        return r->status = dnsshim_ares__unreadable(kind);
     }
-    return r->status;
 }
 
 static void dnsshim_ares__done(uint64_t token)
@@ -738,6 +801,20 @@ static int dnsshim_ares__expand(int32_t kind, int error, int cut, const unsigned
         encoded >= abuf + alen)
         return error;
     status = dnsshim_ares__compute(kind, abuf, alen, (int)(encoded - abuf), 0, &r, &token);
+    if (status == DNSSHIM_ARES_ENOTINITIALIZED) {
+        /* The runtime cannot start (libdnsshim logged why).  c-ares's own
+        ** resolver checks the question of every answer with these two: the
+        ** real c-ares's answer, where the program links it, keeps the
+        ** resolver matching answers, so that the program hears
+        ** ARES_ENOTINITIALIZED from the parsers at once instead of
+        ** ARES_ETIMEOUT after its full timeout.  A program without c-ares
+        ** gets the code. */
+        int (*next)(const unsigned char *, const unsigned char *, int, unsigned char **, long *);
+        *(void **)&next = dnsshim_ares__next(kind == DNSSHIM_ARES_KIND_EXPAND_NAME
+                                             ? "ares_expand_name" : "ares_expand_string");
+        if (next != NULL)
+            return next(encoded, abuf, alen, s, enclen);
+    }
     if (status == DNSSHIM_ARES_SUCCESS) {
         unsigned char *copy = r.nitems == 1
             ? (cut ? dnsshim_ares__copy_cut : dnsshim_ares__copy)(&r.items[0].str[0]) : NULL;

@@ -217,15 +217,18 @@ typedef struct dnsshim_ares_result {
 ** (for the EXPAND kinds, the name or string at offset) and fills *out,
 ** whose pointers stay valid until dnsshim_ares__py_release(*token) (0:
 ** nothing to release).  It returns DNSSHIM_ARES__PY_DONE, never 0 (cffi's
-** value for "could not run").
+** value for "could not run"); DNSSHIM_ARES__PY_FAILED when an exception
+** escaped it (cffi's error value for it; the traceback is logged).
 */
 #define DNSSHIM_ARES__PY_DONE 1
+#define DNSSHIM_ARES__PY_FAILED 2
 DNSSHIM_ARES_PYTHON int32_t dnsshim_ares__py_parse(int32_t kind, const uint8_t *buf, int32_t len,
                                                    int32_t offset, int32_t flags,
                                                    dnsshim_ares_result *out, uint64_t *token);
 DNSSHIM_ARES_PYTHON void dnsshim_ares__py_release(uint64_t token);
 
-/* For the init code (build_ffi.py): the parser could not be attached; why. */
-DNSSHIM_ARES_INTERNAL void dnsshim_ares__report_start_failure(const char *why);
+/* For the init code (build_ffi.py): the parser could not be attached; why,
+** and whether that is logged already (through libdnsshim's log). */
+DNSSHIM_ARES_INTERNAL void dnsshim_ares__report_start_failure(const char *why, int32_t logged);
 
 #endif /* DNSSHIM_ARES_H */

@@ -15,6 +15,7 @@
 #include "dns_shim.h"
 
 #include <dlfcn.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Supplied by build_ffi.py on the compiler's command line:
@@ -36,7 +38,9 @@
 **   DNS_SHIM_BUNDLE          1 for a self-contained folder (python -m shim
 **                            bundle): this file is <bundle>/lib/libdnsshim.so.N
 **                            and the interpreter runs from <bundle> alone
-**   DNS_SHIM_BUNDLE_OPTIMIZE the optimisation level its .pyc files have */
+**   DNS_SHIM_BUNDLE_OPTIMIZE the optimisation level its .pyc files have
+**   DNS_SHIM_BUILD_PREFIX    the CPython installation it was built with
+**                            (sys.base_prefix): another one is said */
 #ifndef DNS_SHIM_DEFAULT_PYTHON
 #  error "build with -DDNS_SHIM_DEFAULT_PYTHON=\"/path/to/python\""
 #endif
@@ -54,6 +58,9 @@
 #endif
 #ifndef DNS_SHIM_BUNDLE_OPTIMIZE
 #  define DNS_SHIM_BUNDLE_OPTIMIZE 0
+#endif
+#ifndef DNS_SHIM_BUILD_PREFIX
+#  define DNS_SHIM_BUILD_PREFIX ""
 #endif
 #define DNS_SHIM_VERSION_TEXT_(a, b, c) #a "." #b "." #c
 #define DNS_SHIM_VERSION_TEXT(a, b, c) DNS_SHIM_VERSION_TEXT_(a, b, c)
@@ -158,8 +165,9 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
     pthread_mutex_unlock(&dns_shim__log_lock);
 }
 
-/* Sends one message to the handler, or to stderr.  The Python side
-** (shim/embedded.py) logs through it too. */
+/* Sends one message to the handler, or to stderr (the default handler
+** writes warnings and errors only).  The Python side (shim/embedded.py)
+** logs through it too. */
 static void dns_shim__log_level(int32_t level, const char *message)
 {
     dns_shim_log_handler handler;
@@ -170,7 +178,7 @@ static void dns_shim__log_level(int32_t level, const char *message)
     pthread_mutex_unlock(&dns_shim__log_lock);
     if (handler != NULL) {
         handler(ctx, level, message);
-    } else {
+    } else if (level <= DNS_SHIM_LOG_WARNING) {
         fprintf(stderr, "dnsshim: %s\n", message);
         fflush(stderr);
     }
@@ -181,14 +189,54 @@ static void dns_shim__log(const char *message)
     dns_shim__log_level(DNS_SHIM_LOG_ERROR, message);
 }
 
-static void dns_shim__logf(int32_t level, const char *fmt, ...)
+/* ------------------------------------------------------------------ */
+/* The reason for the last failure, per thread (dns_shim_last_error)    */
+
+#define DNS_SHIM__ERROR_SIZE 2048
+static __thread char dns_shim__error[DNS_SHIM__ERROR_SIZE];
+
+/* The enumerator's name of a status ("DNS_SHIM_ERR_TRUNCATED"), from the
+** one table of statuses: build_ffi.py writes the cases. */
+static const char *dns_shim__status_name(int32_t status)
 {
-    char message[2048];
+    switch (status) {
+    DNS_SHIM__STATUS_NAME_CASES
+    }
+    return "DNS_SHIM_ERR_UNKNOWN";
+}
+
+DNS_SHIM_API const char *dns_shim_last_error(void)
+{
+    return dns_shim__error;
+}
+
+/* A call succeeded: nothing to say. */
+static int32_t dns_shim__ok(void)
+{
+    dns_shim__error[0] = '\0';
+    return DNS_SHIM_OK;
+}
+
+/* A call fails with status: "<its name>: <detail>" for this thread.
+** Returns status. */
+static int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
+{
+    size_t n;
     va_list ap;
+    n = (size_t)snprintf(dns_shim__error, sizeof dns_shim__error, "%s: ",
+                         dns_shim__status_name(status));
+    if (n >= sizeof dns_shim__error)
+        return status;
     va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
+    vsnprintf(dns_shim__error + n, sizeof dns_shim__error - n, fmt, ap);
     va_end(ap);
-    dns_shim__log_level(level, message);
+    return status;
+}
+
+/* For the Python side: the whole text of a failure it reports. */
+static void dns_shim__set_error(const char *text)
+{
+    snprintf(dns_shim__error, sizeof dns_shim__error, "%s", text);
 }
 
 /* ------------------------------------------------------------------ */
@@ -208,18 +256,25 @@ static int dns_shim__known_size(uint32_t size, const uint32_t *known, size_t n)
 
 /* Copies *in into *out, normalised to the full current struct (members the
 ** caller's older header does not know are zeroed, and never read from the
-** caller's memory).  Returns a status. */
+** caller's memory).  Returns a status (and says why it failed). */
 static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_callbacks *out)
 {
     size_t size;
 
     if (in == NULL)
-        return DNS_SHIM_ERR_BAD_ARGUMENT;
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the callbacks set is NULL");
     size = in->struct_size;
     if (!DNS_SHIM__KNOWN(in->struct_size, dns_shim__known_sizes))
-        return DNS_SHIM_ERR_BAD_ARGUMENT;
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
+                              "the callbacks set's struct_size is %u, not one this library knows "
+                              "(%u for 1.0, %u for 1.1 and later)",
+                              (unsigned)in->struct_size, (unsigned)dns_shim__known_sizes[0],
+                              (unsigned)dns_shim__known_sizes[1]);
     if (in->sections & ~(uint32_t)DNS_SHIM__ALL_SECTIONS)
-        return DNS_SHIM_ERR_BAD_ARGUMENT;
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
+                              "the callbacks set's sections mask 0x%x has bits other than "
+                              "DNS_SHIM_SECTION_ANSWER, _AUTHORITY and _ADDITIONAL (0x%x)",
+                              (unsigned)in->sections, (unsigned)DNS_SHIM__ALL_SECTIONS);
     memset(out, 0, sizeof(*out));
     memcpy(out, in, size);
     out->struct_size = (uint32_t)sizeof(*out);
@@ -230,13 +285,22 @@ static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_c
 ** DNS_SHIM_ERR_BAD_ARGUMENT.  The qname's syntax is checked in Python. */
 static int32_t dns_shim__copy_query(const dns_shim_query *in, dns_shim_query *out)
 {
-    if (in == NULL || !DNS_SHIM__KNOWN(in->struct_size, dns_shim__known_query_sizes))
-        return DNS_SHIM_ERR_BAD_ARGUMENT;
+    if (in == NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the query is NULL");
+    if (!DNS_SHIM__KNOWN(in->struct_size, dns_shim__known_query_sizes))
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
+                              "the query's struct_size is %u, not one this library knows (%u)",
+                              (unsigned)in->struct_size,
+                              (unsigned)dns_shim__known_query_sizes[0]);
     memset(out, 0, sizeof(*out));
     memcpy(out, in, in->struct_size);
     out->struct_size = (uint32_t)sizeof(*out);
-    if ((out->flags & ~(uint32_t)DNS_SHIM__KNOWN_QUERY_FLAGS) || out->qname == NULL)
-        return DNS_SHIM_ERR_BAD_ARGUMENT;
+    if (out->flags & ~(uint32_t)DNS_SHIM__KNOWN_QUERY_FLAGS)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
+                              "the query's flags 0x%x have bits other than DNS_SHIM_MATCH_CASE",
+                              (unsigned)out->flags);
+    if (out->qname == NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the query's qname is NULL");
     return DNS_SHIM_OK;
 }
 
@@ -258,7 +322,7 @@ DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callb
         dns_shim__registered = copy;
     dns_shim__have_registered = callbacks != NULL;
     pthread_mutex_unlock(&dns_shim__registered_lock);
-    return DNS_SHIM_OK;
+    return dns_shim__ok();
 }
 
 /* ------------------------------------------------------------------ */
@@ -267,10 +331,26 @@ DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callb
 static pthread_once_t dns_shim__once = PTHREAD_ONCE_INIT;
 static int32_t dns_shim__init_status = DNS_SHIM_ERR_INIT;
 static int dns_shim__owns = 0;         /* we started the interpreter */
-static int dns_shim__start_failed = 0; /* the init code could not load the parser */
 static char dns_shim__root[4096];      /* where the shim package is ("" : on sys.path) */
 static char dns_shim__derived_python[4096 + 64];
 static char dns_shim__bundle_home[4096]; /* a bundle's folder, or "" */
+static char dns_shim__start_error[2048]; /* why the runtime did not start: one line */
+
+/* The runtime cannot start: one line, what was tried and the fix, logged
+** once and kept for every call that returns DNS_SHIM_ERR_INIT.  A detail
+** (a traceback) goes to the log at debug level after it. */
+static void dns_shim__cannot_start(const char *detail, const char *fmt, ...)
+{
+    va_list ap;
+    if (dns_shim__start_error[0])
+        return;
+    va_start(ap, fmt);
+    vsnprintf(dns_shim__start_error, sizeof dns_shim__start_error, fmt, ap);
+    va_end(ap);
+    dns_shim__log(dns_shim__start_error);
+    if (detail != NULL && detail[0])
+        dns_shim__log_level(DNS_SHIM_LOG_DEBUG, detail);
+}
 
 /* The directory of this shared object, or "" (a static build: there is no
 ** file of our own). */
@@ -327,7 +407,7 @@ static void dns_shim__locate(void)
 ** virtualenv's pyvenv.cfg or its file name; "" when neither says. */
 static void dns_shim__python_version(const char *python, char *out, size_t size)
 {
-    char path[4096], line[512], real[4096];
+    char path[8192], line[512], real[4096];
     const char *name;
     FILE *f;
     out[0] = '\0';
@@ -403,14 +483,78 @@ static int dns_shim__start_bundled(void)
         st = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);
     if (PyStatus_Exception(st)) {
-        dns_shim__logf(DNS_SHIM_LOG_ERROR, "the bundled CPython " DNS_SHIM_PYTHON_TAG
-                       " (%s) did not start: %s%s%s", dns_shim__bundle_home,
-                       st.func ? st.func : "", st.func ? ": " : "",
-                       st.err_msg ? st.err_msg : "unknown error");
+        dns_shim__cannot_start(NULL, "the bundled CPython " DNS_SHIM_PYTHON_TAG " (%s) did not "
+                               "start: %s%s%s: the bundle is incomplete; copy it again whole",
+                               dns_shim__bundle_home, st.func ? st.func : "",
+                               st.func ? ": " : "", st.err_msg ? st.err_msg : "unknown error");
         return -1;
     }
     dns_shim__owns = 1;
     return 0;
+}
+
+/* Where the python to run comes from, said in the start-up lines. */
+static const char *const dns_shim__from_env = "from DNS_SHIM_PYTHON";
+static const char *const dns_shim__from_build = "pinned when the library was built";
+static const char *const dns_shim__from_package = "the installation the shim package sits in";
+
+/* What to do about an unusable python, by where it came from. */
+static const char *dns_shim__fix(const char *origin)
+{
+    if (origin == dns_shim__from_env)
+        return "set DNS_SHIM_PYTHON to the python executable of a CPython " DNS_SHIM_PYTHON_TAG
+               " installation, or unset it";
+    return "rebuild the library with a CPython " DNS_SHIM_PYTHON_TAG " that stays where it is "
+           "(pip install . in a virtualenv of it, or python build_ffi.py), or set "
+           "DNS_SHIM_PYTHON to one";
+}
+
+/* Whether python can be the interpreter's executable: it exists, is a file,
+** is executable and is of this library's CPython minor version.  Says why
+** not (once) and returns -1 when it cannot. */
+static int dns_shim__check_python(const char *python, const char *origin)
+{
+    struct stat st;
+    char version[64];
+
+    if (python[0] != '/') {
+        dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) is not an absolute path: %s",
+                               python, origin, dns_shim__fix(origin));
+        return -1;
+    }
+    if (stat(python, &st) != 0) {
+        dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) does not exist (moved or "
+                               "removed): %s", python, origin, dns_shim__fix(origin));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) || access(python, X_OK) != 0) {
+        dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) is not an executable file: "
+                               "%s", python, origin, dns_shim__fix(origin));
+        return -1;
+    }
+    dns_shim__python_version(python, version, sizeof version);
+    if (version[0] && strcmp(version, DNS_SHIM_PYTHON_TAG) != 0) {
+        dns_shim__cannot_start(NULL, "this library embeds CPython " DNS_SHIM_PYTHON_TAG " but "
+                               "the Python it was given, %s, is CPython %s: rebuild the library "
+                               "with that Python, or set DNS_SHIM_PYTHON to a CPython "
+                               DNS_SHIM_PYTHON_TAG, python, version);
+        return -1;
+    }
+    return 0;
+}
+
+/* The python executable whose installation the library uses, and where
+** that choice comes from: DNS_SHIM_PYTHON, else the one found from this
+** file's own path (an installed library), else the one pinned at build. */
+static const char *dns_shim__choose_python(const char **origin)
+{
+    const char *python = getenv("DNS_SHIM_PYTHON");
+    if (python != NULL && python[0] != '\0') {
+        *origin = dns_shim__from_env;
+        return python;
+    }
+    *origin = dns_shim__derived_python[0] ? dns_shim__from_package : dns_shim__from_build;
+    return dns_shim__derived_python[0] ? dns_shim__derived_python : DNS_SHIM_DEFAULT_PYTHON;
 }
 
 /* Starts CPython from the chosen installation, unless the process already
@@ -419,35 +563,30 @@ static int dns_shim__start_interpreter(void)
 {
     PyStatus st;
     PyConfig config;
-    char version[64];
-    const char *python = getenv("DNS_SHIM_PYTHON");
+    const char *python = getenv("DNS_SHIM_PYTHON"), *origin = dns_shim__from_env;
 
     if (Py_IsInitialized())
         return 0;
     if (DNS_SHIM_BUNDLE && (python == NULL || python[0] == '\0')) {
         if (dns_shim__bundle_home[0])
             return dns_shim__start_bundled();
-        dns_shim__log("this is a bundle's library, but the folder it was loaded from is not the "
-                      "lib/ of a bundle (no lib/python" DNS_SHIM_PYTHON_TAG " beside it): keep "
-                      "the bundle's layout, or set DNS_SHIM_PYTHON");
+        dns_shim__cannot_start(NULL, "this is a bundle's library, but the folder it was loaded "
+                               "from is not the lib/ of a bundle (no lib/python"
+                               DNS_SHIM_PYTHON_TAG " beside it): keep the bundle's layout, or "
+                               "set DNS_SHIM_PYTHON");
         return -1;
     }
-    if (python == NULL || python[0] == '\0')
-        python = dns_shim__derived_python[0] ? dns_shim__derived_python : DNS_SHIM_DEFAULT_PYTHON;
-    dns_shim__python_version(python, version, sizeof version);
-    if (version[0] && strcmp(version, DNS_SHIM_PYTHON_TAG) != 0) {
-        dns_shim__logf(DNS_SHIM_LOG_ERROR,
-                       "this library embeds CPython " DNS_SHIM_PYTHON_TAG " but the Python it was "
-                       "given, %s, is CPython %s: rebuild the library with that Python, or set "
-                       "DNS_SHIM_PYTHON to a CPython " DNS_SHIM_PYTHON_TAG, python, version);
+    python = dns_shim__choose_python(&origin);
+    if (dns_shim__check_python(python, origin) != 0)
         return -1;
-    }
 
     /* Isolated: no PYTHON* variables, no user site, no current directory on
     ** sys.path; the installation is the one of `python`, a virtualenv's
-    ** pyvenv.cfg included. */
+    ** pyvenv.cfg included.  Path warnings off: a broken installation is
+    ** reported below, in one line. */
     PyConfig_InitIsolatedConfig(&config);
     config.install_signal_handlers = 0;
+    config.pathconfig_warnings = 0;
     st = PyConfig_SetBytesString(&config, &config.program_name, python);
     if (!PyStatus_Exception(st))
         st = PyConfig_SetBytesString(&config, &config.executable, python);
@@ -455,9 +594,11 @@ static int dns_shim__start_interpreter(void)
         st = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);
     if (PyStatus_Exception(st)) {
-        dns_shim__logf(DNS_SHIM_LOG_ERROR, "the embedded CPython " DNS_SHIM_PYTHON_TAG
-                       " (%s) did not start: %s%s%s", python, st.func ? st.func : "",
-                       st.func ? ": " : "", st.err_msg ? st.err_msg : "unknown error");
+        dns_shim__cannot_start(NULL, "cannot start: the embedded CPython " DNS_SHIM_PYTHON_TAG
+                               " of %s (%s) did not start (%s%s%s): its installation is "
+                               "incomplete or moved; %s", python, origin,
+                               st.func ? st.func : "", st.func ? ": " : "",
+                               st.err_msg ? st.err_msg : "unknown error", dns_shim__fix(origin));
         return -1;
     }
     dns_shim__owns = 1;
@@ -465,9 +606,8 @@ static int dns_shim__start_interpreter(void)
 }
 
 /* While cffi loads the parser in an interpreter we started, what it prints
-** (its own start-up failures, with their traceback) is caught and logged,
-** so that it reaches the program's log handler.  Called with the GIL held;
-** on(1) returns the catching stream, off(stream) logs what it caught. */
+** (its own start-up failures, with their traceback) is caught, so that it
+** reaches the program's log handler.  Called with the GIL held. */
 static PyObject *dns_shim__catch_stderr(void)
 {
     PyObject *io = PyImport_ImportModule("io"), *stream = NULL;
@@ -482,28 +622,259 @@ static PyObject *dns_shim__catch_stderr(void)
     return stream;
 }
 
-static void dns_shim__release_stderr(PyObject *stream)
+/* Restores stderr; returns what was caught (malloc'd, no final newlines),
+** or NULL. */
+static char *dns_shim__release_stderr(PyObject *stream)
 {
     PyObject *text;
     const char *utf8;
+    char *copy = NULL;
     if (stream == NULL)
-        return;
+        return NULL;
     PySys_SetObject("stderr", PySys_GetObject("__stderr__"));
     text = PyObject_CallMethod(stream, "getvalue", NULL);
     utf8 = text ? PyUnicode_AsUTF8(text) : NULL;
-    if (utf8 != NULL && utf8[0] != '\0') {
-        char *copy = strdup(utf8);
-        if (copy != NULL) {
-            size_t n = strlen(copy);
-            while (n > 0 && copy[n - 1] == '\n')
-                copy[--n] = '\0';
-            dns_shim__log(copy);
-            free(copy);
-        }
+    if (utf8 != NULL && utf8[0] != '\0' && (copy = strdup(utf8)) != NULL) {
+        size_t n = strlen(copy);
+        while (n > 0 && copy[n - 1] == '\n')
+            copy[--n] = '\0';
     }
     PyErr_Clear();
     Py_XDECREF(text);
     Py_DECREF(stream);
+    return copy;
+}
+
+/* What shim/requirements.py says of this interpreter (its text is compiled
+** into the library: build_ffi.py writes DNS_SHIM__REQUIREMENTS), run before
+** cffi loads anything, with the GIL held.  In an interpreter the library
+** started (not a bundle's), drift() first: another patch release or
+** installation of its CPython than it was built with (DNS_SHIM_BUILD_PREFIX,
+** PY_VERSION) is a warning; then problem(): "" when this interpreter can
+** run the library, else one line.  Returns 0, or -1 when the runtime cannot
+** start. */
+static int dns_shim__check_requirements(const char *python, const char *origin)
+{
+    static const char source[] = DNS_SHIM__REQUIREMENTS;
+    PyObject *globals = PyDict_New(), *code = NULL, *reason = NULL;
+    PyObject *name = PyUnicode_FromString("dnsshim_requirements");
+    int rc = -1;
+
+    if (globals != NULL && name != NULL &&
+        PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0 &&
+        PyDict_SetItemString(globals, "__name__", name) == 0)
+        code = PyRun_String(source, Py_file_input, globals, globals);
+    Py_XDECREF(name);
+    if (code != NULL && dns_shim__owns && !DNS_SHIM_BUNDLE) {
+        PyObject *drift = PyDict_GetItemString(globals, "drift"), *warning = NULL;
+        Dl_info info;
+        if (dladdr((void *)&Py_GetVersion, &info) == 0 || info.dli_fname == NULL)
+            info.dli_fname = "?";
+        if (drift != NULL)
+            warning = PyObject_CallFunction(drift, "sss", PY_VERSION, DNS_SHIM_BUILD_PREFIX,
+                                            info.dli_fname);
+        if (warning != NULL && PyUnicode_Check(warning) && PyUnicode_GetLength(warning) > 0)
+            dns_shim__log_level(DNS_SHIM_LOG_WARNING, PyUnicode_AsUTF8(warning));
+        Py_XDECREF(warning);
+        PyErr_Clear();
+    }
+    if (code != NULL) {
+        PyObject *problem = PyDict_GetItemString(globals, "problem");
+        if (problem != NULL)
+            reason = PyObject_CallFunction(problem, "ss", python, origin);
+    }
+    if (reason != NULL && PyUnicode_Check(reason)) {
+        const char *text = PyUnicode_AsUTF8(reason);
+        if (text != NULL && text[0] == '\0')
+            rc = 0;
+        else if (text != NULL)
+            dns_shim__cannot_start(NULL, "cannot start: %s", text);
+    }
+    if (rc != 0 && !dns_shim__start_error[0])
+        dns_shim__cannot_start(NULL, "cannot start: the check of what the runtime needs did not "
+                               "run in %s (%s): its installation is incomplete; %s", python,
+                               origin, dns_shim__fix(origin));
+    PyErr_Clear();
+    Py_XDECREF(reason);
+    Py_XDECREF(code);
+    Py_XDECREF(globals);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* A guest in a Python program                                          */
+
+/*
+** Loaded into a process that already runs Python (dns_shim__owns == 0),
+** the library loads its own Python side privately (shim/guest.py, whose
+** text build_ffi.py compiles in as DNS_SHIM__GUEST_CODE): its shim package,
+** its dnspython and its own _cffi_backend, from its own installation,
+** leaving the program's sys.path and sys.modules as they were.  Two calls
+** in cffi's generated code are pointed here by build_ffi.py
+** (patch_for_guest): _cffi_init's PyImport_ImportModule("_cffi_backend")
+** and the builtins _cffi_initialize_python runs the init code with.  In an
+** interpreter the library started itself they do what cffi does.
+*/
+#ifndef DNS_SHIM__GUEST_PATCHED
+#  error "build through build_ffi.py: cffi's emitted code must be patched (patch_for_guest)"
+#endif
+
+/* The shim.guest.Guest object, once loaded (never released: the module
+** cffi builds on its backend lives as long as the process). */
+static PyObject *dns_shim__guest = NULL;
+
+static PyObject *dns_shim__cffi_backend(void)
+{
+    if (dns_shim__guest != NULL)
+        return PyObject_GetAttrString(dns_shim__guest, "backend");
+    return PyImport_ImportModule("_cffi_backend");
+}
+
+/* A borrowed reference, as PyEval_GetBuiltins() returns. */
+static PyObject *dns_shim__init_builtins(void)
+{
+    if (dns_shim__guest != NULL) {
+        PyObject *builtins = PyObject_GetAttrString(dns_shim__guest, "builtins");
+        Py_XDECREF(builtins); /* the guest holds it */
+        return builtins;
+    }
+    return PyEval_GetBuiltins();
+}
+
+/* The pending exception as one line into out: a GuestError's text as it is
+** (it is one line, said for people), any other "Type: message". */
+static void dns_shim__exception_line(char *out, size_t size)
+{
+    PyObject *type, *value, *tb, *text = NULL;
+    const char *utf8 = NULL, *name = "error";
+    char *p;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (type != NULL && PyType_Check(type))
+        name = ((PyTypeObject *)type)->tp_name;
+    if (value != NULL)
+        text = PyObject_Str(value);
+    if (text != NULL)
+        utf8 = PyUnicode_AsUTF8(text);
+    if (utf8 != NULL && strcmp(name, "GuestError") == 0)
+        snprintf(out, size, "%s", utf8);
+    else if (utf8 != NULL && utf8[0] != '\0')
+        snprintf(out, size, "%s: %s", name, utf8);
+    else
+        snprintf(out, size, "%s", name);
+    for (p = out; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    PyErr_Clear();
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+}
+
+/* Runs the loader in a namespace of its own and keeps its Guest.  Called
+** with the GIL held; on failure writes one line into why. */
+static int dns_shim__guest_load(const char *python, char *why, size_t size)
+{
+    PyObject *globals = PyDict_New(), *builtins = PyImport_ImportModule("builtins");
+    PyObject *name = PyUnicode_FromString("_dnsshim_guest"), *code = NULL, *result = NULL;
+    PyObject *start, *guest;
+    int rc = -1;
+
+    if (globals == NULL || builtins == NULL || name == NULL ||
+        PyDict_SetItemString(globals, "__builtins__", builtins) != 0 ||
+        PyDict_SetItemString(globals, "__name__", name) != 0)
+        goto failed;
+    code = Py_CompileString(DNS_SHIM__GUEST_CODE, "<dnsshim: shim/guest.py>", Py_file_input);
+    if (code == NULL || (result = PyEval_EvalCode(code, globals, globals)) == NULL)
+        goto failed;
+    start = PyDict_GetItemString(globals, "start"); /* borrowed */
+    if (start == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the loader has no start()");
+        goto failed;
+    }
+    guest = PyObject_CallFunction(start, "ssss", dns_shim__root, python, DNS_SHIM_PYTHON_TAG,
+                                  dns_shim__bundle_home);
+    if (guest == NULL)
+        goto failed;
+    dns_shim__guest = guest;
+    rc = 0;
+    goto done;
+failed:
+    dns_shim__exception_line(why, size);
+done:
+    Py_XDECREF(result);
+    Py_XDECREF(code);
+    Py_XDECREF(name);
+    Py_XDECREF(builtins);
+    Py_XDECREF(globals);
+    return rc;
+}
+
+/* What stops the library from being a guest, checked before anything runs
+** in the program's interpreter; then the loader.  Returns 0, or -1 having
+** said why in one line. */
+static int dns_shim__guest_start(void)
+{
+    const char *version = Py_GetVersion(), *origin = dns_shim__from_env, *python;
+    char why[1536], pinned[64], running[64];
+    size_t n = strlen(DNS_SHIM_PYTHON_TAG);
+    PyGILState_STATE gil;
+    int rc;
+
+    snprintf(running, sizeof running, "%.*s", (int)strcspn(version, " "), version);
+    /* The library is compiled for one CPython minor version: in another,
+    ** every struct it touches may be laid out otherwise. */
+    if (strncmp(version, DNS_SHIM_PYTHON_TAG, n) != 0 ||
+        (version[n] >= '0' && version[n] <= '9')) {
+        dns_shim__cannot_start(NULL, "cannot start: loaded into a program that runs CPython %s, "
+                               "but this library embeds CPython " DNS_SHIM_PYTHON_TAG " and "
+                               "cannot use that interpreter: load a libdnsshim built with a "
+                               "CPython of the program's minor version", running);
+        return -1;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    if (Py_IsFinalizing()) {
+#else
+    if (_Py_IsFinalizing()) {
+#endif
+        dns_shim__cannot_start(NULL, "cannot start: loaded into a Python program whose "
+                               "interpreter is shutting down");
+        return -1;
+    }
+    python = DNS_SHIM_BUNDLE && !(getenv("DNS_SHIM_PYTHON") && getenv("DNS_SHIM_PYTHON")[0])
+        ? "" : dns_shim__choose_python(&origin);
+    if (python[0]) {
+        dns_shim__python_version(python, pinned, sizeof pinned);
+        if (pinned[0] && strcmp(pinned, DNS_SHIM_PYTHON_TAG) != 0) {
+            dns_shim__cannot_start(NULL, "this library embeds CPython " DNS_SHIM_PYTHON_TAG
+                                   " but its installation, %s (%s), is CPython %s: rebuild the "
+                                   "library with that Python, or set DNS_SHIM_PYTHON to a "
+                                   "CPython " DNS_SHIM_PYTHON_TAG, python, origin, pinned);
+            return -1;
+        }
+    }
+    gil = PyGILState_Ensure();
+    rc = dns_shim__guest_load(python, why, sizeof why);
+    PyGILState_Release(gil);
+    if (rc != 0)
+        dns_shim__cannot_start(NULL, "cannot start: loaded into a Python program (CPython %s), "
+                               "the library cannot load its own Python side: %s", running, why);
+    return rc;
+}
+
+/* For libdnsshim_ares, which runs on the same guest: the Guest object as
+** _dnsshim_cffi.__dnsshim_guest__ (this library's own cffi module). */
+static void dns_shim__guest_publish(void)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *name = PyUnicode_FromString("_dnsshim_cffi");
+    PyObject *own = name ? PyImport_GetModule(name) : NULL;
+    if (own == NULL || PyObject_SetAttrString(own, "__dnsshim_guest__", dns_shim__guest) != 0)
+        PyErr_Clear();
+    Py_XDECREF(own);
+    Py_XDECREF(name);
+    PyGILState_Release(gil);
 }
 
 /* For the init code (build_ffi.py's INIT_CODE). */
@@ -517,41 +888,83 @@ static int32_t dns_shim__owns_interpreter(void)
     return dns_shim__owns;
 }
 
-static void dns_shim__report_start_failure(const char *why)
+/* The init code could not load the parser: why (one line) and its traceback. */
+static void dns_shim__report_start_failure(const char *why, const char *traceback)
 {
-    dns_shim__start_failed = 1;
-    dns_shim__log(why);
+    dns_shim__cannot_start(traceback, "cannot start: %s", why);
 }
 
 static void dns_shim__init_once(void)
 {
+    const char *python, *origin;
+    PyGILState_STATE gil;
+    int rc;
+
     dns_shim__locate();
-    if (dns_shim__start_interpreter() != 0) {
-        dns_shim__log("runtime start-up failed; every call returns DNS_SHIM_ERR_INIT");
+    if (dns_shim__root[0]) {
+        char package[4096 + 64];
+        snprintf(package, sizeof package, "%s/shim/__init__.py", dns_shim__root);
+        if (access(package, R_OK) != 0) {
+            dns_shim__cannot_start(NULL, "cannot start: the shim package is not in %s, %s (it "
+                                   "moved or was removed): rebuild the library where its "
+                                   "Python side stays (pip install ., or python build_ffi.py "
+                                   "from the clone)", dns_shim__root, DNS_SHIM_IN_PACKAGE ?
+                                   "the site-packages the library sits in" :
+                                   "the source tree the library was built from");
+            return;
+        }
+    }
+    if (dns_shim__start_interpreter() != 0)
+        return;
+    if (!dns_shim__owns) {
+        /* A guest in a Python program: its own copy of its Python side, the
+        ** floors checked on it (dns_shim__guest_start says why it cannot),
+        ** then cffi's module on that copy. */
+        if (dns_shim__guest_start() != 0)
+            return;
+        if (cffi_start_python() != 0) {
+            dns_shim__cannot_start(NULL, "cannot start: cffi could not load the library's module "
+                                   "into the Python program it is loaded into (its report is on "
+                                   "that program's stderr)");
+            return;
+        }
+        if (dns_shim__start_error[0])
+            return;
+        dns_shim__guest_publish();
+        dns_shim__init_status = DNS_SHIM_OK;
         return;
     }
+    python = dns_shim__choose_python(&origin);
+    if (DNS_SHIM_BUNDLE && dns_shim__bundle_home[0])
+        origin = "the bundle's";
+    /* We hold the GIL since Py_InitializeFromConfig. */
+    rc = dns_shim__check_requirements(python, origin);
+    PyEval_SaveThread();
+    if (rc != 0)
+        return;
     /* Runs the init code: imports shim.embedded and calls its attach(), which
     ** gives the extern "Python" functions their bodies; a failure there is
     ** reported through dns_shim__report_start_failure.  cffi's own start-up
-    ** failures (its backend missing) it prints itself. */
+    ** failures it prints itself: caught, and logged at debug level. */
     if (dns_shim__owns) {
-        /* We hold the GIL since Py_InitializeFromConfig. */
-        PyObject *caught = dns_shim__catch_stderr();
-        /* Release the GIL, as cffi does after starting Python itself. */
-        PyThreadState *ts = PyEval_SaveThread();
-        int rc = cffi_start_python();
+        PyObject *caught;
+        PyThreadState *ts;
+        char *printed;
+        gil = PyGILState_Ensure();
+        caught = dns_shim__catch_stderr();
+        ts = PyEval_SaveThread();
+        rc = cffi_start_python();
         PyEval_RestoreThread(ts);
-        dns_shim__release_stderr(caught);
-        PyEval_SaveThread();
+        printed = dns_shim__release_stderr(caught);
+        PyGILState_Release(gil);
         if (rc != 0)
-            dns_shim__start_failed = 1;
-    } else if (cffi_start_python() != 0) {
-        dns_shim__start_failed = 1;
+            dns_shim__cannot_start(printed, "cannot start: cffi could not load the library's "
+                                   "module into CPython " PY_VERSION " (its report is logged at "
+                                   "debug level): reinstall cffi in %s", python);
+        free(printed);
     }
-    if (dns_shim__start_failed) {
-        dns_shim__log("the parser could not be loaded; every call returns DNS_SHIM_ERR_INIT");
+    if (rc != 0 || dns_shim__start_error[0])
         return;
-    }
     dns_shim__init_status = DNS_SHIM_OK;
 }
 
@@ -561,13 +974,47 @@ static int32_t dns_shim__runtime(void)
     return dns_shim__init_status;
 }
 
+/* A call that found the runtime not started: why, for this thread. */
+static int32_t dns_shim__init_failed(void)
+{
+    return dns_shim__fail(DNS_SHIM_ERR_INIT, "%s", dns_shim__start_error[0] ?
+                          dns_shim__start_error : "the runtime did not start");
+}
+
 DNS_SHIM_API int32_t dns_shim_init(void)
 {
-    return dns_shim__runtime();
+    return dns_shim__runtime() == DNS_SHIM_OK ? dns_shim__ok() : dns_shim__init_failed();
 }
 
 /* ------------------------------------------------------------------ */
 /* Processing                                                           */
+
+/* A callback's name by its member's offset, and whether its struct starts
+** with a dns_shim_rr (every record's does). */
+static const char *dns_shim__callback_name(size_t member, int *is_record)
+{
+#define DNS_SHIM__NAME(m, record) \
+    case offsetof(dns_shim_callbacks, m): *is_record = record; return #m;
+    switch (member) {
+    DNS_SHIM__NAME(on_header, 0)
+    DNS_SHIM__NAME(on_a, 1)
+    DNS_SHIM__NAME(on_aaaa, 1)
+    DNS_SHIM__NAME(on_cname, 1)
+    DNS_SHIM__NAME(on_ns, 1)
+    DNS_SHIM__NAME(on_ptr, 1)
+    DNS_SHIM__NAME(on_dname, 1)
+    DNS_SHIM__NAME(on_mx, 1)
+    DNS_SHIM__NAME(on_txt, 1)
+    DNS_SHIM__NAME(on_srv, 1)
+    DNS_SHIM__NAME(on_naptr, 1)
+    DNS_SHIM__NAME(on_soa, 1)
+    DNS_SHIM__NAME(on_other, 1)
+    DNS_SHIM__NAME(on_edns_option, 0)
+    }
+#undef DNS_SHIM__NAME
+    *is_record = 0;
+    return NULL;
+}
 
 /* One step of a plan: calls the callback the member offset names, with its
 ** struct, and stores what it returned in *result.  Returns 0, or -1 for an
@@ -599,6 +1046,22 @@ static int dns_shim__call(const dns_shim_callbacks *cb, const dns_shim__step *st
     return -1;
 }
 
+/* A callback stopped dispatch: which, and at which record. */
+static int32_t dns_shim__callback_failed(const dns_shim__step *step, int32_t result)
+{
+    static const char *const sections[] = {"", "answer", "authority", "", "additional"};
+    int is_record = 0;
+    const char *name = dns_shim__callback_name(step->member, &is_record);
+    if (is_record) {
+        const dns_shim_rr *rr = (const dns_shim_rr *)step->arg;
+        return dns_shim__fail(DNS_SHIM_ERR_CALLBACK, "%s returned %" PRId32 " for record %"
+                              PRIu32 " of the %s section (%s, type %u)", name, result,
+                              rr->index, rr->section < 5 ? sections[rr->section] : "?",
+                              rr->owner, (unsigned)rr->type);
+    }
+    return dns_shim__fail(DNS_SHIM_ERR_CALLBACK, "%s returned %" PRId32, name, result);
+}
+
 static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
                              const dns_shim_callbacks *callbacks)
 {
@@ -609,33 +1072,37 @@ static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_que
     int32_t rc = dns_shim__runtime();
 
     if (rc != DNS_SHIM_OK)
-        return rc;
+        return dns_shim__init_failed();
     if (buf == NULL)
         buf = empty; /* only with len == 0: checked by the callers */
     n_done = dns_shim__take_finished(done);
+    dns_shim__error[0] = '\0';
     rc = dns_shim__py_process(buf, len, query, callbacks, done, n_done, &steps, &count, &token);
     if (rc == 0) {
         /* cffi could not run the Python function: it is not attached. */
         dns_shim__log("the parser is not attached to the library; returning DNS_SHIM_ERR_INIT");
-        return DNS_SHIM_ERR_INIT;
+        return dns_shim__fail(DNS_SHIM_ERR_INIT, "the parser is not attached to the library");
     }
     if (rc != DNS_SHIM__PY_DONE) {
-        if (rc < DNS_SHIM_ERR_MISMATCH || rc > 0)
-            return DNS_SHIM_ERR_INTERNAL; /* never pass on a value that is not ours */
+        if (rc < DNS_SHIM_ERR_MISMATCH || rc > 0) /* never pass on a value that is not ours */
+            return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser returned %" PRId32
+                                  ", which is no status", rc);
+        if (!dns_shim__error[0])
+            dns_shim__fail(rc, "%s", dns_shim_strerror(rc));
         return rc;
     }
     /* The message is good and every struct is built: call the callbacks,
     ** in order, without the interpreter's lock. */
-    rc = DNS_SHIM_OK;
+    rc = dns_shim__ok();
     for (i = 0; i < count; i++) {
         int32_t result = 0;
         if (dns_shim__call(callbacks, &steps[i], &result) != 0) {
             dns_shim__log("the parser planned a call to no callback; returning DNS_SHIM_ERR_INTERNAL");
-            rc = DNS_SHIM_ERR_INTERNAL;
+            rc = dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned a call to no callback");
             break;
         }
         if (result != 0) {
-            rc = DNS_SHIM_ERR_CALLBACK;
+            rc = dns_shim__callback_failed(&steps[i], result);
             break;
         }
     }
@@ -646,9 +1113,11 @@ static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_que
 static int32_t dns_shim__check_buffer(const uint8_t *buf, int32_t len)
 {
     if (len < 0 || len > 65535)
-        return DNS_SHIM_ERR_BAD_LENGTH;
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_LENGTH, "the length is %" PRId32
+                              ", not 0 to 65535", len);
     if (buf == NULL && len > 0)
-        return DNS_SHIM_ERR_NULL_BUFFER;
+        return dns_shim__fail(DNS_SHIM_ERR_NULL_BUFFER, "the buffer is NULL and the length %"
+                              PRId32, len);
     return DNS_SHIM_OK;
 }
 

@@ -30,10 +30,12 @@
 ** dns_shim_strerror's text on stderr), 2 on a usage error.  `python -m shim
 ** dump` prints the same, byte for byte, through the Python API.
 */
+#define _GNU_SOURCE 1 /* dladdr */
 #include "dns_shim.h"
 #include "tool_util.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -581,13 +583,107 @@ static int parse_sections(const char *text, uint32_t *mask)
     return *mask ? 0 : -1;
 }
 
+static void print_usage(FILE *out, const char *argv0)
+{
+    fprintf(out, "usage: %s [-x] [--sections answer,authority,additional] [--json]\n"
+                 "       [--expect-id N --expect-name NAME [--expect-type T] [--expect-class C]\n"
+                 "        [--match-case] [--expect-cookie HEX16]] FILE...\n"
+                 "       %s --check\n"
+                 "       (\"-\" reads standard input)\n", argv0, argv0);
+}
+
 static int usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [-x] [--sections answer,authority,additional] [--json]\n"
-                    "       [--expect-id N --expect-name NAME [--expect-type T] [--expect-class C]\n"
-                    "        [--match-case] [--expect-cookie HEX16]] FILE...\n"
-                    "       (\"-\" reads standard input)\n", argv0);
+    print_usage(stderr, argv0);
     return 2;
+}
+
+static int help(const char *argv0)
+{
+    print_usage(stdout, argv0);
+    printf("\nPrint DNS responses as libdnsshim parses them: dig-like text, or one JSON\n"
+           "object per message with --json.\n\n"
+           "  -x                  the files hold hex text (whitespace and # comments allowed)\n"
+           "  --sections LIST     which sections to print (default: all three)\n"
+           "  --json              one JSON object per message, per line\n"
+           "  --expect-id N       each message must answer the query with this ID...\n"
+           "  --expect-name NAME  ...and this name (both required with any --expect-*)\n"
+           "  --expect-type T     its type: a number, a mnemonic or TYPEnnn (default A)\n"
+           "  --expect-class C    its class (default IN)\n"
+           "  --match-case        compare the name octet for octet (DNS 0x20)\n"
+           "  --expect-cookie HEX the 8-octet client cookie sent, as 16 hex digits\n"
+           "  --check             start the runtime, say what it runs on and parse a sample\n"
+           "  --help              this text\n\n"
+           "Exit status: 0; 1 if a message was rejected (its reason on stderr) or, with\n"
+           "--check, the runtime does not work; 2 on a usage error.\n");
+    return 0;
+}
+
+/* The detail of the last failure, without the status's name it starts
+** with (dns_shim_last_error), or "". */
+static const char *reason(void)
+{
+    const char *text = dns_shim_last_error();
+    size_t n = strcspn(text, ": ");
+    if (strncmp(text, "DNS_SHIM_", 9) != 0)
+        return text;
+    text += n;
+    while (*text == ':' || *text == ' ')
+        text++;
+    return text;
+}
+
+static int32_t check_a(void *ctx, const dns_shim_a *r)
+{
+    static const uint8_t want[4] = {192, 0, 2, 1};
+    (void)ctx;
+    return strcmp(r->rr.owner, "www.example.com") == 0 && memcmp(r->address, want, 4) == 0
+               ? 0 : 1;
+}
+
+/* Logs every message, each level named, to stdout (--check). */
+static void print_log(void *ctx, int32_t level, const char *message)
+{
+    static const char *const names[] = {"", "", "", "error", "warning", "", "info", "debug"};
+    (void)ctx;
+    printf("%s: %s\n", level >= 0 && level < 8 && names[level][0] ? names[level] : "log",
+           message);
+}
+
+/* --check: the runtime, started as any program starts it; what it runs on
+** (the library's info line); a parse of a small response.  0 when it works. */
+static int check(void)
+{
+    /* A response with one A record: www.example.com A 192.0.2.1. */
+    static const uint8_t sample[] = {
+        0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0, 3, 'w', 'w', 'w', 7, 'e', 'x', 'a',
+        'm', 'p', 'l', 'e', 3, 'c', 'o', 'm', 0, 0, 1, 0, 1, 0xc0, 0x0c, 0, 1, 0, 1, 0, 0,
+        0x0e, 0x10, 0, 4, 192, 0, 2, 1};
+    Dl_info info;
+    int32_t rc;
+    dns_shim_callbacks cb;
+    if (dladdr((void *)&dns_shim_version, &info) == 0 || info.dli_fname == NULL)
+        info.dli_fname = "(linked in)";
+    printf("library: %s, %s\n", info.dli_fname, dns_shim_version());
+    fflush(stdout);
+    dns_shim_set_log_handler(print_log, NULL);
+    rc = dns_shim_init();
+    fflush(stdout);
+    if (rc != DNS_SHIM_OK) {
+        printf("check: the runtime does not start: %s\n", reason());
+        return 1;
+    }
+    memset(&cb, 0, sizeof cb);
+    cb.struct_size = sizeof cb;
+    cb.on_a = check_a;
+    rc = dns_shim_process(sample, (int32_t)sizeof sample, &cb);
+    if (rc != DNS_SHIM_OK) {
+        printf("check: a sample response does not parse: %s (%d): %s\n", dns_shim_strerror(rc),
+               (int)rc, reason());
+        return 1;
+    }
+    printf("check: ok: a sample response parsed (www.example.com A 192.0.2.1)\n");
+    return 0;
 }
 
 /* A 16-bit number, decimal or 0x hex; -1 if not. */
@@ -640,6 +736,10 @@ int main(int argc, char **argv)
     memset(&query, 0, sizeof query);
     query.struct_size = sizeof query;
     query.qtype = query.qclass = 1;
+    if (argc == 2 && strcmp(argv[1], "--help") == 0)
+        return help(argv[0]);
+    if (argc == 2 && strcmp(argv[1], "--check") == 0)
+        return check();
     for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
         const char *arg = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(argv[i], "-x") == 0)
@@ -707,10 +807,11 @@ int main(int argc, char **argv)
             printf(";; %s, %ld bytes\n", argv[i], len);
         }
         pending_question[0] = '\0';
+        /* A file over 2 GiB is no message: -1 says so. */
         if (expecting)
-            rc = dns_shim_process_reply(msg, len > 65535 ? -1 : (int32_t)len, &query, NULL);
+            rc = dns_shim_process_reply(msg, len > INT32_MAX ? -1 : (int32_t)len, &query, NULL);
         else
-            rc = process_dns_response(msg, len > 65535 ? -1 : (int32_t)len);
+            rc = process_dns_response(msg, len > INT32_MAX ? -1 : (int32_t)len);
         free(msg);
         flush_question();
         if (json) {
@@ -720,14 +821,21 @@ int main(int argc, char **argv)
                 json_str(dns_shim_strerror(rc));
             else
                 fputs("null", stdout);
+            printf(", \"detail\": ");
+            if (rc != DNS_SHIM_OK)
+                json_str(reason());
+            else
+                fputs("null", stdout);
             printf("}\n");
         } else {
             if (rc != DNS_SHIM_OK)
-                printf(";; rejected: %s (%" PRId32 ")\n", dns_shim_strerror(rc), rc);
+                printf(";; rejected: %s (%" PRId32 ")%s%s\n", dns_shim_strerror(rc), rc,
+                       reason()[0] ? ": " : "", reason());
             printf("\n");
         }
         if (rc != DNS_SHIM_OK) {
-            fprintf(stderr, "%s: %s (%" PRId32 ")\n", argv[i], dns_shim_strerror(rc), rc);
+            fprintf(stderr, "%s: %s (%" PRId32 ")%s%s\n", argv[i], dns_shim_strerror(rc), rc,
+                    reason()[0] ? ": " : "", reason());
             failed = 1;
         }
     }

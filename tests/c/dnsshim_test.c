@@ -15,6 +15,12 @@
 **   --hex           the files hold hex text
 **   --log           install a log handler that prints each message to stdout
 **                   as "log LEVEL: LINE" (one per line of the message)
+**   --leak          on_header leaks on purpose, twice: a block it keeps a
+**                   pointer to (still reachable) and one it drops (definitely
+**                   lost), for the valgrind suppressions' test
+**   --detail        after each status line of a failure, "detail TEXT": what
+**                   dns_shim_last_error says (and "detail " after success:
+**                   it must be empty)
 **   --size-1.0      pass 1.0's struct_size (the struct up to on_other) with
 **                   on_edns_option still set: the library must not call it
 **   --expect-id N --expect-name NAME [--expect-type T] [--expect-class C]
@@ -47,6 +53,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,9 +106,20 @@ static void print_rr(struct log_ctx *log, const char *kind, const dns_shim_rr *r
     printf(" type=%u class=%u ttl=%" PRIu32, rr->type, rr->rclass, rr->ttl);
 }
 
+/* --leak: what a careless callback keeps and what it loses. */
+static int leak = 0;
+void *volatile dnsshim_test_kept; /* a program-wide pointer: still reachable */
+
 static int32_t on_header(void *ctx, const dns_shim_header *h)
 {
     struct log_ctx *log = ctx;
+    if (leak) {
+        void *lost = malloc(32);
+        dnsshim_test_kept = malloc(64);
+        memset(dnsshim_test_kept, 1, 64);
+        memset(lost, 2, 32);
+        lost = NULL;
+    }
     printf("header id=%u flags=%u opcode=%u rcode=%u qd=%u an=%u ns=%u ar=%u", h->id, h->flags,
            h->opcode, h->rcode, h->qdcount, h->ancount, h->nscount, h->arcount);
     if (h->qname != NULL)
@@ -216,6 +234,17 @@ static int32_t on_edns_option(void *ctx, const dns_shim_edns_option *o)
     return count_call(ctx);
 }
 
+/* --detail: dns_shim_last_error after each call. */
+static int show_detail = 0;
+
+/* A call's status line, and with --detail its reason. */
+static void print_status(int32_t rc)
+{
+    printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
+    if (show_detail)
+        printf("detail %s\n", dns_shim_last_error());
+}
+
 static void print_log(void *ctx, int32_t level, const char *message)
 {
     const char *line = message;
@@ -258,6 +287,90 @@ static int runtime_started(void)
 {
     int (*is_initialized)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
     return is_initialized != NULL && is_initialized();
+}
+
+/* dns_shim_last_error after a call: one "text WHAT = <text>" line each. */
+static void print_text(const char *what)
+{
+    printf("text %s = %s\n", what, dns_shim_last_error());
+}
+
+static int32_t stop_with_5(void *ctx, const dns_shim_header *h)
+{
+    (void)ctx;
+    (void)h;
+    return 5;
+}
+
+static void *other_thread(void *msg)
+{
+    static char seen[2][256];
+    dns_shim_callbacks cb;
+    memset(&cb, 0, sizeof cb);
+    cb.struct_size = sizeof cb;
+    snprintf(seen[0], sizeof seen[0], "%s", dns_shim_last_error());
+    dns_shim_process(msg, 19, &cb);
+    snprintf(seen[1], sizeof seen[1], "%s", dns_shim_last_error());
+    return seen;
+}
+
+/* The reason for each kind of failure, and its scope: one thread. */
+static void run_last_error(uint8_t *msg, int32_t len)
+{
+    dns_shim_callbacks cb, bad;
+    dns_shim_query q;
+    pthread_t thread;
+    char (*seen)[256];
+
+    memset(&cb, 0, sizeof cb);
+    cb.struct_size = sizeof cb;
+    memset(&q, 0, sizeof q);
+    q.struct_size = sizeof q;
+    q.id = 0x1234;
+    q.qname = "a";
+    q.qtype = q.qclass = 1;
+    dns_shim_init();
+    print_text("after dns_shim_init");
+    process_dns_response(msg, -1), print_text("length -1");
+    process_dns_response(msg, 70000), print_text("length 70000");
+    process_dns_response(NULL, 19), print_text("buffer NULL");
+    dns_shim_process(msg, len, NULL), print_text("callbacks NULL");
+    bad = cb;
+    bad.struct_size = 7;
+    dns_shim_process(msg, len, &bad), print_text("struct_size 7");
+    bad = cb;
+    bad.sections = 8;
+    dns_shim_register_callbacks(&bad), print_text("register sections 8");
+    dns_shim_register_callbacks(NULL), print_text("register NULL");
+    dns_shim_process_reply(msg, len, NULL, &cb), print_text("query NULL");
+    q.struct_size = 4;
+    dns_shim_process_reply(msg, len, &q, &cb), print_text("query struct_size 4");
+    q.struct_size = sizeof q;
+    q.flags = 6;
+    dns_shim_process_reply(msg, len, &q, &cb), print_text("query flags 6");
+    q.flags = 0;
+    q.qname = NULL;
+    dns_shim_process_reply(msg, len, &q, &cb), print_text("qname NULL");
+    q.qname = "a..b";
+    dns_shim_process_reply(msg, len, &q, &cb), print_text("qname a..b");
+    q.qname = "a";
+    q.id = 0x1235;
+    dns_shim_process_reply(msg, len, &q, &cb), print_text("other id");
+    q.id = 0x1234;
+    dns_shim_process_reply(msg, len, &q, &cb), print_text("matching reply");
+    process_dns_response(msg, 11), print_text("11 octets");
+    cb.on_header = stop_with_5;
+    dns_shim_process(msg, len, &cb), print_text("on_header returns 5");
+    cb.on_header = NULL;
+    dns_shim_process(msg, len, &cb), print_text("success");
+    /* Per thread: a failure here, a success there; neither sees the other's. */
+    process_dns_response(msg, -1);
+    if (pthread_create(&thread, NULL, other_thread, msg) == 0 &&
+        pthread_join(thread, (void **)&seen) == 0) {
+        printf("text other thread before its call = %s\n", seen[0]);
+        printf("text other thread after its call = %s\n", seen[1]);
+    }
+    print_text("this thread after the other's success");
 }
 
 static int run_api(void)
@@ -396,6 +509,8 @@ static int run_api(void)
         expect("register NULL", dns_shim_register_callbacks(NULL), DNS_SHIM_OK);
     }
 
+    run_last_error(ok_msg, sizeof ok_msg);
+
     /* Text. */
     for (s = 1; s >= DNS_SHIM_ERR_MISMATCH - 2; s--) {
         const char *text = dns_shim_strerror(s);
@@ -459,7 +574,7 @@ static int stream_message(struct log_ctx *log, const dns_shim_callbacks *cb,
         pid = fork();
         if (pid == 0) {
             rc = parse_one(cb, o->registered, o->query, msg, len);
-            printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
+            print_status(rc);
             fflush(stdout);
             _exit(log->failures ? 3 : 0);
         }
@@ -471,7 +586,7 @@ static int stream_message(struct log_ctx *log, const dns_shim_callbacks *cb,
         }
     } else {
         rc = parse_one(cb, o->registered, o->query, msg, len);
-        printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
+        print_status(rc);
     }
     fflush(stdout);
     if (quiet) {
@@ -553,6 +668,10 @@ int main(int argc, char **argv)
             other = 0;
         else if (strcmp(argv[i], "--hex") == 0)
             hex = 1;
+        else if (strcmp(argv[i], "--leak") == 0)
+            leak = 1;
+        else if (strcmp(argv[i], "--detail") == 0)
+            show_detail = 1;
         else if (strcmp(argv[i], "--log") == 0)
             dns_shim_set_log_handler(print_log, (void *)print_log);
         else if (strcmp(argv[i], "--sections") == 0 && i + 1 < argc)
@@ -584,7 +703,7 @@ int main(int argc, char **argv)
             stream.every = strtol(argv[++i], NULL, 0);
         else {
             fprintf(stderr, "usage: %s [--api] [--registered] [--sections N] [--stop-at N] "
-                            "[--no-typed] [--no-other] [--hex] [--log] [--size-1.0]\n"
+                            "[--no-typed] [--no-other] [--hex] [--log] [--detail] [--leak] [--size-1.0]\n"
                             "       [--expect-id N --expect-name NAME [--expect-type T] "
                             "[--expect-class C] [--match-case] [--expect-cookie HEX16]]\n"
                             "       [--stream [--fresh] [--every K] [--rss]] FILE...\n", argv[0]);
@@ -635,7 +754,7 @@ int main(int argc, char **argv)
         printf("# %s\n", argv[i]);
         log.calls = 0;
         rc = parse_one(&cb, registered, reply ? &query : NULL, msg, (int32_t)len);
-        printf("status %" PRId32 " %s\n", rc, dns_shim_strerror(rc));
+        print_status(rc);
         free(msg);
     }
     if (registered)

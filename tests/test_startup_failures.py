@@ -1,0 +1,288 @@
+"""Every way an installation can be wrong: its exact status and its exact
+first log line, which names what was tried and the fix.
+
+Each case runs the C test driver (``dnsshim_test --log --detail``) in a
+minimal environment over one good message: the first log line (through the
+program's log handler), the status (DNS_SHIM_ERR_INIT, never 0) and
+``dns_shim_last_error`` (that line after the status's name) are checked to
+the letter.  The c-ares layer answers ARES_ENOTINITIALIZED with the same
+line; ``dnsshim-dump --check`` says it and exits 1.
+"""
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+import pytest
+
+import build_ffi
+import cprograms
+import malformed
+from conftest import ROOT, require_cares
+from test_install import source_copy
+from shim import requirements
+
+TAG = sysconfig.get_python_version()
+INIT = "status -14 the embedded Python runtime could not start"
+ENV = {"PATH": "/usr/bin:/bin"}
+
+
+@pytest.fixture(scope="module")
+def message(tmp_path_factory):
+    path = tmp_path_factory.mktemp("startup") / "good.bin"
+    path.write_bytes(malformed.GOOD)
+    return path
+
+
+def run(program, *args, env=None):
+    return subprocess.run([str(program), *map(str, args)], capture_output=True, text=True,
+                          env={**ENV, **(env or {})}, timeout=300)
+
+
+def refusal(built_dir, message, env=None, stderr="") -> str:
+    """The first log line of a library that cannot start, after checking
+    the status, that nothing went to stderr (but what CPython itself writes
+    there, starting with ``stderr``), and that dns_shim_last_error says the
+    same."""
+    result = run(built_dir / "dnsshim_test", "--log", "--detail", message, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith(stderr) and (stderr or result.stderr == ""), \
+        "with a handler, nothing of the library's goes to stderr"
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"# {message}"
+    logs = [line for line in lines if line.startswith("log ")]
+    errors = [line for line in logs if line.startswith("log 3: ")]
+    assert len(errors) == 1, logs
+    assert lines[-2:] == [INIT, f"detail DNS_SHIM_ERR_INIT: {errors[0][len('log 3: '):]}"]
+    return logs[0]
+
+
+def bare_venv(path, with_cffi=False, with_dnspython=None):
+    """A virtualenv without pip; with the running Python's cffi backend
+    copied in, and dnspython of a given version installed (pip --target)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    site = path / "lib" / f"python{TAG}" / "site-packages"
+    if with_cffi:
+        import _cffi_backend
+        shutil.copy(_cffi_backend.__file__, site)
+    if with_dnspython:
+        result = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                                 "--target", str(site), f"dnspython=={with_dnspython}"],
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-2000:]
+    return path / "bin" / "python"
+
+
+def searched(python) -> str:
+    """The sys.path the library's interpreter has with this python."""
+    return subprocess.run([str(python), "-I", "-c",
+                           "import sys; print(', '.join(p or '.' for p in sys.path))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+FIX_ENV = (f"set DNS_SHIM_PYTHON to the python executable of a CPython {TAG} installation, or "
+           "unset it")
+FIX_BUILD = (f"rebuild the library with a CPython {TAG} that stays where it is (pip install . in "
+             "a virtualenv of it, or python build_ffi.py), or set DNS_SHIM_PYTHON to one")
+
+
+def test_dns_shim_python_that_does_not_exist(built, message):
+    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": "/nonexistent/bin/python3"})
+    assert line == ("log 3: cannot start: the python /nonexistent/bin/python3 (from "
+                    f"DNS_SHIM_PYTHON) does not exist (moved or removed): {FIX_ENV}")
+
+
+def test_dns_shim_python_that_is_a_directory(built, message, tmp_path):
+    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": str(tmp_path)})
+    assert line == (f"log 3: cannot start: the python {tmp_path} (from DNS_SHIM_PYTHON) is not "
+                    f"an executable file: {FIX_ENV}")
+
+
+def test_dns_shim_python_that_is_not_a_path(built, message):
+    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": "python3"})
+    assert line == ("log 3: cannot start: the python python3 (from DNS_SHIM_PYTHON) is not an "
+                    f"absolute path: {FIX_ENV}")
+
+
+def test_dns_shim_python_of_another_minor_version(built, message):
+    others = sorted(p for p in glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3.*"))
+                    if not p.endswith(f"python{TAG}") and p[-1].isdigit())
+    if not others:
+        pytest.skip("no other CPython minor version on this machine")
+    other = others[-1]
+    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": other})
+    assert line == (f"log 3: this library embeds CPython {TAG} but the Python it was given, "
+                    f"{other}, is CPython {other.rsplit('python', 1)[1]}: rebuild the library "
+                    f"with that Python, or set DNS_SHIM_PYTHON to a CPython {TAG}")
+
+
+def test_python_without_cffi(built, message, tmp_path):
+    python = bare_venv(tmp_path / "venv")
+    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": str(python)})
+    assert line == (f"log 3: cannot start: cffi's backend (_cffi_backend) is not installed for "
+                    f"{python} (from DNS_SHIM_PYTHON): searched {searched(python)}; install it: "
+                    f"{python} -m pip install 'cffi>={requirements.cffi_floor()}'")
+
+
+def test_python_without_dnspython(built, message, tmp_path):
+    python = bare_venv(tmp_path / "venv", with_cffi=True)
+    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": str(python)})
+    assert line == (f"log 3: cannot start: dnspython is not installed for {python} (from "
+                    f"DNS_SHIM_PYTHON): searched {searched(python)}; install it: {python} -m pip "
+                    f"install 'dnspython>={requirements.DNSPYTHON}'")
+
+
+@pytest.mark.parametrize("version", ["2.9.0", "2.8.0"])
+def test_dnspython_below_the_floor(built, message, tmp_path, version):
+    """The releases below the floor, installed for real: 2.9.0 lacks the
+    decompress argument the decoder passes, 2.8.0 the newest RDATA types."""
+    python = bare_venv(tmp_path / "venv", with_cffi=True, with_dnspython=version)
+    site = python.parent.parent / "lib" / f"python{TAG}" / "site-packages"
+    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": str(python)})
+    assert line == (f"log 3: cannot start: dnspython {version} ({site / 'dns'}) is older than "
+                    f"{requirements.DNSPYTHON}, the oldest this library works with: upgrade it: "
+                    f"{python} -m pip install 'dnspython>={requirements.DNSPYTHON}'")
+
+
+def test_dnspython_below_the_floor_through_the_c_ares_layer(built, message, tmp_path):
+    require_cares()
+    python = bare_venv(tmp_path / "venv", with_cffi=True, with_dnspython="2.9.0")
+    result = run(built.dir / "ares_every_parser", message, env={"DNS_SHIM_PYTHON": str(python)})
+    assert result.returncode == 0
+    assert "srv rc=21\n" in result.stdout and "a rc=21" in result.stdout  # ENOTINITIALIZED
+    assert result.stderr.splitlines()[0].startswith(
+        "dnsshim: cannot start: dnspython 2.9.0 (")  # the default handler: stderr
+
+
+def test_cffi_below_the_floor(built, message, tmp_path):
+    """An older cffi backend, stood in for by a module that says its version."""
+    python = bare_venv(tmp_path / "venv")
+    site = python.parent.parent / "lib" / f"python{TAG}" / "site-packages"
+    (site / "_cffi_backend.py").write_text('__version__ = "1.14.6"\n')
+    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": str(python)})
+    floor = requirements.cffi_floor()
+    assert line == (f"log 3: cannot start: cffi 1.14.6 ({site / '_cffi_backend.py'}) is older "
+                    f"than {floor}, the oldest this library works with on CPython {TAG}: "
+                    f"upgrade it: {python} -m pip install 'cffi>={floor}'")
+
+
+def test_interpreter_that_cannot_start(built, message, tmp_path):
+    """An installation whose standard library is broken: CPython's own
+    start fails, and says how."""
+    python = tmp_path / "py" / "bin" / f"python{TAG}"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    stdlib = tmp_path / "py" / "lib" / f"python{TAG}"
+    (stdlib / "encodings").mkdir(parents=True)
+    (stdlib / "os.py").write_text("")
+    (stdlib / "encodings" / "__init__.py").write_text("raise ImportError('broken')\n")
+    # CPython writes its path configuration to stderr itself when that fails.
+    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": str(python)},
+                   stderr="Python path configuration:\n")
+    assert line == (f"log 3: cannot start: the embedded CPython {TAG} of {python} (from "
+                    "DNS_SHIM_PYTHON) did not start (init_fs_encoding: failed to get the Python "
+                    "codec of the filesystem encoding): its installation is incomplete or moved; "
+                    f"{FIX_ENV}")
+
+
+def _linked_venv(path):
+    """A virtualenv that sees this Python's packages (cffi, dnspython) by a
+    .pth file: what a build needs, without a download."""
+    python = bare_venv(path)
+    site = path / "lib" / f"python{TAG}" / "site-packages"
+    (site / "outer.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")))
+    return python
+
+
+def test_pinned_python_moved(message, tmp_path):
+    """The virtualenv the library was built with is moved away."""
+    python = _linked_venv(tmp_path / "venv")
+    out = tmp_path / "out"
+    subprocess.run([str(python), str(ROOT / "build_ffi.py"), "--out", str(out)], check=True,
+                   capture_output=True)
+    cprograms.build(out, ["dnsshim_test"])
+    (tmp_path / "venv").rename(tmp_path / "elsewhere")
+    line = refusal(out, message)
+    assert line == (f"log 3: cannot start: the python {python} (pinned when the library was "
+                    f"built) does not exist (moved or removed): {FIX_BUILD}")
+
+
+def test_source_tree_moved(message, tmp_path):
+    """A library built from a clone (build/, a prefix install) whose clone's
+    shim package is gone."""
+    clone = source_copy(tmp_path / "clone")
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, str(clone / "build_ffi.py"), "--out", str(out)], check=True,
+                   capture_output=True)
+    cprograms.build(out, ["dnsshim_test"])
+    shutil.rmtree(clone / "shim")
+    line = refusal(out, message)
+    assert line == (f"log 3: cannot start: the shim package is not in {clone}, the source tree "
+                    "the library was built from (it moved or was removed): rebuild the library "
+                    "where its Python side stays (pip install ., or python build_ffi.py from "
+                    "the clone)")
+
+
+def test_broken_shim_package_logs_its_traceback_at_debug_level(message, tmp_path):
+    clone = source_copy(tmp_path / "clone")
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, str(clone / "build_ffi.py"), "--out", str(out)], check=True,
+                   capture_output=True)
+    cprograms.build(out, ["dnsshim_test"])
+    with open(clone / "shim" / "embedded.py", "a") as f:
+        f.write("\nraise RuntimeError('broken on purpose')\n")
+    result = run(out / "dnsshim_test", "--log", "--detail", message)
+    logs = [line for line in result.stdout.splitlines() if line.startswith("log ")]
+    assert logs[0] == ("log 3: cannot start: the parser could not be loaded (RuntimeError: "
+                       "broken on purpose)")
+    assert logs[1] == "log 7: Traceback (most recent call last):"
+    assert result.stdout.splitlines()[-2] == INIT
+
+
+def test_another_installation_of_the_same_minor_is_said_and_used(built, message):
+    """Debian's own CPython of the library's minor version, given by
+    DNS_SHIM_PYTHON: the same ABI, so the library goes on, with a warning
+    naming both installations first; then what that installation lacks."""
+    debian = f"/usr/bin/python{TAG}"
+    if not os.path.exists(debian):
+        pytest.skip(f"no {debian} on this machine")
+    result = run(built.dir / "dnsshim_test", "--log", message, env={"DNS_SHIM_PYTHON": debian})
+    logs = [line for line in result.stdout.splitlines() if line.startswith("log ")]
+    libpython = os.path.realpath(os.path.join(sysconfig.get_config_var("LIBDIR"),
+                                              sysconfig.get_config_var("INSTSONAME")))
+    assert re.fullmatch(
+        rf"log 4: runs on the CPython installation at /usr with libpython "
+        rf"{re.escape(sys.version.split()[0])} \(\S*libpython{TAG}\.so\.1\.0\), not on the one "
+        rf"it was built with, {re.escape(os.path.realpath(sys.base_prefix))} with "
+        rf"{re.escape(sys.version.split()[0])}: the same minor version, so it goes on; rebuild "
+        r"the library with this Python to silence this", logs[0]), logs[0]
+    assert os.path.exists(libpython)
+
+
+def test_dump_check_says_it_works(built):
+    result = run(built.dump_prog, "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"library: {built.dir / 'libdnsshim.so.1'}, {build_ffi.package_version()} " \
+                       f"(CPython {TAG})"
+    import _cffi_backend
+    import dns.version
+    assert lines[1].startswith(f"info: runtime: CPython {sys.version.split()[0]} (")
+    assert f"dnspython {dns.version.version} (" in lines[1]
+    assert f"cffi {_cffi_backend.__version__} ({_cffi_backend.__file__})" in lines[1]
+    assert f"shim {build_ffi.package_version()} ({ROOT / 'shim'})" in lines[1]
+    assert lines[-1] == "check: ok: a sample response parsed (www.example.com A 192.0.2.1)"
+
+
+def test_dump_check_says_why_not(built):
+    result = run(built.dump_prog, "--check", env={"DNS_SHIM_PYTHON": "/nonexistent/bin/python3"})
+    assert result.returncode == 1
+    why = ("cannot start: the python /nonexistent/bin/python3 (from DNS_SHIM_PYTHON) does not "
+           f"exist (moved or removed): {FIX_ENV}")
+    assert result.stdout.splitlines()[1:] == [f"error: {why}",
+                                              f"check: the runtime does not start: {why}"]

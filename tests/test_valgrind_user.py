@@ -1,0 +1,95 @@
+"""valgrind on the user's own program, with the suppressions the library
+ships (csrc/lib/libdnsshim.supp; installed as share/dnsshim/libdnsshim.supp,
+named by ``pkg-config --variable=valgrind_suppressions dnsshim`` and
+``dnsshim-config --valgrind-suppressions``).
+
+The README's command, every leak kind an error, over the vectors, the
+malformed cases and the corpus: exit 0 and nothing left unsuppressed.  And
+the suppressions hide nothing of the program's: a callback that leaks on
+purpose (a block it keeps, a block it drops) is still reported, and no entry
+could match an allocation of the library's own C code.
+"""
+
+import re
+import subprocess
+
+import pytest
+
+import build_ffi
+import malformed
+import vectors
+from conftest import available_corpus, require_program
+
+#: The README's command, but for the program and the suppressions' path.
+VALGRIND = ["valgrind", "--leak-check=full", "--show-leak-kinds=all",
+            "--errors-for-leak-kinds=all", "--error-exitcode=1"]
+
+
+def _valgrind(program, *args):
+    require_program("valgrind", "valgrind")
+    return subprocess.run([*VALGRIND, f"--suppressions={build_ffi.SUPPRESSIONS}", str(program),
+                           *map(str, args)], capture_output=True, text=True, timeout=1800)
+
+
+def _summary(stderr) -> dict:
+    kinds = {}
+    for kind in ("definitely lost", "indirectly lost", "possibly lost", "still reachable"):
+        found = re.search(rf"{kind}: ([\d,]+) bytes in ([\d,]+) blocks", stderr)
+        kinds[kind] = (int(found.group(1).replace(",", "")), int(found.group(2).replace(",", "")))\
+            if found else (0, 0)
+    return kinds
+
+
+@pytest.fixture(scope="module")
+def messages(tmp_path_factory):
+    d = tmp_path_factory.mktemp("valgrind-user")
+    files = []
+    for name in vectors.NAMES:
+        files.append(d / f"vector_{name}.bin")
+        files[-1].write_bytes(vectors.wire(name))
+    for name, (wire, _) in malformed.CASES.items():
+        files.append(d / f"bad_{name}.bin")
+        files[-1].write_bytes(wire)
+    return files + available_corpus("good", "bad", "captures", "cares-fuzzinput")
+
+
+def test_a_user_program_is_clean_with_the_shipped_suppressions(built, messages):
+    result = _valgrind(built.test_prog, *messages)
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert "ERROR SUMMARY: 0 errors from 0 contexts" in result.stderr
+    assert all(v == (0, 0) for v in _summary(result.stderr).values()), _summary(result.stderr)
+    assert "suppressed: " in result.stderr  # the runtime's blocks are there, and named
+
+
+def test_a_leaking_callback_is_still_reported(built):
+    path = built.dir / "leak-good.bin"
+    path.write_bytes(malformed.GOOD)
+    result = _valgrind(built.test_prog, "--leak", path)
+    assert result.returncode == 1
+    summary = _summary(result.stderr)
+    assert summary["definitely lost"] == (32, 1)   # the block the callback dropped
+    assert summary["still reachable"] == (64, 1)   # the block it kept a pointer to
+    assert "ERROR SUMMARY: 2 errors from 2 contexts" in result.stderr
+
+
+def test_no_suppression_could_match_the_librarys_own_code():
+    """Each entry: reachable or possibly lost only; its allocation site a
+    function of CPython, cffi's backend or an object of the system (the
+    loader, libcrypto); never a frame of libdnsshim or of the program."""
+    text = build_ffi.SUPPRESSIONS.read_text()
+    entries = re.findall(r"\{\n(.*?)\n\}", text, re.S)
+    assert len(entries) >= 10
+    for entry in entries:
+        lines = [line.strip() for line in entry.splitlines()]
+        name, kind, kinds, frames = lines[0], lines[1], lines[2], lines[3:]
+        assert name.startswith("dnsshim-") and kind == "Memcheck:Leak", name
+        assert set(kinds.split(": ")[1].split(",")) <= {"reachable", "possible"}, name
+        assert frames[0] == "fun:malloc" or frames[0].endswith("alloc"), name
+        assert not any("dns_shim" in f or "dnsshim" in f for f in frames), name
+        if "..." in frames:
+            after = frames[frames.index("...") + 1:]
+            assert len(after) == 1 and after[0] in ("obj:*/ld-linux*.so*", "obj:*/libcrypto.so*"), \
+                name
+        else:
+            assert len(frames) == 2 and frames[1].startswith("fun:") and "*" not in frames[1][4:5], \
+                name
