@@ -99,6 +99,10 @@ int32_t dns_shim__owns_interpreter(void);
 void dns_shim__report_start_failure(const char *why, const char *traceback);
 void dns_shim__log_level(int32_t level, const char *message);
 void dns_shim__set_error(const char *text);
+int32_t dns_shim__memory_accounted(void);
+int32_t dns_shim__memory_limited(void);
+int32_t dns_shim__memory_enforce(int32_t on);
+const char *dns_shim__firmware_types(void);
 """
 
 # libdnsshim's init code, which cffi runs once the interpreter is up: make the
@@ -498,6 +502,9 @@ class Mode(enum.Enum):
     #: the folder it sits in, nothing else; no static archive (it could not
     #: find the folder).
     BUNDLE = "bundle"
+    #: The firmware object (shim/firmware.py): CPython linked in, every
+    #: module frozen in, nothing on disk.
+    FIRMWARE = "firmware"
 
 
 def _run(cmd: list, verbose: bool) -> None:
@@ -512,23 +519,29 @@ def _library_flags() -> list:
             f"-I{sysconfig.get_paths()['include']}", "-pthread"]
 
 
-def _runtime_defines(mode: Mode, shared: bool, optimize: int) -> list:
+def runtime_defines(mode: Mode, shared: bool = True, optimize: int = 0, types=(),
+                    tag: str = "") -> list:
     """What csrc/lib/dns_shim.c is told of where its Python is (its header
-    comment lists them)."""
-    python = "" if mode is Mode.BUNDLE else sys.executable
+    comment lists them); a firmware's --types, and the CPython minor version
+    it embeds (``tag``; default: the one building)."""
+    python = "" if mode in (Mode.BUNDLE, Mode.FIRMWARE) else sys.executable
     root = str(ROOT) if mode is Mode.SOURCE_TREE else ""
     defines = [f'-DDNS_SHIM_DEFAULT_PYTHON="{python}"', f'-DDNS_SHIM_DEFAULT_ROOT="{root}"',
-               f'-DDNS_SHIM_PYTHON_TAG="{sysconfig.get_python_version()}"',
+               f'-DDNS_SHIM_PYTHON_TAG="{tag or sysconfig.get_python_version()}"',
                f'-DDNS_SHIM_BUILD_PREFIX="{os.path.realpath(sys.base_prefix)}"',
                f"-DDNS_SHIM_IN_PACKAGE={1 if mode is Mode.PACKAGE and shared else 0}"]
     if mode is Mode.BUNDLE:
         defines += ["-DDNS_SHIM_BUNDLE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}"]
+    if mode is Mode.FIRMWARE:
+        defines += ["-DDNS_SHIM_FIRMWARE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}",
+                    f'-DDNS_SHIM_FIRMWARE_TYPES="{",".join(types)}"']
     return defines
 
 
 def emit(library: Library, tmp: Path, verbose: bool = False) -> Path:
     """cffi's C for a library, into tmp (cffi says "generating ..." only when
-    verbose), patched for a guest in a Python program (patch_for_guest)."""
+    verbose), patched for a guest in a Python program (patch_for_guest); the
+    firmware compiles it with its own toolchain."""
     import contextlib
     import io
 
@@ -623,10 +636,10 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
     for library in libraries:
         with tempfile.TemporaryDirectory(prefix=f"{library.name}-build-") as tmp:
             c_file = emit(library, Path(tmp), verbose)
-            shared = (_runtime_defines(mode, True, optimize) if library.starts_runtime else [])
+            shared = (runtime_defines(mode, True, optimize) if library.starts_runtime else [])
             _link_shared(library, c_file, out_dir, shared, mode, verbose)
             if mode is not Mode.BUNDLE:
-                static = (_runtime_defines(mode, False, optimize)
+                static = (runtime_defines(mode, False, optimize)
                           if library.starts_runtime else [])
                 _archive(library, c_file, out_dir, static, Path(tmp), verbose)
     return out_dir / DNSSHIM.soname
@@ -658,7 +671,7 @@ def write_pkgconfig(lib_dir: Path, prefix: str, mode: Mode, libraries=LIBRARIES)
 
 
 def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rpath=None,
-                    flags=(), cflags=(), embed_python=False, verbose=False) -> Path:
+                    flags=(), cflags=(), embed_python=False, cc=None, verbose=False) -> Path:
     """The one way to compile a C program against a build of the libraries:
     the installed tool, the bundler's probe, the test drivers and benchmark
     harnesses all come through here.
@@ -670,8 +683,9 @@ def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rp
     library's), after those, beside or instead of ``against``; their -I
     come before this tree's.  cflags: compiler flags (defines, warnings).
     embed_python: the program calls libpython itself (its headers and -l).
+    cc: another compiler (a cross compiler, for the firmware's target).
     The public header and csrc/tools/'s helpers are on the include path."""
-    cmd = [compiler(), "-O2", "-g", "-Wall", *cflags, *sources, "-o", output]
+    cmd = [cc or compiler(), "-O2", "-g", "-Wall", *cflags, *sources, "-o", output]
     if against is not None:
         cmd += [f"-L{against}", *(f"-l{name}" for name in libraries)]
         run_path = against if rpath is None else rpath

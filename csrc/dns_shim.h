@@ -628,12 +628,74 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
 DNS_SHIM_API const char *dns_shim_last_error(void);
 
 /*
+** The host's allocator (1.2), shaped like CPython's PyMemAllocatorEx: the
+** memory the embedded runtime takes comes from these four functions, each
+** called with ctx.  calloc may be NULL (malloc, then the block zeroed); the
+** others are required.  They are called from any thread that calls the
+** library, and during start-up: they must be thread-safe, and must not call
+** back into the library.
+*/
+typedef struct dns_shim_allocator {
+    uint32_t struct_size;          /* sizeof(dns_shim_allocator) */
+    void *ctx;
+    void *(*malloc)(void *ctx, size_t size);
+    void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+    void *(*realloc)(void *ctx, void *ptr, size_t new_size);
+    void (*free)(void *ctx, void *ptr);
+} dns_shim_allocator;
+
+/*
+** dns_shim_set_allocator (1.2): where the embedded runtime's memory comes
+** from, for an interpreter the library starts itself.  Call it before the
+** runtime starts (before dns_shim_init or the first call that parses):
+** CPython's raw and general-purpose allocations, and the 256 KiB arenas of
+** its small-object allocator, then go to the host's functions (NULL: libc's,
+** the default).  What still comes from libc's malloc: ten of CPython's own
+** start-up allocations (its three runtime locks and seven strings of its
+** path configuration, which it keeps out of any allocator a program sets,
+** on purpose), what the C library allocates for itself (tzset reading
+** /etc/localtime, qsort, dlopen), and, in the shared library and the
+** bundle, cffi's backend's memory for the structs handed to callbacks (a
+** few blocks a message) and its modules' loading.  The firmware object
+** routes cffi's backend too: there nothing of a parse goes around the host.
+**
+** Returns DNS_SHIM_OK, or DNS_SHIM_ERR_BAD_ARGUMENT (changing nothing) for
+** an unknown struct_size, a missing function, or a call once the runtime has
+** started, the interpreter of a Python program the library is loaded into
+** included (that program's allocator is its own).
+*/
+DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator);
+
+/*
+** dns_shim_set_memory_limit (1.2): a ceiling, in bytes, on what the
+** embedded runtime holds (its start-up included), at any time; 0 is none,
+** the default.  While a message is parsed under a limit, an allocation that
+** would take the runtime above it is refused: that call fails with
+** DNS_SHIM_ERR_NO_MEMORY, calls no callback, leaves what it took behind it
+** freed, and the library goes on: the next message is parsed as if the
+** failed one had never come.  The failed call's parse may go up to 1 MiB
+** past the limit while it unwinds.  The first parse under a limit first
+** loads, outside it, what a large parse and a failure's report need, so
+** that the limit counts from where a working runtime stays.
+**
+** The runtime's memory is counted from its start whatever the host set, in
+** every build (the raw domain and the arenas, through a size header: a few
+** instructions an allocation).  Returns DNS_SHIM_OK, or
+** DNS_SHIM_ERR_BAD_ARGUMENT for a limit other than 0 once the runtime is the
+** interpreter of a Python program the library is loaded into (that
+** program's memory is its own; a limit set before is dropped there, with a
+** warning in the log).
+*/
+DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
+
+/*
 ** VERSIONING
 **
 **   The SONAME is libdnsshim.so.MAJOR: within a major version nothing is
 **   removed or changed.  Each minor release adds a symbol-version node,
 **   inheriting the one before: DNSSHIM_1.0 (every function of 1.0),
-**   DNSSHIM_1.1 (dns_shim_process_reply), DNSSHIM_1.2 (dns_shim_last_error).
+**   DNSSHIM_1.1 (dns_shim_process_reply), DNSSHIM_1.2 (dns_shim_last_error,
+**   dns_shim_set_allocator, dns_shim_set_memory_limit).
 **   A program built against this header records, per function, the node it
 **   needs.
 **

@@ -6,6 +6,7 @@ dump of DNS responses.
                         [--expect-id N --expect-name NAME [--expect-type T]
                          [--expect-class C] [--match-case] [--expect-cookie HEX16]] FILE...
     python -m shim bundle DIR [--strip] [--optimize N] [--extra-module M ...]
+    python -m shim firmware DIR [--types A,AAAA,...] [--target TRIPLET] [--optimize N]
 
 The first form is ``dnsshim-config`` (:mod:`shim.config`): for example
 ``cc app.c $(python -m shim --cflags --libs)``, or
@@ -14,7 +15,8 @@ Run from the project's clone, where ``python -m`` imports the source tree's
 ``shim/``, it answers for the installed package, or says exactly why there
 is none.  The second form prints responses as dnsshim-dump does, with the
 Python API (shim.parse_response): no C, no cffi.  The third writes a
-self-contained folder for a device (shim/bundle.py).
+self-contained folder for a device (shim/bundle.py), the fourth the whole
+parser as one object file for a firmware image (shim/firmware.py).
 """
 
 from __future__ import annotations
@@ -46,8 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "bundle":
         from shim.bundle import main as bundle_main
         return bundle_main(argv[1:])
+    if argv and argv[0] == "firmware":
+        from shim.firmware import main as firmware_main
+        return firmware_main(argv[1:])
     parser = config.parser("python -m shim", epilog="python -m shim dump --help: the dump; "
-                           "python -m shim bundle --help: the bundle")
+                           "python -m shim bundle --help: the bundle; python -m shim firmware "
+                           "--help: the firmware object")
     return config.run(parser.parse_args(argv), parser)
 
 

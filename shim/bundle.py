@@ -247,8 +247,11 @@ def write_folder(dest: Path, build_ffi, python, staging: Staging, sources, exten
     for rel in sorted(sources):
         target = py_dir / rel.with_suffix(".pyc")
         target.parent.mkdir(parents=True, exist_ok=True)
+        # The name a traceback shows: <dnsshim shim/glue.py>, which no
+        # traceback looks for as a file (a relative one would be looked up
+        # in the current directory, and read there).
         py_compile.compile(str((staging.modules / rel).resolve()), cfile=str(target),
-                           dfile=str(rel), doraise=True, optimize=optimize,
+                           dfile=f"<dnsshim {rel}>", doraise=True, optimize=optimize,
                            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
     for rel in sorted(extensions):
         _copy_binary((staging.modules / rel).resolve(), py_dir / rel, strip)

@@ -4,6 +4,7 @@
                    [--includedir] [--libdir] [--valgrind-suppressions] [--version] [--help]
     dnsshim-config --check
     dnsshim-config bundle DIR [--strip] [--optimize N] [--extra-module M ...]
+    dnsshim-config firmware DIR [--types A,AAAA,...] [--target TRIPLET] [--optimize N]
 
 The convention of curl-config and pkg-config: ``cc app.c $(dnsshim-config
 --cflags --libs)``, or ``PKG_CONFIG_PATH=$(dnsshim-config --pkgconfig-dir)
@@ -234,7 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "bundle":
         from shim.bundle import main as bundle_main
         return bundle_main(argv[1:], prog="dnsshim-config bundle")
-    p = parser("dnsshim-config", epilog="dnsshim-config bundle --help: the bundle")
+    if argv and argv[0] == "firmware":
+        from shim.firmware import main as firmware_main
+        return firmware_main(argv[1:], prog="dnsshim-config firmware")
+    p = parser("dnsshim-config", epilog="dnsshim-config bundle --help: the bundle; "
+               "dnsshim-config firmware --help: the firmware object")
     return run(p.parse_args(argv), p)
 
 

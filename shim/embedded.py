@@ -56,6 +56,13 @@ def attach():
     glue.failure = lambda text: lib.dns_shim__set_error(text.encode("utf-8", "replace"))
     if owns:
         install_log_hooks(log)
+    types = ffi.string(lib.dns_shim__firmware_types()).decode()
+    if types:
+        from shim import rdtable
+
+        rdtable.keep_only(types.split(","))
+    if lib.dns_shim__memory_accounted():
+        glue.plan = limited(ffi, lib, glue.plan)
     log(glue.LOG_INFO, describe_runtime())
 
     @ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=glue.report_unraisable)
@@ -69,6 +76,79 @@ def attach():
         glue.release(token)
 
 
+def limited(ffi, lib, plan):
+    """glue.plan under the memory limit (dns_shim_set_memory_limit), for an
+    interpreter whose memory the library counts: while a limit is set, it
+    holds in the parsing thread while the message is parsed, and a call it
+    refused an allocation to fails with ERR_NO_MEMORY; its plan, if one was
+    made within the reserve the unwinding gets, is dropped at once, and what
+    the failed parse left in cycles (the exception, its traceback, the
+    frames) is collected, so that the next call starts from the memory the
+    last one started from.  Before the first parse under a limit, what a
+    failure's report needs and what a first big parse leaves behind (the
+    modules it imports, the arenas its long-lived objects pin) are loaded:
+    the limit then counts from where a working runtime stays."""
+    import gc
+
+    from shim import glue
+    from shim.status import Status
+
+    limited_now, enforce = lib.dns_shim__memory_limited, lib.dns_shim__memory_enforce
+    collect = gc.collect
+    no_memory = int(Status.ERR_NO_MEMORY)
+    warm = []
+
+    def limited_plan(ffi, buf, length, callbacks, steps, count, token, query=None):
+        if not limited_now():
+            return plan(ffi, buf, length, callbacks, steps, count, token, query)
+        if not warm:
+            warm_up(ffi, plan)
+            warm.append(True)
+        enforce(1)
+        try:
+            status = plan(ffi, buf, length, callbacks, steps, count, token, query)
+        finally:
+            tripped = enforce(0)
+        if tripped:
+            if token[0]:
+                glue.release(token[0])
+                token[0] = 0
+                count[0] = 0
+            collect()
+            return no_memory
+        return status
+
+    return limited_plan
+
+
+def warm_up(ffi, plan):
+    """A failure's report and a 64 KiB response's parse, once, outside the
+    limit (limited)."""
+    import gc
+    import traceback
+
+    from shim import glue
+
+    try:
+        raise MemoryError
+    except MemoryError as e:
+        traceback.format_exception(type(e), e, e.__traceback__)
+    head = bytes.fromhex("123481800001000000000000076578616d706c6503636f6d0000010001")
+    record = bytes.fromhex("c00c0001000100000e100004c0000201")
+    n = (65535 - len(head)) // len(record)
+    wire = head[:6] + n.to_bytes(2, "big") + head[8:] + record * n
+    callbacks = ffi.new("dns_shim_callbacks *")
+    callbacks.struct_size = ffi.sizeof("dns_shim_callbacks")
+    callbacks.sections = 7
+    callbacks.on_a = ffi.cast("dns_shim_a_cb", 1)  # never called: the plan is released
+    steps, count, token = (ffi.new("dns_shim__step **"), ffi.new("size_t *"),
+                           ffi.new("uint64_t *"))
+    plan(ffi, ffi.from_buffer(wire), len(wire), callbacks, steps, count, token, ffi.NULL)
+    glue.release(token[0])
+    del callbacks, steps, count, token
+    gc.collect()
+
+
 def describe_runtime() -> str:
     """One line: what the library runs on and where each part comes from
     (logged at info level once it has started; ``dnsshim-config --check``
@@ -80,7 +160,9 @@ def describe_runtime() -> str:
     import shim
 
     def where(module):
-        path = getattr(module, "__file__", None) or "?"
+        path = getattr(module, "__file__", None)
+        if not path:
+            return "built in"  # the firmware's frozen and built-in modules
         return path[:-len("/__init__.py")] if path.endswith("/__init__.py") else path
 
     return (f"runtime: CPython {sys.version.split()[0]} ({sys.prefix}), "

@@ -27,6 +27,7 @@ import dns.rdatatype
 
 from shim.decode import Section, decode
 from shim.match import Expected
+from shim.rdtable import has_module
 from shim.status import BadArgumentError, DnsShimError, Status, status_of
 
 _IN = dns.rdataclass.IN
@@ -219,18 +220,23 @@ def _verbatim_types():
     mutant."""
     global _VERBATIM
     if _VERBATIM is None:
-        import dns.rdata
-        import dns.rdtypes.ANY.CAA
-        import dns.rdtypes.dnskeybase
-        import dns.rdtypes.dsbase
-        import dns.rdtypes.rrsigbase
-        import dns.rdtypes.svcbbase
-        import dns.rdtypes.txtbase
+        import importlib
 
-        _VERBATIM = (dns.rdata.GenericRdata, dns.rdtypes.rrsigbase.RRSIGBase,
-                     dns.rdtypes.dnskeybase.DNSKEYBase, dns.rdtypes.dsbase.DSBase,
-                     dns.rdtypes.ANY.CAA.CAA, dns.rdtypes.txtbase.TXTBase,
-                     dns.rdtypes.svcbbase.SVCBBase)
+        import dns.rdata
+
+        found = [dns.rdata.GenericRdata]
+        for module, name in (("dns.rdtypes.rrsigbase", "RRSIGBase"),
+                             ("dns.rdtypes.dnskeybase", "DNSKEYBase"),
+                             ("dns.rdtypes.dsbase", "DSBase"), ("dns.rdtypes.ANY.CAA", "CAA"),
+                             ("dns.rdtypes.txtbase", "TXTBase"),
+                             ("dns.rdtypes.svcbbase", "SVCBBase")):
+            try:
+                found.append(getattr(importlib.import_module(module), name))
+            except ModuleNotFoundError:
+                # A firmware built with --types holds only the modules of its
+                # types (shim.rdtable.keep_only): no record is of this class.
+                pass
+        _VERBATIM = tuple(found)
     return _VERBATIM
 
 
@@ -275,7 +281,8 @@ def prepare(ffi, response, callbacks):
             pick = chosen.get(rec.rdtype)
             if pick is None:
                 member, convert = TYPED.get(rec.rdtype, (None, None))
-                if member is None or getattr(callbacks, member) == null:
+                if (member is None or getattr(callbacks, member) == null
+                        or not has_module(_IN, rec.rdtype)):
                     member, convert = other, _Converter.raw
                 pick = chosen[rec.rdtype] = (member, convert)
             member, convert = pick
@@ -323,7 +330,7 @@ def failure_text(status, exc) -> str:
 
 def _status_of_failure(exc) -> Status:
     status = status_of(exc)
-    if not isinstance(exc, DnsShimError):
+    if not isinstance(exc, (DnsShimError, MemoryError)):
         report(status, exc)
     if failure is not None:
         try:
@@ -423,14 +430,20 @@ log = _log_to_stderr
 
 
 def report(status, exc) -> None:
-    """Log an unexpected failure, with its traceback."""
+    """Log an unexpected failure, with its traceback (without it when even
+    the formatting fails: the line still says what failed)."""
+    head = f"{status.c_name}: unexpected error in the parser"
     try:
         import traceback  # only when something went wrong: keeps start-up light
 
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        log(LOG_ERROR, f"{status.c_name}: unexpected error in the parser:\n{text.rstrip()}")
+        log(LOG_ERROR, f"{head}:\n{text.rstrip()}")
     except BaseException:  # noqa: B902 - the report itself must not fail the call
-        pass
+        try:
+            log(LOG_ERROR, f"{head}: {type(exc).__name__}: {exc} (no traceback: formatting it "
+                           "failed)")
+        except BaseException:  # noqa: B902
+            pass
 
 
 def report_unraisable(exc_type, exc, tb) -> None:

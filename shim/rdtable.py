@@ -32,7 +32,8 @@ import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
 
-__all__ = ["IN_MODULES", "CH_MODULES", "ANY_MODULES", "implementation", "parser"]
+__all__ = ["IN_MODULES", "CH_MODULES", "ANY_MODULES", "implementation", "parser", "keep_only",
+           "has_module"]
 
 #: dnspython's RDATA modules for class IN only (dns/rdtypes/IN/).
 IN_MODULES = ("A", "AAAA", "APL", "DHCID", "HTTPS", "IPSECKEY", "KX", "NAPTR", "NSAP",
@@ -71,6 +72,26 @@ _LOADED = {}
 _KNOWN_TYPES = frozenset(int(t) for t in dns.rdatatype.RdataType)
 _KNOWN_CLASSES = frozenset(int(c) for c in dns.rdataclass.RdataClass)
 _PARSERS = {}
+
+
+def keep_only(types) -> None:
+    """From now on only ``types`` (mnemonics: "A", "NSAP-PTR"...) get
+    dnspython's parsers; every other type is read as dnspython reads a type
+    it has no module for: ``GenericRdata``, its RDATA opaque, which the glue
+    hands to ``on_other`` as sent.  For a firmware built with ``--types``,
+    whose other RDATA modules are not there; called once, at start-up,
+    before the first message.  A kept type's result never changes."""
+    keep = {str(t).upper().replace("-", "_") for t in types}
+    for table in (*_CLASS_MODULES.values(), _ANY_BY_TYPE):
+        for rdtype in [t for t, (_, name) in table.items() if name not in keep]:
+            del table[rdtype]
+    _PARSERS.clear()
+
+
+def has_module(rdclass: int, rdtype: int) -> bool:
+    """Whether a module of dnspython parses this (class, type): False for
+    an unknown type, and for one that keep_only() left out."""
+    return (rdtype in _CLASS_MODULES.get(rdclass, _NO_MODULES)) or rdtype in _ANY_BY_TYPE
 
 
 def implementation(rdclass: int, rdtype: int) -> type:

@@ -67,6 +67,7 @@ def programs() -> dict:
         "dnsshim_test": Program(c / "dnsshim_test.c"),
         "dnsshim_stress": Program(c / "dnsshim_stress.c"),
         "dnsshim_bench": Program(bench / "dnsshim_bench.c"),
+        "memory_limit": Program(c / "memory_limit.c"),
     }
     if cares_flags() is not None:
         found["dnsshim_bench"] = Program(bench / "dnsshim_bench.c", cares=True,

@@ -37,6 +37,8 @@ LAYOUT = {
                                    "ecs_address": 88}),
     "dns_shim_query": (32, {"struct_size": 0, "id": 4, "qname": 8, "qtype": 16, "qclass": 18,
                             "flags": 20, "cookie_client": 24}),
+    "dns_shim_allocator": (48, {"struct_size": 0, "ctx": 8, "malloc": 16, "calloc": 24,
+                                "realloc": 32, "free": 40}),
 }
 
 #: What each release's structs were: a struct's size in a release is where

@@ -237,6 +237,22 @@ def test_bundle_layout(bundle):
     assert "libc.so.6" in summary["system_libraries"]
 
 
+def test_bundle_tracebacks_name_no_file(bundle):
+    """Each compiled module's code is named <dnsshim REL>, a name no traceback
+    looks for as a file: a relative one would be looked up, and read, in the
+    program's current directory whenever a failure is reported."""
+    import marshal
+
+    py = bundle[0] / "lib" / f"python{TAG}"
+    names = {}
+    for pyc in py.rglob("*.pyc"):
+        code = marshal.loads(pyc.read_bytes()[16:])
+        names[pyc.relative_to(py)] = code.co_filename
+    assert len(names) > 100
+    for rel, name in names.items():
+        assert name == f"<dnsshim {rel.with_suffix('.py')}>", (rel, name)
+
+
 def test_bundle_options_and_refusals(tmp_path):
     where = tmp_path / "opt2"
     result = subprocess.run([sys.executable, "-m", "shim", "bundle", str(where), "--optimize", "2",

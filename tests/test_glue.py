@@ -108,11 +108,15 @@ def test_memory_error_while_converting_is_no_memory(header_ffi, monkeypatch, cap
             return real_new(ctype, init)
         self.new = failing_new
     monkeypatch.setattr(glue._Converter, "__init__", init)
+    failures = []
+    monkeypatch.setattr(glue, "failure", failures.append)
     rec = Recorder(header_ffi)
     assert run(header_ffi, vectors.wire("every_type"), rec) == Status.ERR_NO_MEMORY
     assert count[0] == 3
     assert rec.calls == [], "all or nothing: no callback before every struct is built"
-    assert "DNS_SHIM_ERR_NO_MEMORY" in capfd.readouterr().err
+    assert failures == ["DNS_SHIM_ERR_NO_MEMORY: memory ran out inside the library"]
+    # no traceback is formatted, nor anything logged, where memory ran out
+    assert capfd.readouterr().err == ""
 
 
 def test_memory_error_inside_dnspython_rdata_parser_is_no_memory(header_ffi, monkeypatch):

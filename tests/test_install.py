@@ -400,7 +400,8 @@ ALLOWED = {"process_dns_response": "DNSSHIM_1.0", "dns_shim_init": "DNSSHIM_1.0"
            "dns_shim_process": "DNSSHIM_1.0", "dns_shim_register_callbacks": "DNSSHIM_1.0",
            "dns_shim_set_log_handler": "DNSSHIM_1.0", "dns_shim_strerror": "DNSSHIM_1.0",
            "dns_shim_version": "DNSSHIM_1.0", "PyInit__dnsshim_cffi": "DNSSHIM_1.0",
-           "dns_shim_process_reply": "DNSSHIM_1.1", "dns_shim_last_error": "DNSSHIM_1.2"}
+           "dns_shim_process_reply": "DNSSHIM_1.1", "dns_shim_last_error": "DNSSHIM_1.2",
+           "dns_shim_set_allocator": "DNSSHIM_1.2", "dns_shim_set_memory_limit": "DNSSHIM_1.2"}
 
 
 @pytest.mark.parametrize("where", ["build", "installed"])

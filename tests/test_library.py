@@ -164,8 +164,12 @@ def test_memory_error_is_no_memory(abi, glue, monkeypatch, capfd):
     def oom(wire, expect=None):
         raise MemoryError
     monkeypatch.setattr(glue, "decode", oom)
-    assert process(abi, malformed.GOOD, Recorder(abi[0])) == Status.ERR_NO_MEMORY
-    assert "DNS_SHIM_ERR_NO_MEMORY" in capfd.readouterr().err
+    ffi, lib = abi
+    assert process(abi, malformed.GOOD, Recorder(ffi)) == Status.ERR_NO_MEMORY
+    assert ffi.string(lib.dns_shim_last_error()) == \
+        b"DNS_SHIM_ERR_NO_MEMORY: memory ran out inside the library"
+    # No traceback is formatted, and nothing logged, where memory ran out.
+    assert capfd.readouterr().err == ""
 
 
 def test_exception_escaping_the_glue_is_internal_not_zero(abi, glue, monkeypatch, capfd):

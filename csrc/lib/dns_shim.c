@@ -40,7 +40,15 @@
 **                            and the interpreter runs from <bundle> alone
 **   DNS_SHIM_BUNDLE_OPTIMIZE the optimisation level its .pyc files have
 **   DNS_SHIM_BUILD_PREFIX    the CPython installation it was built with
-**                            (sys.base_prefix): another one is said */
+**                            (sys.base_prefix): another one is said
+**   DNS_SHIM_FIRMWARE        1 for the firmware object (python -m shim
+**                            firmware): CPython is linked in, every module
+**                            is frozen in, the interpreter starts from
+**                            nothing on disk
+**   DNS_SHIM_FIRMWARE_TYPES  its --types ("A,AAAA,..."), or "" for all
+**   DNS_SHIM_FIRMWARE_PATH   (the firmware's module discovery only) a
+**                            ':'-separated module path instead of frozen
+**                            modules */
 #ifndef DNS_SHIM_DEFAULT_PYTHON
 #  error "build with -DDNS_SHIM_DEFAULT_PYTHON=\"/path/to/python\""
 #endif
@@ -61,6 +69,16 @@
 #endif
 #ifndef DNS_SHIM_BUILD_PREFIX
 #  define DNS_SHIM_BUILD_PREFIX ""
+#endif
+#ifndef DNS_SHIM_FIRMWARE
+#  define DNS_SHIM_FIRMWARE 0
+#endif
+#ifndef DNS_SHIM_FIRMWARE_TYPES
+#  define DNS_SHIM_FIRMWARE_TYPES ""
+#endif
+#if DNS_SHIM_FIRMWARE
+/* The modules frozen into the object (generated: shim/firmware.py). */
+extern const struct _frozen dns_shim__firmware_frozen[];
 #endif
 #define DNS_SHIM_VERSION_TEXT_(a, b, c) #a "." #b "." #c
 #define DNS_SHIM_VERSION_TEXT(a, b, c) DNS_SHIM_VERSION_TEXT_(a, b, c)
@@ -240,6 +258,11 @@ static void dns_shim__set_error(const char *text)
 }
 
 /* ------------------------------------------------------------------ */
+/* The host's allocator and the memory limit (every build)              */
+
+#include "lib/memory.c"
+
+/* ------------------------------------------------------------------ */
 /* Callback sets                                                        */
 
 static int dns_shim__known_size(uint32_t size, const uint32_t *known, size_t n)
@@ -359,7 +382,7 @@ static void dns_shim__own_dir(char *out, size_t size)
     Dl_info info;
     char *slash;
     out[0] = '\0';
-    if (!(DNS_SHIM_IN_PACKAGE || DNS_SHIM_BUNDLE) ||
+    if (DNS_SHIM_FIRMWARE || !(DNS_SHIM_IN_PACKAGE || DNS_SHIM_BUNDLE) ||
         dladdr((void *)&dns_shim_version, &info) == 0 || info.dli_fname == NULL ||
         realpath(info.dli_fname, out) == NULL)
         return;
@@ -543,6 +566,71 @@ static int dns_shim__check_python(const char *python, const char *origin)
     return 0;
 }
 
+#if DNS_SHIM_FIRMWARE
+/* The firmware's interpreter: linked in, its modules frozen in, started
+** isolated with every path preset to a name that is nowhere, so that
+** nothing on disk is looked at (no path search, no site, no .pyc written,
+** no extension module loaded); UTF-8 mode, so that no locale codec is
+** needed whatever LC_CTYPE says. */
+static int dns_shim__start_firmware(void)
+{
+    static const char nowhere[] = "/nonexistent/dnsshim-firmware";
+    PyPreConfig pre;
+    PyConfig config;
+    PyStatus st;
+    wchar_t **const fields[] = {&config.program_name, &config.executable,
+                                &config.base_executable, &config.home, &config.prefix,
+                                &config.base_prefix, &config.exec_prefix,
+                                &config.base_exec_prefix, &config.stdlib_dir};
+    size_t i;
+
+    PyImport_FrozenModules = dns_shim__firmware_frozen;
+    PyPreConfig_InitIsolatedConfig(&pre);
+    pre.utf8_mode = 1;
+    st = Py_PreInitialize(&pre);
+    if (PyStatus_Exception(st))
+        goto failed;
+    PyConfig_InitIsolatedConfig(&config);
+    config.install_signal_handlers = 0;
+    config.site_import = 0;
+    config.write_bytecode = 0;
+    config.pathconfig_warnings = 0;
+    config.use_frozen_modules = 1;
+    config.parse_argv = 0;
+    config.module_search_paths_set = 1; /* empty: frozen and built-in modules only */
+    for (i = 0; i < sizeof fields / sizeof fields[0] && !PyStatus_Exception(st); i++)
+        st = PyConfig_SetBytesString(&config, fields[i], nowhere);
+#ifdef DNS_SHIM_FIRMWARE_PATH
+    {
+        char paths[] = DNS_SHIM_FIRMWARE_PATH, *save = NULL, *one;
+        for (one = strtok_r(paths, ":", &save); one && !PyStatus_Exception(st);
+             one = strtok_r(NULL, ":", &save)) {
+            wchar_t *wide = Py_DecodeLocale(one, NULL);
+            if (wide == NULL) {
+                st = PyStatus_NoMemory();
+                break;
+            }
+            st = PyWideStringList_Append(&config.module_search_paths, wide);
+            PyMem_RawFree(wide);
+        }
+    }
+#endif
+    if (!PyStatus_Exception(st))
+        st = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(st))
+        goto failed;
+    dns_shim__owns = 1;
+    return 0;
+failed:
+    dns_shim__cannot_start(NULL, "cannot start: the firmware's CPython " DNS_SHIM_PYTHON_TAG
+                           " did not start (%s%s%s): the host ran out of memory, or its "
+                           "allocator refused", st.func ? st.func : "", st.func ? ": " : "",
+                           st.err_msg ? st.err_msg : "unknown error");
+    return -1;
+}
+#endif
+
 /* The python executable whose installation the library uses, and where
 ** that choice comes from: DNS_SHIM_PYTHON, else the one found from this
 ** file's own path (an installed library), else the one pinned at build. */
@@ -565,8 +653,20 @@ static int dns_shim__start_interpreter(void)
     PyConfig config;
     const char *python = getenv("DNS_SHIM_PYTHON"), *origin = dns_shim__from_env;
 
-    if (Py_IsInitialized())
+    if (Py_IsInitialized()) {
+        dns_shim__memory_start(0); /* a Python program's interpreter: its own memory */
         return 0;
+    }
+    dns_shim__memory_start(1);
+#if DNS_SHIM_FIRMWARE
+    /* The interpreter is this object's own (its symbols are local): there is
+    ** no installation to choose, and DNS_SHIM_PYTHON is not read. */
+    (void)st;
+    (void)config;
+    (void)python;
+    (void)origin;
+    return dns_shim__start_firmware();
+#endif
     if (DNS_SHIM_BUNDLE && (python == NULL || python[0] == '\0')) {
         if (dns_shim__bundle_home[0])
             return dns_shim__start_bundled();
@@ -665,7 +765,7 @@ static int dns_shim__check_requirements(const char *python, const char *origin)
         PyDict_SetItemString(globals, "__name__", name) == 0)
         code = PyRun_String(source, Py_file_input, globals, globals);
     Py_XDECREF(name);
-    if (code != NULL && dns_shim__owns && !DNS_SHIM_BUNDLE) {
+    if (code != NULL && dns_shim__owns && !DNS_SHIM_BUNDLE && !DNS_SHIM_FIRMWARE) {
         PyObject *drift = PyDict_GetItemString(globals, "drift"), *warning = NULL;
         Dl_info info;
         if (dladdr((void *)&Py_GetVersion, &info) == 0 || info.dli_fname == NULL)
@@ -883,6 +983,13 @@ static const char *dns_shim__package_root(void)
     return dns_shim__root;
 }
 
+/* The firmware's --types ("A,AAAA,..."; "" for every type): only their
+** RDATA modules are frozen in, every other type is opaque (shim.embedded). */
+static const char *dns_shim__firmware_types(void)
+{
+    return DNS_SHIM_FIRMWARE_TYPES;
+}
+
 static int32_t dns_shim__owns_interpreter(void)
 {
     return dns_shim__owns;
@@ -1078,6 +1185,17 @@ static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_que
     n_done = dns_shim__take_finished(done);
     dns_shim__error[0] = '\0';
     rc = dns_shim__py_process(buf, len, query, callbacks, done, n_done, &steps, &count, &token);
+    if (rc != 0 && dns_shim__memory_tripped()) {
+        /* The memory limit refused an allocation during this parse: the
+        ** call fails, whatever the parser made of its MemoryError, and a plan
+        ** it made after all is dropped without a callback. */
+        if (rc == DNS_SHIM__PY_DONE)
+            dns_shim__finished(token);
+        return dns_shim__fail(DNS_SHIM_ERR_NO_MEMORY, "parsing the message would take the "
+                              "runtime above its memory limit of %zu bytes "
+                              "(dns_shim_set_memory_limit)",
+                              __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED));
+    }
     if (rc == 0) {
         /* cffi could not run the Python function: it is not attached. */
         dns_shim__log("the parser is not attached to the library; returning DNS_SHIM_ERR_INIT");

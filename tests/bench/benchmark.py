@@ -16,10 +16,15 @@ order of the methods shuffled each round, so machine noise hits all alike):
 
 then the bare call (a call rejected before parsing, length -1; and a
 header-only response), the cold start (the first call in a fresh process,
-and the resident memory the runtime adds), for the library of build/ and
-for a stripped bundle (python -m shim bundle, built into a temporary
-folder), and thread scaling (aggregate calls per second from 1, 2 and 4 C
-threads).
+and the resident memory the runtime adds), for the library of build/, for
+a stripped bundle (python -m shim bundle, built into a temporary folder)
+and for the firmware object (python -m shim firmware, with every type and
+with the SIP/IMS set; given with --firmware and --firmware-sip, or built
+into a temporary folder where Debian's static CPython is installed), and
+thread scaling (aggregate calls per second from 1, 2 and 4 C threads).
+Sizes: the bundle's folder (stripped, and as one xz -9 tar), and what the
+object adds to a program (the manifest's "program growth": stripped, and
+xz -9).
 
 Then the per-call price in instructions, which noise does not move:
 callgrind's count of one ``process_dns_response`` (tests/bench/dnsshim_callgrind.c)
@@ -180,7 +185,7 @@ def ensure_built(build: Path):
     cprograms.build(build)
 
 
-def run(build: Path, rounds: int, smoke: bool):
+def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
     msgs = messages()
     names = list(msgs)
     tmp = Path(tempfile.mkdtemp(prefix="dnsshim-bench-"))
@@ -237,11 +242,15 @@ def run(build: Path, rounds: int, smoke: bool):
         cbench_ares.close()
 
     bundle_dir, bundle_bench = build_bundle(tmp)
+    fw_dirs, fw_bench, fw_missing = firmware_programs(tmp, firmware_dirs)
     cold = {"first_call_ms": [], "rss_added_mib": []}
     cold_bundle = {"first_call_ms": [], "rss_added_mib": []}
+    cold_fw = {"first_call_ms": [], "rss_added_mib": []}
     for _ in range(2 if smoke else 7):  # interleaved too
         cold_start(build / "dnsshim_bench", files[2], cold)
         cold_start(bundle_bench, files[2], cold_bundle)
+        if fw_bench is not None:
+            cold_start(fw_bench, files[2], cold_fw)
 
     # Thread scaling, interleaved too: 1, 2 and 4 threads in turn, a second
     # each (0.2 s in smoke mode), medians of the rounds.
@@ -275,6 +284,20 @@ def run(build: Path, rounds: int, smoke: bool):
     result["cold_bundle"].update(cold_instructions(bundle_bench, files[2]))
     summary = json.loads((bundle_dir / "share" / "dnsshim" / "bundle.json").read_text())
     result["cold_bundle"]["bundle_mib"] = summary["bytes"] / 2**20
+    result["cold_bundle"]["bundle_xz_mib"] = xz_size(bundle_dir) / 2**20
+    if fw_bench is not None:
+        result["cold_firmware"] = {k: statistics.median(v) for k, v in cold_fw.items()}
+        result["cold_firmware"].update(cold_instructions(fw_bench, files[2]))
+        for key, where in zip(("full", "sip"), fw_dirs):
+            manifest = json.loads((where / "share" / "dnsshim" / "firmware.json").read_text())
+            result["cold_firmware"][f"growth_{key}"] = {
+                k: v / 2**20 for k, v in manifest["program growth"].items()}
+        ours, theirs = result["cold_firmware"], result["cold_bundle"]
+        for key in ("first_call_instructions", "first_call_ms", "rss_added_mib"):
+            if key in ours and key in theirs:
+                ours[f"{key}/bundle"] = ours[key] / theirs[key]
+    else:
+        result["cold_firmware"] = {"not measured": fw_missing}
     result["instructions"] = instructions(build, {n: msgs[n][0] for n in names}, smoke)
     result["instructions_bundle"] = instructions(bundle_dir / "lib", {n: msgs[n][0] for n in names},
                                                  smoke, bundle_dir / "lib")
@@ -282,6 +305,40 @@ def run(build: Path, rounds: int, smoke: bool):
 
     shutil.rmtree(tmp, ignore_errors=True)  # the messages and the bundle
     return result
+
+
+def xz_size(folder: Path) -> int:
+    """The folder as one tar (its symbolic links as links), compressed with
+    xz -9: what shipping it costs."""
+    import io
+    import lzma
+    import tarfile
+
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as tar:
+        tar.add(folder, arcname=folder.name)
+    return len(lzma.compress(data.getvalue(), preset=9))
+
+
+def firmware_programs(tmp: Path, given):
+    """The firmware folders (every type, the SIP/IMS set), given or built
+    here, and dnsshim_bench linked with the full one the .pc file's way;
+    (None, None, why) when they cannot be built on this machine."""
+    from shim import firmware
+
+    dirs = []
+    for where, types in zip(given, (None, ["A", "AAAA", "CNAME", "SRV", "NAPTR"])):
+        if where is None:
+            where = tmp / ("firmware" if types is None else "firmware-sip")
+            try:
+                firmware.firmware(where, types)
+            except firmware.FirmwareError as e:
+                return None, None, str(e)
+        dirs.append(Path(where))
+    obj = dirs[0] / "lib" / "libdnsshim_fw.o"
+    program = build_ffi.compile_program([HERE / "dnsshim_bench.c"], tmp / "dnsshim_bench-firmware",
+                                        libraries=(), flags=[obj, *firmware.LIBS.split()])
+    return dirs, program, None
 
 
 def cold_start(program: Path, message: Path, into: dict):
@@ -404,9 +461,25 @@ def table(result) -> str:
     lines.append(f"cold start: first call {c['first_call_ms']:.1f} ms{instructions_text(c)}, "
                  f"resident memory added by the runtime {c['rss_added_mib']:.1f} MiB")
     c = result["cold_bundle"]
-    lines.append(f"cold start from the bundle ({c['bundle_mib']:.1f} MiB, stripped): first call "
+    lines.append(f"cold start from the bundle ({c['bundle_mib']:.1f} MiB stripped, "
+                 f"{c['bundle_xz_mib']:.1f} MiB as one xz -9 tar): first call "
                  f"{c['first_call_ms']:.1f} ms{instructions_text(c)}, resident memory added "
                  f"{c['rss_added_mib']:.1f} MiB")
+    f = result["cold_firmware"]
+    if "not measured" in f:
+        lines.append(f"firmware object: not measured ({f['not measured']})")
+    else:
+        g, sip = f["growth_full"], f["growth_sip"]
+        ratio = (f"; against the bundle: {f['first_call_instructions/bundle']:.2f} of its "
+                 f"instructions, " if "first_call_instructions/bundle" in f else "; against the "
+                 "bundle: ")
+        lines.append(f"cold start from the firmware object: first call {f['first_call_ms']:.1f} ms"
+                     f"{instructions_text(f)}, resident memory added {f['rss_added_mib']:.1f} MiB"
+                     f"{ratio}{f['first_call_ms/bundle']:.2f} of its time, "
+                     f"{f['rss_added_mib/bundle']:.2f} of its memory")
+        lines.append(f"firmware object, what it adds to a program: every type {g['stripped']:.2f} "
+                     f"MiB stripped, {g['xz -9']:.2f} MiB xz -9; SIP/IMS set "
+                     f"{sip['stripped']:.2f} MiB stripped, {sip['xz -9']:.2f} MiB xz -9")
     s = result["threads_calls_per_second"]
     lines.append("threads (CNAME+4A): " + ", ".join(f"{k}: {v:.0f} calls/s" for k, v in s.items())
                  + f"; 2 threads / 1 thread = {s[2] / s[1]:.2f}")
@@ -432,9 +505,14 @@ def main(argv=None):
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--smoke", action="store_true", help="a few iterations: keeps it working")
     parser.add_argument("--build", type=Path, default=ROOT / "build")
+    parser.add_argument("--firmware", type=Path, help="a firmware folder with every type "
+                        "(python -m shim firmware DIR); default: built here")
+    parser.add_argument("--firmware-sip", type=Path, help="one of the SIP/IMS set (--types "
+                        "A,AAAA,CNAME,SRV,NAPTR); default: built here")
     args = parser.parse_args(argv)
     ensure_built(args.build)
-    result = run(args.build, 2 if args.smoke else args.rounds, args.smoke)
+    result = run(args.build, 2 if args.smoke else args.rounds, args.smoke,
+                 (args.firmware, args.firmware_sip))
     print(table(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

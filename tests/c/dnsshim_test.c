@@ -282,11 +282,22 @@ static int32_t count_only(void *ctx, const dns_shim_header *h)
     return 0;
 }
 
-/* Is the embedded interpreter running?  libpython is loaded with us. */
+/* Is the embedded interpreter running?  libpython is loaded with us, or,
+** in the firmware object, linked in with its names local: there this cannot
+** be seen, and the checks that ask say "skip". */
 static int runtime_started(void)
 {
     int (*is_initialized)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-    return is_initialized != NULL && is_initialized();
+    return is_initialized == NULL ? -1 : is_initialized();
+}
+
+static void expect_started(const char *what, int want)
+{
+    int started = runtime_started();
+    if (started < 0)
+        printf("skip %s (the runtime's names are not visible)\n", what);
+    else
+        expect(what, started, want);
 }
 
 /* dns_shim_last_error after a call: one "text WHAT = <text>" line each. */
@@ -414,11 +425,11 @@ static int run_api(void)
     expect("register sections bit 8", dns_shim_register_callbacks(&bad), DNS_SHIM_ERR_BAD_ARGUMENT);
     expect("register NULL", dns_shim_register_callbacks(NULL), DNS_SHIM_OK);
     expect("register cb", dns_shim_register_callbacks(&cb), DNS_SHIM_OK);
-    expect("runtime started by argument checks", runtime_started(), 0);
+    expect_started("runtime started by argument checks", 0);
 
     /* The runtime, then real calls. */
     expect("dns_shim_init()", dns_shim_init(), DNS_SHIM_OK);
-    expect("runtime started by dns_shim_init", runtime_started(), 1);
+    expect_started("runtime started by dns_shim_init", 1);
     expect("dns_shim_init() again", dns_shim_init(), DNS_SHIM_OK);
     expect("process_dns_response(NULL, 0)", process_dns_response(NULL, 0), DNS_SHIM_ERR_SHORT_HEADER);
     expect("process_dns_response(msg, 0)", process_dns_response(ok_msg, 0), DNS_SHIM_ERR_SHORT_HEADER);

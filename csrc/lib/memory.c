@@ -1,0 +1,273 @@
+/*
+** memory.c: the host's allocator and the memory limit of the embedded
+** runtime (dns_shim_set_allocator, dns_shim_set_memory_limit), part of
+** libdnsshim's C half in every build: build_ffi.py puts it before
+** dns_shim.c in the module's preamble.
+**
+** An interpreter the library starts itself keeps an account of what it
+** holds: CPython's RAW domain through a 16-octet size header, and the
+** 256 KiB arenas of its small-object allocator (pymalloc), whose large
+** blocks come from the RAW domain; the MEM and OBJ domains stay pymalloc
+** (with another object allocator CPython 3.11 reads memory it did not
+** initialise).  The memory comes from libc, or, when the host set an
+** allocator before the start, from the host's functions, and then the MEM
+** domain goes to them too (through the same header), so that the host sees
+** every general-purpose allocation.  A Python program's own interpreter is
+** never touched: nothing is counted there, and no limit is set.
+**
+** The limit holds while a message is parsed, in the parsing thread (the
+** init code wraps the parse: shim.embedded.attach): an allocation that would
+** take the account above it is refused, the parse fails with MemoryError and
+** C fails the call with DNS_SHIM_ERR_NO_MEMORY, whatever Python made of it.
+** After the first refusal in a call, allocations up to DNS_SHIM__RESERVE
+** above the limit are let through so that the interpreter can unwind:
+** CPython 3.11 retries for ever an allocation it needs to enter an exception
+** handler (ceval.c, exception_unwind), so refusing everything is not
+** survivable.  Thread states, the GIL hand-over and cffi's own call
+** machinery stay outside the limit.
+*/
+
+#define DNS_SHIM__HEADER 16           /* keeps malloc's 16-octet alignment */
+#define DNS_SHIM__RESERVE ((size_t)1 << 20)
+
+static int dns_shim__memory_started = 0; /* the allocators were chosen */
+static int dns_shim__accounting = 0;     /* the runtime's memory is counted */
+static int dns_shim__guest_memory = 0;   /* ... it is a Python program's */
+static dns_shim_allocator dns_shim__host; /* the host's, or libc's */
+static size_t dns_shim__limit = 0;       /* 0: none */
+static size_t dns_shim__held = 0;        /* bytes the runtime holds (atomic) */
+static __thread int dns_shim__enforcing = 0; /* this thread parses */
+static __thread int dns_shim__tripped = 0;   /* ... and the limit refused */
+
+static void *dns_shim__libc_malloc(void *ctx, size_t n) { (void)ctx; return malloc(n); }
+static void *dns_shim__libc_calloc(void *ctx, size_t n, size_t m) { (void)ctx; return calloc(n, m); }
+static void *dns_shim__libc_realloc(void *ctx, void *p, size_t n) { (void)ctx; return realloc(p, n); }
+static void dns_shim__libc_free(void *ctx, void *p) { (void)ctx; free(p); }
+
+/* n more bytes into the account, or a refusal (0). */
+static int dns_shim__take(size_t n)
+{
+    size_t now = __atomic_add_fetch(&dns_shim__held, n, __ATOMIC_RELAXED);
+    size_t limit = __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED);
+    if (dns_shim__enforcing && limit && now > limit &&
+        (!dns_shim__tripped || now - limit > DNS_SHIM__RESERVE)) {
+        dns_shim__tripped = 1;
+        __atomic_sub_fetch(&dns_shim__held, n, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return 1;
+}
+
+static void dns_shim__give(size_t n)
+{
+    __atomic_sub_fetch(&dns_shim__held, n, __ATOMIC_RELAXED);
+}
+
+static void *dns_shim__mark(void *block, size_t n)
+{
+    if (block == NULL)
+        return NULL;
+    *(size_t *)block = n;
+    return (char *)block + DNS_SHIM__HEADER;
+}
+
+static void *dns_shim__malloc(void *ctx, size_t n)
+{
+    void *p;
+    (void)ctx;
+    if (n > SIZE_MAX - DNS_SHIM__HEADER - 1 || !dns_shim__take(n))
+        return NULL;
+    /* + (n == 0): a zero-size block's pointer would be one past the host's
+    ** block, which memcheck would call lost */
+    p = dns_shim__mark(dns_shim__host.malloc(dns_shim__host.ctx,
+                                             n + DNS_SHIM__HEADER + (n == 0)), n);
+    if (p == NULL)
+        dns_shim__give(n);
+    return p;
+}
+
+static void *dns_shim__calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    size_t n;
+    void *block;
+    (void)ctx;
+    if (__builtin_mul_overflow(nelem, elsize, &n) || n > SIZE_MAX - DNS_SHIM__HEADER - 1 ||
+        !dns_shim__take(n))
+        return NULL;
+    if (dns_shim__host.calloc != NULL) {
+        block = dns_shim__host.calloc(dns_shim__host.ctx, 1, n + DNS_SHIM__HEADER + (n == 0));
+    } else {
+        block = dns_shim__host.malloc(dns_shim__host.ctx, n + DNS_SHIM__HEADER + (n == 0));
+        if (block != NULL)
+            memset(block, 0, n + DNS_SHIM__HEADER);
+    }
+    if (block == NULL)
+        dns_shim__give(n);
+    return dns_shim__mark(block, n);
+}
+
+static void *dns_shim__realloc(void *ctx, void *ptr, size_t n)
+{
+    char *block;
+    size_t old;
+    void *p;
+    if (ptr == NULL)
+        return dns_shim__malloc(ctx, n);
+    if (n > SIZE_MAX - DNS_SHIM__HEADER - 1)
+        return NULL;
+    block = (char *)ptr - DNS_SHIM__HEADER;
+    old = *(size_t *)block;
+    if (n > old && !dns_shim__take(n - old))
+        return NULL;
+    p = dns_shim__host.realloc(dns_shim__host.ctx, block, n + DNS_SHIM__HEADER + (n == 0));
+    if (p == NULL) {
+        if (n > old)
+            dns_shim__give(n - old);
+        return NULL;
+    }
+    if (n < old)
+        dns_shim__give(old - n);
+    return dns_shim__mark(p, n);
+}
+
+static void dns_shim__free(void *ctx, void *ptr)
+{
+    char *block;
+    (void)ctx;
+    if (ptr == NULL)
+        return;
+    block = (char *)ptr - DNS_SHIM__HEADER;
+    dns_shim__give(*(size_t *)block);
+    dns_shim__host.free(dns_shim__host.ctx, block);
+}
+
+/* pymalloc's arenas: no header, free() is told the size. */
+static void *dns_shim__arena_alloc(void *ctx, size_t n)
+{
+    void *p;
+    (void)ctx;
+    if (!dns_shim__take(n))
+        return NULL;
+    p = dns_shim__host.malloc(dns_shim__host.ctx, n);
+    if (p == NULL)
+        dns_shim__give(n);
+    return p;
+}
+
+static void dns_shim__arena_free(void *ctx, void *ptr, size_t n)
+{
+    (void)ctx;
+    if (ptr == NULL)
+        return;
+    dns_shim__give(n);
+    dns_shim__host.free(dns_shim__host.ctx, ptr);
+}
+
+static pthread_mutex_t dns_shim__memory_lock = PTHREAD_MUTEX_INITIALIZER;
+
+DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
+{
+    int32_t rc = DNS_SHIM_OK;
+    pthread_mutex_lock(&dns_shim__memory_lock);
+    if (dns_shim__memory_started) {
+        rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the runtime has started: an allocator "
+                            "is set before the first call that starts it");
+    } else if (allocator == NULL) {
+        memset(&dns_shim__host, 0, sizeof dns_shim__host);
+    } else if (allocator->struct_size != sizeof *allocator) {
+        rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the allocator's struct_size is %u, not "
+                            "one this library knows (%u)", (unsigned)allocator->struct_size,
+                            (unsigned)sizeof *allocator);
+    } else if (allocator->malloc == NULL || allocator->realloc == NULL ||
+               allocator->free == NULL) {
+        rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the allocator's malloc, realloc and free "
+                            "are required (calloc may be NULL)");
+    } else {
+        dns_shim__host = *allocator;
+    }
+    pthread_mutex_unlock(&dns_shim__memory_lock);
+    return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
+}
+
+DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes)
+{
+    int32_t rc = DNS_SHIM_OK;
+    pthread_mutex_lock(&dns_shim__memory_lock);
+    if (dns_shim__guest_memory && bytes != 0)
+        rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the runtime is the interpreter of the "
+                            "Python program the library is loaded into: its memory is that "
+                            "program's, and has no limit of the library's");
+    else
+        __atomic_store_n(&dns_shim__limit, bytes, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&dns_shim__memory_lock);
+    return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
+}
+
+/* Before the library starts an interpreter of its own: the accounting
+** allocators, and the host's behind them.  In a Python program's
+** interpreter, once called, this only closes the door, and drops a limit
+** set before, with a warning. */
+static void dns_shim__memory_start(int owns)
+{
+    int dropped = 0;
+    pthread_mutex_lock(&dns_shim__memory_lock);
+    if (!dns_shim__memory_started && owns) {
+        PyMemAllocatorEx domain = {NULL, dns_shim__malloc, dns_shim__calloc, dns_shim__realloc,
+                                   dns_shim__free};
+        PyObjectArenaAllocator arenas = {NULL, dns_shim__arena_alloc, dns_shim__arena_free};
+        int routed = dns_shim__host.malloc != NULL;
+        if (!routed) {
+            dns_shim__host.struct_size = sizeof dns_shim__host;
+            dns_shim__host.malloc = dns_shim__libc_malloc;
+            dns_shim__host.calloc = dns_shim__libc_calloc;
+            dns_shim__host.realloc = dns_shim__libc_realloc;
+            dns_shim__host.free = dns_shim__libc_free;
+        }
+        PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &domain);
+        if (routed)
+            PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &domain);
+        PyObject_SetArenaAllocator(&arenas);
+        dns_shim__accounting = 1;
+    } else if (!dns_shim__memory_started) {
+        dns_shim__guest_memory = 1;
+        dropped = __atomic_exchange_n(&dns_shim__limit, 0, __ATOMIC_RELAXED) != 0;
+    }
+    dns_shim__memory_started = 1;
+    pthread_mutex_unlock(&dns_shim__memory_lock);
+    if (dropped)
+        dns_shim__log_level(DNS_SHIM_LOG_WARNING, "the memory limit set with "
+                            "dns_shim_set_memory_limit does not hold: the runtime is the "
+                            "interpreter of the Python program the library is loaded into, "
+                            "whose memory is that program's");
+}
+
+/* For the init code: whether the runtime's memory is counted (a limit may
+** then be set at any time), whether a limit is set now, and the limit on or
+** off for the parse in this thread (returns whether it refused an
+** allocation since it was turned on). */
+static int32_t dns_shim__memory_accounted(void)
+{
+    return dns_shim__accounting;
+}
+
+static int32_t dns_shim__memory_limited(void)
+{
+    return __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED) != 0;
+}
+
+static int32_t dns_shim__memory_enforce(int32_t on)
+{
+    dns_shim__enforcing = on != 0;
+    if (on)
+        dns_shim__tripped = 0;
+    return dns_shim__tripped;
+}
+
+/* Whether the limit refused an allocation in this thread's last parse (C
+** then fails the call); clears it. */
+static int dns_shim__memory_tripped(void)
+{
+    int tripped = dns_shim__tripped;
+    dns_shim__tripped = 0;
+    return tripped;
+}

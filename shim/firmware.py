@@ -1,0 +1,642 @@
+"""python -m shim firmware DIR: the whole parser as one object file that a
+firmware's C build links in, with no Python on the device.
+
+    python -m shim firmware DIR [--types A,AAAA,CNAME,SRV,NAPTR,...]
+                                [--target aarch64-linux-gnu] [--optimize N]
+
+writes::
+
+    DIR/lib/libdnsshim_fw.o          one relocatable object (ld -r): libdnsshim,
+                                     CPython 3.11 (Debian's libpython3.11-pic.a,
+                                     the built-in modules a parse needs), cffi's
+                                     backend, libffi, and every Python module a
+                                     parse can need, frozen in
+    DIR/lib/libdnsshim_fw.a          an archive holding it
+    DIR/lib/pkgconfig/dnsshim-fw.pc  the exact link line
+    DIR/include/dns_shim.h
+    DIR/share/dnsshim/firmware.json  the manifest: sizes by part, the CPython,
+                                     dnspython and cffi versions, what is frozen
+    DIR/share/dnsshim/libdnsshim.supp
+    DIR/share/licenses/{CPython,dnspython,cffi,libffi}/
+
+A program links it alone: ``cc prog.c DIR/lib/libdnsshim_fw.o -lm -lpthread
+-ldl -lutil`` (the C library's parts; glibc 2.34 and newer has them all in
+libc but libm).  The object defines only the public API as global symbols:
+CPython's, cffi's, libffi's and the library's own names are local, and it
+defines no symbol of the C library, so it links beside anything, a program
+with its own CPython or a second copy of the object (its API renamed)
+included, and the program's own malloc, memcpy... are the ones it calls.
+
+Its interpreter starts isolated with every path preset to a place that is
+nowhere: it reads no file (the C library's own reads aside: the time zone,
+and /etc/protocols when a WKS record arrives), loads no shared object, and
+writes nothing.  Its memory comes from the host's allocator when one is set
+(dns_shim_set_allocator), and cffi's backend takes the memory of the
+callbacks' structs from there too.
+
+The build, in named steps:
+
+1. :class:`Toolchain`: the target's compiler and binutils, Debian's static
+   CPython for it (libpython3.11-pic.a, its config.c) and libffi_pic.a, and
+   Debian's /usr/bin/python3.11, whose marshal the frozen bytecode must be;
+   a missing piece stops the build with one line naming the Debian package.
+2. :func:`discover`: a discovery build of the same runtime (native, every
+   built-in module, modules read from Debian's standard library and a staging
+   folder of dnspython and the shim package, no shared modules, so that what
+   would import one takes its fallback as on the device) runs the bundler's
+   probe messages, imports every RDATA module of the chosen types, and says
+   which modules its interpreter loaded: the frozen ones and the built-in ones.
+3. :func:`freeze`: those modules' bytecode as a C table
+   (shim/firmware_freeze.py, run by Debian's python3.11).
+4. :func:`inittab`: the object's own table of built-in modules (so that
+   Debian's config.o, naming every module it has, stays out): those the
+   discovery saw, the interpreter's core, ``_contextvars`` (re-done over
+   libpython's own types: csrc/firmware/contextvars.c) and ``_cffi_backend``.
+5. :func:`link_object`: every object (the library's module, cffi's backend
+   compiled from cffi's source distribution, the tables, zlib's crc32 for
+   binascii) and what they need of libpython3.11-pic.a and libffi_pic.a, as
+   one object (``ld -r``); then every global but the API made local, and
+   SystemTap's probe sections dropped (a COMDAT group, which a second copy of
+   the object in one link would discard with what its notes point to).
+6. :func:`write_folder` and :func:`verify`: the folder, and, natively, a
+   program linked with the object alone parsing the probe messages as the
+   ordinary library does.
+
+The frozen bytecode is the same for every CPU: a cross build takes the
+module list of a native discovery.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+#: The CPython the object embeds: Debian's, whose static library it links.
+TAG = "3.11"
+DEBIAN_PYTHON = f"/usr/bin/python{TAG}"
+
+#: Built-in modules the interpreter itself imports or may import on an error
+#: path: kept whatever the discovery saw.
+CORE_BUILTINS = frozenset({
+    "builtins", "sys", "marshal", "_imp", "_warnings", "gc", "_string", "posix", "_io",
+    "_thread", "_weakref", "_abc", "_codecs", "_collections", "_functools", "_operator",
+    "_signal", "_sre", "_stat", "errno", "itertools", "time", "atexit", "_tracemalloc",
+    "faulthandler"})
+
+#: Modules the library imports only when something goes wrong (a report with
+#: its traceback): always frozen.
+ALWAYS = ("traceback", "warnings")
+
+#: The C library's parts a program links beside the object.
+LIBS = "-lm -lpthread -ldl -lutil"
+
+#: SystemTap's probe notes in Debian's libpython.
+STAPSDT = (".note.stapsdt", ".rela.note.stapsdt", ".stapsdt.base")
+
+# Run in the discovery build's interpreter after the messages: imports what
+# must be there too, exercises a report's traceback and a warning's text,
+# and writes every loaded module with where it came from.
+DISCOVER_SCRIPT = """
+import sys
+for _name in {imports!r}:
+    __import__(_name)
+import traceback, warnings
+try:
+    raise ValueError("x")
+except ValueError:
+    traceback.format_exc()
+warnings.formatwarning("m", UserWarning, "f", 1)
+with open(OUT, "w") as _out:
+    for _name, _module in sorted(sys.modules.items()):
+        _spec = getattr(_module, "__spec__", None)
+        _origin = getattr(_spec, "origin", None)
+        _package = getattr(_spec, "submodule_search_locations", None) is not None
+        _out.write(f"{{_name}}\\t{{_origin}}\\t{{int(_package)}}\\n")
+"""
+
+
+class FirmwareError(Exception):
+    pass
+
+
+def _run(cmd, verbose=False, **kwargs):
+    cmd = [str(c) for c in cmd]
+    if verbose:
+        print(" ".join(cmd), file=sys.stderr)
+    return subprocess.run(cmd, check=True, **kwargs)
+
+
+def _source_tree():
+    """build_ffi, from the source tree this package sits in."""
+    if not (ROOT / "build_ffi.py").is_file() or not (ROOT / "csrc" / "firmware").is_dir():
+        raise FirmwareError(f"python -m shim firmware builds the library from its sources, "
+                            f"and {ROOT} has no build_ffi.py and csrc/: run it from a source "
+                            "checkout (pip install -e .)")
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    import build_ffi
+
+    return build_ffi
+
+
+# ---------------------------------------------------------------- 1. toolchain
+
+
+@dataclasses.dataclass
+class Toolchain:
+    """A compiler and binutils for the target, and Debian's static CPython
+    and libffi built for it."""
+
+    triplet: str
+    cc: str
+    ld: str
+    objcopy: str
+    ar: str
+    nm: str
+    strip: str
+    libpython: Path
+    config_c: Path
+    libffi: Path
+    includes: list
+
+    @property
+    def native(self) -> bool:
+        return self.triplet == native_triplet()
+
+    @classmethod
+    def debian(cls, triplet: str) -> "Toolchain":
+        prefix = "" if triplet == native_triplet() else f"{triplet}-"
+        config = Path(f"/usr/lib/python{TAG}/config-{TAG}-{triplet}")
+        return cls(triplet=triplet, cc=prefix + "gcc", ld=prefix + "ld",
+                   objcopy=prefix + "objcopy", ar=prefix + "ar", nm=prefix + "nm",
+                   strip=prefix + "strip", libpython=config / f"libpython{TAG}-pic.a", config_c=config / "config.c",
+                   libffi=Path(f"/usr/lib/{triplet}/libffi_pic.a"),
+                   includes=[f"/usr/include/python{TAG}", f"/usr/include/{triplet}"])
+
+    def check(self) -> None:
+        """One line naming the Debian package for the first piece missing."""
+        arch = "" if self.native else ":" + debian_arch(self.triplet)
+        gcc = "gcc" if self.native else f"gcc-{self.triplet}"
+        for tool in (self.cc, self.ld, self.objcopy, self.ar, self.nm, self.strip):
+            if shutil.which(tool) is None:
+                raise FirmwareError(f"{tool} is not installed: apt-get install {gcc}")
+        for path, package in ((self.libpython, f"libpython{TAG}-dev{arch}"),
+                              (self.libffi, f"libffi-dev{arch}")):
+            if not path.is_file():
+                raise FirmwareError(f"{path}, the static library the object links, is not "
+                                    f"installed: apt-get install {package}")
+        if not Path(DEBIAN_PYTHON).is_file():
+            raise FirmwareError(f"{DEBIAN_PYTHON}, Debian's CPython {TAG}, whose bytecode the "
+                                f"object freezes, is not installed: apt-get install python{TAG}")
+
+
+def native_triplet() -> str:
+    return f"{os.uname().machine}-linux-gnu"
+
+
+def debian_arch(triplet: str) -> str:
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(triplet.split("-")[0], triplet)
+
+
+# ------------------------------------------------------------ the sources
+
+
+def cffi_source(cache: Path) -> Path:
+    """cffi's source distribution of the running cffi's version (its
+    _cffi_backend.c becomes a built-in module of the object), downloaded
+    once into cache; returns the unpacked folder."""
+    import cffi
+    import tarfile
+
+    folder = cache / f"cffi-{cffi.__version__}"
+    if (folder / "src" / "c" / "_cffi_backend.c").is_file():
+        return folder
+    cache.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                             "--no-binary", ":all:", "-d", str(cache),
+                             f"cffi=={cffi.__version__}"], capture_output=True, text=True)
+    sdists = sorted(cache.glob(f"cffi-{cffi.__version__}.tar.gz"))
+    if result.returncode != 0 or not sdists:
+        raise FirmwareError(f"cffi {cffi.__version__}'s source distribution could not be "
+                            f"downloaded (pip download cffi=={cffi.__version__} --no-binary "
+                            f":all:): {result.stderr.strip().splitlines()[-1:] or ''}")
+    with tarfile.open(sdists[0]) as tar:
+        tar.extractall(cache, filter="data")
+    return folder
+
+
+def dnspython_site() -> Path:
+    """The folder holding the dnspython the build runs with."""
+    import dns
+
+    return Path(dns.__file__).resolve().parent.parent
+
+
+def rdata_modules(types) -> list:
+    """The dns.rdtypes modules of these types (mnemonics), or of every type."""
+    from shim import rdtable
+
+    chosen = []
+    for package, names in (("IN", rdtable.IN_MODULES), ("CH", rdtable.CH_MODULES),
+                           ("ANY", rdtable.ANY_MODULES)):
+        chosen += [f"dns.rdtypes.{package}.{n}" for n in names if types is None or n in types]
+    return chosen
+
+
+def parse_types(text: str) -> list:
+    """--types's mnemonics, checked against the parser table's modules."""
+    from shim import rdtable
+
+    known = set(rdtable.IN_MODULES) | set(rdtable.CH_MODULES) | set(rdtable.ANY_MODULES)
+    types = [t.strip().upper().replace("-", "_") for t in text.split(",") if t.strip()]
+    unknown = [t for t in types if t not in known]
+    if unknown:
+        raise FirmwareError(f"--types: dnspython has no RDATA module for {', '.join(unknown)} "
+                            f"(the modules: {', '.join(sorted(known))})")
+    return sorted(set(types))
+
+
+# ------------------------------------------------------------------- compiling
+
+
+def library_flags(tc: Toolchain) -> list:
+    from build_ffi import CSRC
+
+    return ["-fPIC", "-O2", "-g", "-Wall", "-fvisibility=hidden", "-pthread",
+            "-fno-semantic-interposition", f"-I{CSRC}", *[f"-I{d}" for d in tc.includes]]
+
+
+def _compile(tc: Toolchain, c_file: Path, obj: Path, flags: list, verbose: bool) -> Path:
+    _run([tc.cc, "-c", *flags, c_file, "-o", obj], verbose)
+    return obj
+
+
+def runtime_objects(build_ffi, tc: Toolchain, cffi_src: Path, work: Path, types, optimize: int,
+                    verbose: bool, search_path: str = "") -> list:
+    """The objects every firmware build links: the library's cffi module in
+    firmware mode, _contextvars, zlib's crc32, and cffi's backend (its
+    malloc and free turned into CPython's raw domain: csrc/firmware/
+    cffi_alloc.h, so that the host's allocator and the limit see them)."""
+    firmware = build_ffi.CSRC / "firmware"
+    defines = build_ffi.runtime_defines(build_ffi.Mode.FIRMWARE, optimize=optimize,
+                                        types=types or (), tag=TAG)
+    if search_path:
+        defines.append(f'-DDNS_SHIM_FIRMWARE_PATH="{search_path}"')
+    flags = library_flags(tc) + defines
+    module = build_ffi.emit(build_ffi.DNSSHIM, work, verbose)
+    backend_c = cffi_src / "src" / "c" / "_cffi_backend.c"
+    backend_flags = ["-fPIC", "-O2", "-g", "-fvisibility=hidden", "-pthread", "-DFFI_BUILDING=1",
+                     "-DUSE__THREAD", "-DHAVE_SYNC_SYNCHRONIZE", "-w",
+                     "-include", str(firmware / "cffi_alloc.h"), *[f"-I{d}" for d in tc.includes]]
+    return [_compile(tc, module, work / "module.o", flags, verbose),
+            _compile(tc, firmware / "contextvars.c", work / "contextvars.o", flags, verbose),
+            _compile(tc, firmware / "crc32.c", work / "crc32.o", flags, verbose),
+            _compile(tc, backend_c, work / "_cffi_backend.o", backend_flags, verbose)]
+
+
+# --------------------------------------------------------------------- 4. inittab
+
+
+def builtin_table(config_c: Path) -> list:
+    """[(name, init function or None)] of Debian's config.c, in its order."""
+    text = config_c.read_text()
+    body = text[text.index("_PyImport_Inittab[]"):]
+    return [(n, None if f == "NULL" else f) for n, f in re.findall(r'\{"(\w+)",\s*(\w+)\}', body)]
+
+
+def inittab(config_c: Path, keep, out_c: Path) -> list:
+    """The object's own _PyImport_Inittab: the built-in modules of keep,
+    _contextvars and _cffi_backend.  Returns their names."""
+    rows = [(n, f) for n, f in builtin_table(config_c) if n in keep]
+    rows += [("_contextvars", "dns_shim__firmware_contextvars"),
+             ("_cffi_backend", "PyInit__cffi_backend")]
+    lines = ["/* The firmware object's built-in modules: generated by shim/firmware.py. */",
+             "#include <Python.h>"]
+    lines += [f"extern PyObject *{f}(void);" for _, f in rows if f]
+    lines += ["struct _inittab _PyImport_Inittab[] = {",
+              *[f'    {{"{n}", {f or "NULL"}}},' for n, f in rows], "    {0, 0}", "};", ""]
+    out_c.write_text("\n".join(lines))
+    return [n for n, _ in rows]
+
+
+# ------------------------------------------------------------------- 2. discover
+
+
+def discover(build_ffi, cffi_src: Path, types, work: Path, verbose: bool) -> dict:
+    """Which modules a parse needs: {"frozen": [[name, source, is_package]],
+    "builtin": [names]} (see the module's docstring, step 2)."""
+    from shim.sample import probe_messages
+
+    tc = Toolchain.debian(native_triplet())
+    tc.check()
+    work.mkdir(parents=True)
+    stage = work / "stage"
+    stage.mkdir()
+    site = dnspython_site()
+    (stage / "dns").symlink_to(site / "dns")
+    (stage / "shim").symlink_to(HERE)
+    stdlib = Path(f"/usr/lib/python{TAG}")
+    objs = runtime_objects(build_ffi, tc, cffi_src, work, types, 0, verbose,
+                           search_path=f"{stdlib}:{stage}")
+    every = {n for n, _ in builtin_table(tc.config_c)}
+    inittab(tc.config_c, every, work / "inittab.c")
+    (work / "frozen.c").write_text("#include <Python.h>\nconst struct _frozen "
+                                   "dns_shim__firmware_frozen[] = {{0, 0, 0, 0, 0}};\n")
+    flags = library_flags(tc)
+    objs += [_compile(tc, work / "inittab.c", work / "inittab.o", flags, verbose),
+             _compile(tc, work / "frozen.c", work / "frozen.o", flags, verbose)]
+    probe = build_ffi.compile_program(
+        [build_ffi.TOOLS / "dnsshim_probe.c"], work / "dnsshim_probe", libraries=(),
+        cflags=[f"-I{d}" for d in tc.includes],
+        flags=[*objs, tc.libpython, tc.libffi, "-lexpat", "-lz", "-lm", "-lutil"],
+        verbose=verbose)
+    good, bad = probe_messages()
+    messages = []
+    for name, wire in {**good, **bad}.items():
+        messages.append(work / f"{name}.bin")
+        messages[-1].write_bytes(wire)
+    out = work / "modules.txt"
+    script = DISCOVER_SCRIPT.format(imports=[*ALWAYS, *rdata_modules(types)])
+    result = subprocess.run([str(probe), str(out), script, *map(str, messages)],
+                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    if result.returncode != 0:
+        raise FirmwareError(f"the discovery run failed:\n{result.stdout}{result.stderr}")
+    frozen, builtin = [], []
+    for line in out.read_text().splitlines():
+        name, origin, package = line.split("\t")
+        if origin == "built-in":
+            builtin.append(name)
+        elif origin.endswith(".py"):
+            frozen.append([name, origin, package == "1"])
+        elif origin.endswith(".so"):
+            raise FirmwareError(f"the parser imported the shared module {name} ({origin}): a "
+                                "firmware cannot load it")
+    return {"frozen": frozen, "builtin": builtin}
+
+
+# --------------------------------------------------------------------- 3. freeze
+
+
+def freeze(modules, out_c: Path, optimize: int, verbose: bool) -> dict:
+    """The frozen-module table, marshalled by Debian's CPython; returns
+    {name: bytes}."""
+    spec = out_c.with_suffix(".json")
+    spec.write_text(json.dumps({"optimize": optimize, "modules": modules}))
+    result = _run([DEBIAN_PYTHON, "-I", "-S", HERE / "firmware_freeze.py", spec, out_c],
+                  verbose, capture_output=True, text=True)
+    return {name: int(size) for name, size in
+            (line.split() for line in result.stdout.splitlines() if line.strip())}
+
+
+# ------------------------------------------------------------------------ 5. link
+
+
+def link_object(tc: Toolchain, objs: list, out: Path, api: list, work: Path,
+                verbose: bool) -> Path:
+    """One localised object (see the module's docstring, step 5)."""
+    combined = work / "combined.o"
+    _run([tc.ld, "-r", "-d", "-o", combined, *objs, "--start-group", tc.libpython, tc.libffi,
+          "--end-group"], verbose)
+    keep = work / "api.txt"
+    keep.write_text("\n".join(api) + "\n")
+    _run([tc.objcopy, f"--keep-global-symbols={keep}",
+          *[f"--remove-section={s}" for s in STAPSDT], combined, out], verbose)
+    return out
+
+
+def object_symbols(tc: Toolchain, obj: Path) -> tuple:
+    """(the globals it defines, the symbols it leaves undefined)."""
+    out = subprocess.run([tc.nm, "-g", str(obj)], capture_output=True, text=True,
+                         check=True).stdout
+    defined, undefined = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in ("U", "w"):
+            undefined.add(parts[1])
+        elif len(parts) == 3:
+            defined.add(parts[2])
+    return defined, undefined
+
+
+# ----------------------------------------------------------------- 6. the folder
+
+
+def _licenses(dest: Path, cffi_src: Path) -> list:
+    import importlib.metadata
+
+    written = []
+    for name, source in (("CPython", Path(f"/usr/lib/python{TAG}/LICENSE.txt")),
+                         ("cffi", cffi_src / "LICENSE"),
+                         ("libffi", Path("/usr/share/doc/libffi-dev/copyright"))):
+        if source.is_file():
+            (dest / name).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, dest / name / source.name)
+            written.append(name)
+    dist = importlib.metadata.distribution("dnspython")
+    for f in dist.files or ():
+        if "licen" in f.name.lower():
+            (dest / "dnspython").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f.locate(), dest / "dnspython" / f.name)
+            if "dnspython" not in written:
+                written.append("dnspython")
+    return written
+
+
+def write_folder(build_ffi, dest: Path, tc: Toolchain, obj: Path, manifest: dict,
+                 cffi_src: Path) -> None:
+    lib = dest / "lib"
+    _run([tc.ar, "rcs", lib / "libdnsshim_fw.a", obj])
+    (dest / "include").mkdir()
+    shutil.copyfile(build_ffi.HEADER, dest / "include" / build_ffi.HEADER.name)
+    pc = lib / "pkgconfig"
+    pc.mkdir()
+    template = (build_ffi.CSRC / "firmware" / "dnsshim-fw.pc.in").read_text()
+    values = {"VERSION": build_ffi.package_version(), "LIBS": LIBS, "TARGET": tc.triplet}
+    (pc / "dnsshim-fw.pc").write_text(re.sub(r"@(\w+)@", lambda m: values[m.group(1)], template))
+    share = dest / "share" / "dnsshim"
+    share.mkdir(parents=True)
+    shutil.copyfile(build_ffi.SUPPRESSIONS, share / build_ffi.SUPPRESSIONS.name)
+    manifest["licenses"] = _licenses(dest / "share" / "licenses", cffi_src)
+    (share / "firmware.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+VERIFY_C = r"""
+#include <dns_shim.h>
+#include <stdio.h>
+int main(void)
+{
+    static const unsigned char m[] = {0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0, 1, 'a', 0,
+                                      0, 1, 0, 1, 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4,
+                                      192, 0, 2, 1};
+    int rc = process_dns_response((unsigned char *)m, (int)sizeof m);
+    printf("%d %s\n", rc, dns_shim_last_error());
+    return rc != 0;
+}
+"""
+
+
+# The same program without the library: the two functions it calls, doing
+# nothing.
+STUB_C = r"""
+#include <dns_shim.h>
+int32_t process_dns_response(uint8_t *buf, int32_t len) { (void)buf; return len; }
+const char *dns_shim_last_error(void) { return ""; }
+"""
+
+
+def growth(build_ffi, tc: Toolchain, obj: Path, work: Path, verbose: bool) -> dict:
+    """What the object adds to a program, for the target: the stripped size
+    and the xz -9 size of a small program (VERIFY_C) linked with it, minus
+    the same program linked with a stub of the two functions it calls."""
+    import lzma
+
+    (work / "verify.c").write_text(VERIFY_C)
+    (work / "stub.c").write_text(STUB_C)
+    sizes = {}
+    for name, extra in (("with", [obj, *LIBS.split()]), ("without", [work / "stub.c"])):
+        program = build_ffi.compile_program([work / "verify.c"], work / f"growth-{name}",
+                                            libraries=(), flags=extra, cc=tc.cc,
+                                            verbose=verbose)
+        _run([tc.strip, program], verbose)
+        data = program.read_bytes()
+        sizes[name] = (len(data), len(lzma.compress(data, preset=9)))
+    return {"stripped": sizes["with"][0] - sizes["without"][0],
+            "xz -9": sizes["with"][1] - sizes["without"][1]}
+
+
+def verify(build_ffi, dest: Path, work: Path, verbose: bool) -> None:
+    """A program linked with the object alone parses a response (native)."""
+    (work / "verify.c").write_text(VERIFY_C)
+    program = build_ffi.compile_program(
+        [work / "verify.c"], work / "verify", libraries=(),
+        flags=[dest / "lib" / "libdnsshim_fw.o", *LIBS.split()], verbose=verbose)
+    result = subprocess.run([str(program)], capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin"})
+    if result.returncode != 0:
+        raise FirmwareError(f"a program linked with the object does not parse: "
+                            f"{result.stdout}{result.stderr}")
+
+
+# ------------------------------------------------------------------- the build
+
+
+def firmware(dest, types=None, target=None, optimize=0, cache=None, verbose=False) -> dict:
+    """Writes the firmware folder into dest (absent or empty); returns its
+    manifest.  On failure dest is left as it was found."""
+    dest = Path(dest).resolve()
+    if dest.exists() and any(dest.iterdir()):
+        raise FirmwareError(f"{dest} is not empty")
+    if optimize not in (0, 1, 2):
+        raise FirmwareError("--optimize is 0, 1 or 2")
+    existed = dest.exists()
+    try:
+        return _firmware(dest, types, target or native_triplet(), optimize, cache, verbose)
+    except BaseException:
+        if existed:
+            for item in dest.iterdir():
+                shutil.rmtree(item) if item.is_dir() else item.unlink()
+        else:
+            shutil.rmtree(dest, ignore_errors=True)
+        raise
+
+
+def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bool) -> dict:
+    build_ffi = _source_tree()
+    build_ffi.check_sources()
+    tc = Toolchain.debian(triplet)
+    tc.check()
+    cache = Path(cache or os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dnsshim"
+    cffi_src = cffi_source(cache)
+    with tempfile.TemporaryDirectory(prefix="dnsshim-firmware-") as tmp_name:
+        work = Path(tmp_name)
+        found = discover(build_ffi, cffi_src, types, work / "discover", verbose)
+        sizes = freeze(found["frozen"], work / "frozen.c", optimize, verbose)
+        builtins = inittab(tc.config_c, CORE_BUILTINS | set(found["builtin"]),
+                           work / "inittab.c")
+        build = work / "build"
+        build.mkdir()
+        objs = runtime_objects(build_ffi, tc, cffi_src, build, types, optimize, verbose)
+        flags = library_flags(tc)
+        objs += [_compile(tc, work / "inittab.c", build / "inittab.o", flags, verbose),
+                 _compile(tc, work / "frozen.c", build / "frozen.o", flags, verbose)]
+        api = sorted(build_ffi.header_functions())
+        (dest / "lib").mkdir(parents=True)
+        obj = link_object(tc, objs, dest / "lib" / "libdnsshim_fw.o", api, build, verbose)
+        defined, undefined = object_symbols(tc, obj)
+        if defined != set(api):
+            raise FirmwareError(f"the object's globals are not the API: "
+                                f"{sorted(defined ^ set(api))[:20]}")
+        parts = {
+            "frozen stdlib": sum(v for n, v in sizes.items() if n.split(".")[0] not in
+                                 ("dns", "shim")),
+            "frozen dnspython": sum(v for n, v in sizes.items() if n.split(".")[0] == "dns"),
+            "frozen shim": sum(v for n, v in sizes.items() if n.split(".")[0] == "shim"),
+        }
+        manifest = {
+            "target": triplet, "types": types, "optimize": optimize,
+            "versions": {"CPython": _debian_python_version(), "dnspython": _dnspython_version(),
+                         "cffi": cffi_src.name.split("-", 1)[1],
+                         "dnsshim": build_ffi.package_version()},
+            "bytes": {"object": obj.stat().st_size, **parts},
+            "frozen": {n: sizes.get(n, 0) for n, _, _ in found["frozen"]},
+            "builtin": builtins, "api": api, "undefined": sorted(undefined),
+            "link": f"cc prog.c {dest / 'lib' / 'libdnsshim_fw.o'} {LIBS}",
+        }
+        manifest["program growth"] = growth(build_ffi, tc, obj, work, verbose)
+        write_folder(build_ffi, dest, tc, obj, manifest, cffi_src)
+        if tc.native:
+            verify(build_ffi, dest, work, verbose)
+    return manifest
+
+
+def _debian_python_version() -> str:
+    return subprocess.run([DEBIAN_PYTHON, "-c", "import sys; print(sys.version.split()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _dnspython_version() -> str:
+    import dns.version
+
+    return dns.version.version
+
+
+def main(argv=None, prog="python -m shim firmware") -> int:
+    """The firmware command: ``python -m shim firmware``, ``dnsshim-config firmware``."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser.add_argument("dir", help="the folder to write (absent or empty)")
+    parser.add_argument("--types", help="only these RDATA types get dnspython's parsers (e.g. "
+                        "A,AAAA,CNAME,SRV,NAPTR); every other type reaches on_other opaque")
+    parser.add_argument("--target", help="the GNU triplet to build for, e.g. aarch64-linux-gnu "
+                        "(default: this machine's)")
+    parser.add_argument("--optimize", type=int, default=0, choices=(0, 1, 2),
+                        help="optimisation level of the frozen bytecode (1 and 2 drop asserts)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        types = parse_types(args.types) if args.types else None
+        manifest = firmware(args.dir, types, args.target, args.optimize, verbose=args.verbose)
+    except (FirmwareError, subprocess.CalledProcessError) as e:
+        detail = getattr(e, "stderr", None) or ""
+        print(f"{prog}: {e}\n{detail}".rstrip(), file=sys.stderr)
+        return 1
+    mib, grown = 1024 * 1024, manifest["program growth"]
+    print(f"{Path(args.dir).resolve()}/lib/libdnsshim_fw.o: "
+          f"{manifest['bytes']['object'] / mib:.1f} MiB, {len(manifest['frozen'])} frozen "
+          f"modules, {len(manifest['builtin'])} built-in ({manifest['target']}); a program "
+          f"grows by {grown['stripped'] / mib:.2f} MiB stripped, {grown['xz -9'] / mib:.2f} MiB "
+          f"with xz -9; link it with: {manifest['link']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

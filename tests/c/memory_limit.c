@@ -1,0 +1,288 @@
+/*
+** memory_limit: the host's allocator and the memory limit, from C.
+**
+**   memory_limit count FILE...          a counting allocator from the start:
+**                                       how many allocations and bytes reach
+**                                       it at start-up and for each message,
+**                                       and how many calls of the C library's
+**                                       malloc, calloc and realloc the
+**                                       library made around it (this program
+**                                       defines those, so that it sees every
+**                                       one, the runtime's included)
+**   memory_limit limit BYTES BIG SMALL [ROUNDS]
+**                                       the limit set before the start (0:
+**                                       counting only), then ROUNDS times BIG
+**                                       (must fail -13) and SMALL (must parse);
+**                                       the bytes the runtime holds after each
+**                                       round must not grow
+**   memory_limit late BIG SMALL         the functions once the runtime runs:
+**                                       the allocator is refused, a limit is
+**                                       taken and holds (BIG fails -13, SMALL
+**                                       parses), and 0 lifts it (BIG parses)
+**   memory_limit args                   the arguments dns_shim_set_allocator
+**                                       refuses, and those it takes
+**
+** Prints one line per step; exit status 0, or 1 when a check failed.
+*/
+#include "dns_shim.h"
+#include "tool_util.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The C library's allocation functions, defined by this program (so that
+** every call in the process comes here, the library's and its runtime's
+** included), forwarding to glibc's own; a call made while the library
+** works (watching) and not from the counting allocator below is counted as
+** one that went around it. */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+
+static __thread int in_host = 0;
+static int watching = 0;
+static uint64_t around = 0;
+
+static void went_around(void)
+{
+    if (watching && !in_host)
+        __atomic_add_fetch(&around, 1, __ATOMIC_RELAXED);
+}
+
+void *malloc(size_t n)
+{
+    went_around();
+    return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t m)
+{
+    went_around();
+    return __libc_calloc(n, m);
+}
+
+void *realloc(void *p, size_t n)
+{
+    went_around();
+    return __libc_realloc(p, n);
+}
+
+void free(void *p)
+{
+    __libc_free(p);
+}
+
+/* The host's allocator: libc's, counted, with a header of its own to know
+** sizes (so that the runtime's accounting and ours are independent). */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t calls = 0;
+static long long held = 0;
+static int callbacks_seen = 0;
+
+#define HEADER 16
+
+static void *count_malloc(void *ctx, size_t n)
+{
+    char *p;
+    (void)ctx;
+    in_host = 1;
+    p = malloc(n + HEADER);
+    in_host = 0;
+    if (p == NULL)
+        return NULL;
+    *(size_t *)p = n;
+    pthread_mutex_lock(&lock);
+    calls++;
+    held += (long long)n;
+    pthread_mutex_unlock(&lock);
+    return p + HEADER;
+}
+
+static void *count_calloc(void *ctx, size_t a, size_t b)
+{
+    void *p = count_malloc(ctx, a * b);
+    if (p != NULL)
+        memset(p, 0, a * b);
+    return p;
+}
+
+static void count_free(void *ctx, void *ptr)
+{
+    char *p;
+    (void)ctx;
+    if (ptr == NULL)
+        return;
+    p = (char *)ptr - HEADER;
+    pthread_mutex_lock(&lock);
+    held -= (long long)*(size_t *)p;
+    pthread_mutex_unlock(&lock);
+    free(p);
+}
+
+static void *count_realloc(void *ctx, void *ptr, size_t n)
+{
+    char *p, *q;
+    size_t old;
+    (void)ctx;
+    if (ptr == NULL)
+        return count_malloc(ctx, n);
+    p = (char *)ptr - HEADER;
+    old = *(size_t *)p;
+    in_host = 1;
+    q = realloc(p, n + HEADER);
+    in_host = 0;
+    if (q == NULL)
+        return NULL;
+    *(size_t *)q = n;
+    pthread_mutex_lock(&lock);
+    calls++;
+    held += (long long)n - (long long)old;
+    pthread_mutex_unlock(&lock);
+    return q + HEADER;
+}
+
+static void snapshot(uint64_t *c, long long *h)
+{
+    pthread_mutex_lock(&lock);
+    *c = calls;
+    *h = held;
+    pthread_mutex_unlock(&lock);
+}
+
+static int32_t on_any(void *ctx, const dns_shim_header *h)
+{
+    (void)ctx;
+    (void)h;
+    callbacks_seen++;
+    return 0;
+}
+
+static int32_t parse(const char *path)
+{
+    long len = 0;
+    unsigned char *wire = read_message(path, 0, &len);
+    dns_shim_callbacks cb;
+    int32_t rc;
+    if (wire == NULL)
+        exit(2);
+    watching = 1;
+    memset(&cb, 0, sizeof cb);
+    cb.struct_size = sizeof cb;
+    cb.sections = DNS_SHIM_SECTION_ANSWER | DNS_SHIM_SECTION_AUTHORITY |
+                  DNS_SHIM_SECTION_ADDITIONAL;
+    cb.on_header = on_any;
+    rc = dns_shim_process(wire, (int32_t)len, &cb);
+    watching = 0;
+    free(wire);
+    return rc;
+}
+
+static int use_counting_allocator(void)
+{
+    dns_shim_allocator a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.malloc = count_malloc;
+    a.calloc = count_calloc;
+    a.realloc = count_realloc;
+    a.free = count_free;
+    return dns_shim_set_allocator(&a);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t c0, c1, a0, a1;
+    long long h0, h1;
+    int i, failed = 0;
+
+    if (argc >= 3 && strcmp(argv[1], "count") == 0) {
+        int32_t rc;
+        printf("set_allocator %d\n", (int)use_counting_allocator());
+        watching = 1;
+        rc = dns_shim_init();
+        watching = 0;
+        printf("init %d\n", (int)rc);
+        snapshot(&c0, &h0);
+        a0 = __atomic_load_n(&around, __ATOMIC_RELAXED);
+        printf("start-up: %" PRIu64 " allocations, %lld bytes held, %" PRIu64 " around it\n",
+               c0, h0, a0);
+        for (i = 2; i < argc; i++) {
+            rc = parse(argv[i]);
+            snapshot(&c1, &h1);
+            a1 = __atomic_load_n(&around, __ATOMIC_RELAXED);
+            printf("%s: status %d, %" PRIu64 " allocations, %" PRIu64 " around it\n", argv[i],
+                   (int)rc, c1 - c0, a1 - a0);
+            c0 = c1;
+            a0 = a1;
+        }
+        return 0;
+    }
+    if (argc >= 5 && strcmp(argv[1], "limit") == 0) {
+        int rounds = argc > 5 ? atoi(argv[5]) : 3;
+        long long first = -1;
+        printf("set_allocator %d\n", (int)use_counting_allocator());
+        printf("set_memory_limit %d\n", (int)dns_shim_set_memory_limit(strtoull(argv[2], NULL, 0)));
+        printf("init %d\n", (int)dns_shim_init());
+        for (i = 0; i < rounds; i++) {
+            int32_t big, small;
+            callbacks_seen = 0;
+            big = parse(argv[3]);
+            printf("round %d: big %d (%d callbacks)%s%s\n", i, (int)big, callbacks_seen,
+                   big ? ": " : "", big ? dns_shim_last_error() : "");
+            callbacks_seen = 0;
+            small = parse(argv[4]);
+            snapshot(&c1, &h1);
+            if (first < 0)
+                first = h1;
+            printf("round %d: small %d (%d callbacks), held %+lld bytes since round 0\n", i,
+                   (int)small, callbacks_seen, h1 - first);
+            failed |= small != 0 || callbacks_seen != 1;
+        }
+        return failed;
+    }
+    if (argc == 5 && strcmp(argv[1], "late") == 0) {
+        int32_t rc;
+        printf("init %d\n", (int)dns_shim_init());
+        printf("set_allocator %d: %s\n", (int)use_counting_allocator(), dns_shim_last_error());
+        printf("set_memory_limit %d\n", (int)dns_shim_set_memory_limit(strtoull(argv[2], NULL, 0)));
+        callbacks_seen = 0;
+        rc = parse(argv[3]);
+        printf("big %d (%d callbacks)%s%s\n", (int)rc, callbacks_seen, rc ? ": " : "",
+               rc ? dns_shim_last_error() : "");
+        callbacks_seen = 0;
+        rc = parse(argv[4]);
+        printf("small %d (%d callbacks)\n", (int)rc, callbacks_seen);
+        printf("set_memory_limit %d\n", (int)dns_shim_set_memory_limit(0));
+        callbacks_seen = 0;
+        rc = parse(argv[3]);
+        printf("big %d (%d callbacks)\n", (int)rc, callbacks_seen);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "args") == 0) {
+        dns_shim_allocator a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a - 1;
+        a.malloc = count_malloc;
+        a.realloc = count_realloc;
+        a.free = count_free;
+        printf("struct_size-1 %d: %s\n", (int)dns_shim_set_allocator(&a), dns_shim_last_error());
+        a.struct_size = sizeof a;
+        a.free = NULL;
+        printf("no free %d: %s\n", (int)dns_shim_set_allocator(&a), dns_shim_last_error());
+        a.free = count_free;
+        printf("no calloc %d: %s\n", (int)dns_shim_set_allocator(&a), dns_shim_last_error());
+        printf("NULL %d: %s\n", (int)dns_shim_set_allocator(NULL), dns_shim_last_error());
+        printf("init %d\n", (int)dns_shim_init());
+        snapshot(&c0, &h0);
+        printf("allocations seen %s\n", c0 ? "yes" : "no");
+        return 0;
+    }
+    fprintf(stderr, "usage: %s count FILE... | limit BYTES BIG SMALL [ROUNDS] | late BYTES BIG SMALL | args\n",
+            argv[0]);
+    return 2;
+}

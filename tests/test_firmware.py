@@ -1,0 +1,409 @@
+"""The firmware object (python -m shim firmware, shim/firmware.py): the whole
+parser as one object file, no Python on the device.
+
+The C test program linked with ``libdnsshim_fw.o`` alone (the .pc file's link
+line) gives, byte for byte, what it gives linked with the ordinary library,
+over the vectors, the malformed cases and the corpus, in several option sets;
+again with every Python installation, the virtualenv, pyenv and this source
+tree hidden (a mount namespace) and every file it opens traced; under
+threads, fork and valgrind.  Its symbols: the API alone global, no symbol of
+the C library defined, so that a program's own malloc and memcpy are called,
+and it links beside a program's own CPython and beside a second copy.  A
+--types build reads the kept types as the full one does and every other
+opaquely.  Cross-built for arm64, it runs the same under qemu.  (The host's
+allocator and the memory limit, in this build and the others:
+test_memory.py.)
+
+The builds need Debian's libpython3.11-dev, python3.11 and libffi-dev (the
+arm64 ones and gcc-aarch64-linux-gnu and qemu-user for the cross build):
+without them these tests skip naming the package; under CI=true they fail.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import build_ffi
+import malformed
+import vectors
+from conftest import ROOT, available_corpus, require_program, require_tool, split_log
+from test_bundle import _hidden_paths, _require_isolation, opened_for_writing, opened_outside
+
+# Debian's python3.11 is frozen in whatever CPython runs the build: CI runs
+# these once (pyproject.toml's python_independent marker).
+pytestmark = pytest.mark.python_independent
+
+LIBS = ["-lm", "-lpthread", "-ldl", "-lutil"]
+ARM64 = "aarch64-linux-gnu"
+
+
+def _require_debian_python(triplet="x86_64-linux-gnu"):
+    arch = "" if triplet.startswith(os.uname().machine) else ":arm64"
+    config = Path(f"/usr/lib/python3.11/config-3.11-{triplet}")
+    require_tool(f"Debian's static CPython 3.11 for {triplet}", f"libpython3.11-dev{arch}",
+                 (config / "libpython3.11-pic.a").is_file())
+    require_tool(f"libffi_pic.a for {triplet}", f"libffi-dev{arch}",
+                 Path(f"/usr/lib/{triplet}/libffi_pic.a").is_file())
+    require_tool("Debian's /usr/bin/python3.11", "python3.11", Path("/usr/bin/python3.11").exists())
+
+
+def _firmware(tmp_path_factory, name, *options):
+    _require_debian_python()
+    where = tmp_path_factory.mktemp(name) / "fw"
+    result = subprocess.run([sys.executable, "-m", "shim", "firmware", str(where), *options],
+                            capture_output=True, text=True, cwd=ROOT, timeout=1800)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.startswith(f"{where}/lib/libdnsshim_fw.o: ")
+    return where
+
+
+@pytest.fixture(scope="session")
+def firmware(tmp_path_factory):
+    return _firmware(tmp_path_factory, "firmware")
+
+
+@pytest.fixture(scope="session")
+def sip(tmp_path_factory):
+    return _firmware(tmp_path_factory, "firmware-sip", "--types", "A,AAAA,CNAME,SRV,NAPTR")
+
+
+def _link(firmware_dir, source, out, cc=None, extra=()):
+    """A program linked with the object alone, the .pc file's way."""
+    pc = (firmware_dir / "lib" / "pkgconfig" / "dnsshim-fw.pc").read_text()
+    libs = pc.split("\nLibs: ", 1)[1].split("\n", 1)[0].split()
+    assert libs[0] == "${libdir}/libdnsshim_fw.o" and libs[1:] == LIBS
+    return build_ffi.compile_program(
+        [source], out, libraries=(), cc=cc,
+        flags=[*extra, firmware_dir / "lib" / "libdnsshim_fw.o", *LIBS])
+
+
+@pytest.fixture(scope="module")
+def programs(firmware):
+    c = ROOT / "tests" / "c"
+    return {name: _link(firmware, c / f"{name}.c", firmware / name)
+            for name in ("dnsshim_test", "dnsshim_stress")}
+
+
+@pytest.fixture(scope="module")
+def messages(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fw-messages")
+    files = []
+    for name in vectors.NAMES:
+        files.append(d / f"vector_{name}.bin")
+        files[-1].write_bytes(vectors.wire(name))
+    for name, (wire, _) in malformed.CASES.items():
+        files.append(d / f"bad_{name}.bin")
+        files[-1].write_bytes(wire)
+    for name, wire in malformed.ACCEPTED.items():
+        files.append(d / f"ok_{name}.bin")
+        files[-1].write_bytes(wire)
+    return files + available_corpus("good", "bad", "captures", "cares-fuzzinput")
+
+
+def _run(program, *args, env=None):
+    return subprocess.run([str(program), *map(str, args)], capture_output=True, text=True,
+                          env=env or {"PATH": "/usr/bin:/bin"}, timeout=1800)
+
+
+OPTION_SETS = [[], ["--registered"], ["--no-typed"], ["--no-other"], ["--sections", "1"],
+               ["--stop-at", "3"], ["--size-1.0"], ["--detail"],
+               ["--expect-id", "0x5c5c", "--expect-name", "www.example.com", "--detail"]]
+
+
+@pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: " ".join(o) or "default")
+def test_the_object_gives_what_the_library_gives(built, programs, messages, options):
+    ours = _run(programs["dnsshim_test"], *options, *messages)
+    theirs = _run(built.test_prog, *options, *messages)
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+    assert len(split_log(ours.stdout)) == len(messages)
+
+
+def test_api_contract(programs):
+    result = _run(programs["dnsshim_test"], "--api")
+    assert result.returncode == 0, result.stdout
+    assert "api: 0 failed" in result.stdout
+    # The interpreter's names are the object's own: a program cannot see them.
+    assert "skip runtime started by dns_shim_init" in result.stdout
+
+
+def test_no_python_on_the_disk(built, firmware, programs, messages, tmp_path):
+    """Every Python installation, the virtualenv, pyenv and this tree hidden:
+    the same output, and nothing opened but the C library's own files, the
+    program and its messages; nothing written."""
+    _require_isolation()
+    program = tmp_path / "dnsshim_test"
+    shutil.copy(programs["dnsshim_test"], program)
+    trace = tmp_path / "trace.txt"
+    hide = " && ".join(f"mount -t tmpfs none '{p}'" for p in _hidden_paths(firmware))
+    script = (f"{hide} && exec strace -f -qq -e trace=open,openat,execve -o '{trace}' "
+              f"'{program}' " + " ".join(f"'{m}'" for m in messages))
+    result = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
+                            text=True, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}, cwd="/",
+                            timeout=1800)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout == _run(built.test_prog, *messages).stdout
+    assert opened_outside(trace, [], {str(program), *map(str, messages)}) == []
+    assert opened_for_writing(trace) == []
+    opened = {re.search(r'"([^"]*)"', line).group(1)
+              for line in trace.read_text().splitlines()
+              if re.search(r'\b(open|openat|execve)\(', line)}
+    # The C library's own: the loader's cache, libm, and the name-service
+    # modules getprotobyname loads when a WKS record arrives.
+    shared = {os.path.basename(p) for p in opened if re.search(r"\.so(\.\d|$)", p)}
+    assert {s for s in shared if not s.startswith("libnss_")} <= {"libc.so.6", "libm.so.6"}, \
+        shared
+    assert not [p for p in opened if "python" in p.lower() and not p.startswith(str(tmp_path))]
+
+
+@pytest.mark.parametrize("mode", ["threads", "first-call", "register", "reentry", "reregister",
+                                  "fork", "retvals"])
+def test_threads_and_fork(programs, mode):
+    files = available_corpus("good")[:20] or [ROOT / "tests" / "regressions" /
+                                              "mutator-update-rdataless-ttl.bin"]
+    result = _run(programs["dnsshim_stress"], mode, "--calls", "2000", *files)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+
+
+def test_valgrind(programs, messages):
+    from test_c_programs import VALGRIND, _require_valgrind
+
+    _require_valgrind()
+    some = [m for m in messages if m.name.startswith(("vector_", "bad_"))]
+    result = subprocess.run([*VALGRIND, str(programs["dnsshim_test"]), *some],
+                            capture_output=True, text=True, timeout=1800,
+                            env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr[-5000:]
+
+
+# ---- symbols -------------------------------------------------------------------------
+
+
+def _nm(*args):
+    return subprocess.run(["nm", *map(str, args)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_only_the_api_is_global(firmware):
+    obj = firmware / "lib" / "libdnsshim_fw.o"
+    defined = {line.split()[-1] for line in _nm("-g", "--defined-only", obj).splitlines()}
+    assert defined == build_ffi.header_functions()
+    assert not any(name.startswith(("Py", "_Py", "ffi_", "PyInit")) for name in defined)
+    libc = {line.split()[-1] for line in _nm("-D", "--defined-only",
+                                             "/lib/x86_64-linux-gnu/libc.so.6").splitlines()
+            if line.split()}
+    undefined = {line.split()[-1] for line in _nm("-u", obj).splitlines()}
+    assert {"malloc", "free", "memcpy", "memset"} <= undefined  # the program's are called
+    assert not (defined & libc)
+    manifest = json.loads((firmware / "share" / "dnsshim" / "firmware.json").read_text())
+    assert manifest["api"] == sorted(defined)
+
+
+COUNTING = r"""
+#include <dns_shim.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+extern void *__libc_malloc(size_t), *__libc_realloc(void *, size_t), *__libc_calloc(size_t, size_t);
+extern void __libc_free(void *);
+static unsigned long mallocs, frees, copies, sets;
+void *malloc(size_t n) { mallocs++; return __libc_malloc(n); }
+void *calloc(size_t n, size_t m) { mallocs++; return __libc_calloc(n, m); }
+void *realloc(void *p, size_t n) { mallocs++; return __libc_realloc(p, n); }
+void free(void *p) { if (p) frees++; __libc_free(p); }
+void *memcpy(void *d, const void *s, size_t n)
+{
+    unsigned char *a = d; const unsigned char *b = s;
+    copies++;
+    while (n--) *a++ = *b++;
+    return d;
+}
+void *memset(void *d, int c, size_t n)
+{
+    unsigned char *a = d;
+    sets++;
+    while (n--) *a++ = (unsigned char)c;
+    return d;
+}
+int main(void)
+{
+    static unsigned char m[] = {0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0, 1, 'a', 0, 0, 1,
+                                0, 1, 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1};
+    int rc = process_dns_response(m, (int)sizeof m);
+    printf("%d %lu %lu %lu %lu\n", rc, mallocs, frees, copies, sets);
+    return 0;
+}
+"""
+
+
+def test_the_programs_own_libc_functions_are_called(firmware, tmp_path):
+    (tmp_path / "counting.c").write_text(COUNTING)
+    program = _link(firmware, tmp_path / "counting.c", tmp_path / "counting",
+                    extra=["-fno-builtin"])
+    rc, mallocs, frees, copies, sets = map(int, _run(program).stdout.split())
+    assert rc == 0
+    assert mallocs > 1000 and frees > 1000 and copies > 1000 and sets > 10
+
+
+BESIDE_CPYTHON = r"""
+#include <Python.h>
+#include <dns_shim.h>
+int main(void)
+{
+    static unsigned char m[] = {0x12, 0x34, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'a', 0, 0, 1,
+                                0, 1};
+    int before, after;
+    Py_Initialize();             /* the program's own CPython */
+    PyRun_SimpleString("import sys; sys.modules['dns'] = 'the program own'");
+    before = process_dns_response(m, (int)sizeof m);
+    after = PyRun_SimpleString("import sys; assert sys.modules['dns'] == 'the program own'");
+    printf("%d %d\n", before, after);
+    return Py_FinalizeEx() < 0;
+}
+"""
+
+
+def test_links_beside_the_programs_own_cpython(firmware, tmp_path):
+    """A program that embeds Debian's static CPython itself: no duplicate
+    symbol, two interpreters, neither sees the other's modules."""
+    (tmp_path / "beside.c").write_text(BESIDE_CPYTHON)
+    config = Path("/usr/lib/python3.11/config-3.11-x86_64-linux-gnu")
+    program = _link(firmware, tmp_path / "beside.c", tmp_path / "beside",
+                    extra=["-I/usr/include/python3.11", config / "libpython3.11-pic.a",
+                           "-lexpat", "-lz"])
+    result = _run(program)
+    assert result.stdout.split() == ["0", "0"], result.stdout + result.stderr
+
+
+TWO_COPIES = r"""
+#include <dns_shim.h>
+#include <stdio.h>
+int32_t fw2_process_dns_response(uint8_t *, int32_t);
+int main(void)
+{
+    static unsigned char m[] = {0x12, 0x34, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'a', 0, 0, 1,
+                                0, 1};
+    printf("%d %d\n", process_dns_response(m, (int)sizeof m),
+           fw2_process_dns_response(m, (int)sizeof m));
+    return 0;
+}
+"""
+
+
+def test_two_copies_in_one_program(firmware, tmp_path):
+    """A second copy, its API renamed (as two parsers in one firmware must
+    be): everything else is local, so the two link and both parse."""
+    copy = tmp_path / "second.o"
+    renames = tmp_path / "renames.txt"
+    renames.write_text("".join(f"{n} fw2_{n}\n" for n in sorted(build_ffi.header_functions())))
+    subprocess.run(["objcopy", f"--redefine-syms={renames}",
+                    str(firmware / "lib" / "libdnsshim_fw.o"), str(copy)], check=True)
+    (tmp_path / "two.c").write_text(TWO_COPIES)
+    program = _link(firmware, tmp_path / "two.c", tmp_path / "two", extra=[copy])
+    assert _run(program).stdout.split() == ["0", "0"]
+
+
+# ---- --types -------------------------------------------------------------------------
+
+KEPT = {1, 28, 5, 33, 35}  # A, AAAA, CNAME, SRV, NAPTR
+
+
+def _raw_records(wire):
+    """{(section, index): (type, RDATA as sent)} of a message that parses."""
+    import struct
+
+    def skip(p):
+        while True:
+            n = wire[p]
+            if n & 0xC0 == 0xC0:
+                return p + 2
+            if n == 0:
+                return p + 1
+            p += 1 + n
+    qd, an, ns, ar = struct.unpack_from(">4H", wire, 4)
+    p = 12
+    for _ in range(qd):
+        p = skip(p) + 4
+    out = {}
+    for section, count in ((1, an), (2, ns), (4, ar)):
+        index = 0
+        for _ in range(count):
+            p = skip(p)
+            rdtype, _, _, rdlen = struct.unpack_from(">HHIH", wire, p)
+            p += 10
+            if rdtype != 41:
+                out[(section, index)] = (rdtype, wire[p:p + rdlen])
+                index += 1
+            p += rdlen
+    return out
+
+
+def test_types_read_as_the_full_build_reads_them(built, sip, messages, tmp_path):
+    program = _link(sip, ROOT / "tests" / "c" / "dnsshim_test.c", tmp_path / "dnsshim_test")
+    subset = split_log(_run(program, *messages).stdout)
+    full = split_log(_run(built.test_prog, *messages).stdout)
+    compared = opaque = 0
+    for path in messages:
+        ours, theirs = subset[str(path)], full[str(path)]
+        if theirs[-1] != "status 0 success":
+            continue  # a rejected message may be read further when a type is opaque
+        assert ours[-1] == "status 0 success", path
+        raw = _raw_records(Path(path).read_bytes())
+        assert len(ours) == len(theirs), path
+        for mine, line in zip(ours, theirs):
+            m = re.match(r"(\w+) sec=(\d+) idx=(\d+) .* type=(\d+) class=(\d+)", line)
+            if m is None or int(m.group(4)) in KEPT and m.group(5) == "1":
+                assert mine == line, path  # header, options, kept IN types: the same
+                compared += 1
+                continue
+            rdtype, rdata = raw[(int(m.group(2)), int(m.group(3)))]
+            if rdtype in KEPT:
+                assert mine == line, path
+                continue
+            assert mine.startswith("other ") and mine.endswith(f" rdata={rdata.hex()}"), path
+            opaque += 1
+    assert compared > 100 and opaque > 20
+    manifest = json.loads((sip / "share" / "dnsshim" / "firmware.json").read_text())
+    assert manifest["types"] == ["A", "AAAA", "CNAME", "NAPTR", "SRV"]
+    assert "dns.rdtypes.ANY.SOA" not in manifest["frozen"]
+
+
+# ---- arm64 ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def arm64(tmp_path_factory):
+    require_program(f"{ARM64}-gcc", "gcc-aarch64-linux-gnu")
+    require_program("qemu-aarch64", "qemu-user")
+    _require_debian_python(ARM64)
+    return _firmware(tmp_path_factory, "firmware-arm64", "--target", ARM64)
+
+
+def test_arm64_under_qemu(built, arm64, tmp_path):
+    """The same object cross-built: the C test program for arm64 gives, under
+    qemu-aarch64, what the ordinary library gives natively."""
+    program = _link(arm64, ROOT / "tests" / "c" / "dnsshim_test.c", tmp_path / "dnsshim_test",
+                    cc=f"{ARM64}-gcc")
+    header = subprocess.run(["readelf", "-h", str(program)], capture_output=True, text=True,
+                            check=True).stdout
+    assert re.search(r"Machine:\s+AArch64", header)
+    files = []
+    for name in vectors.NAMES:
+        files.append(tmp_path / f"vector_{name}.bin")
+        files[-1].write_bytes(vectors.wire(name))
+    for name, (wire, _) in malformed.CASES.items():
+        files.append(tmp_path / f"bad_{name}.bin")
+        files[-1].write_bytes(wire)
+    ours = subprocess.run(["qemu-aarch64", "-L", f"/usr/{ARM64}", str(program), *map(str, files)],
+                          capture_output=True, text=True, timeout=1800,
+                          env={"PATH": "/usr/bin:/bin"})
+    assert ours.returncode == 0, ours.stderr[-3000:]
+    assert ours.stdout == _run(built.test_prog, *files).stdout
+    manifest = json.loads((arm64 / "share" / "dnsshim" / "firmware.json").read_text())
+    assert manifest["target"] == ARM64
