@@ -649,7 +649,8 @@ typedef struct dns_shim_allocator {
 ** from, for an interpreter the library starts itself.  Call it before the
 ** runtime starts (before dns_shim_init or the first call that parses):
 ** CPython's raw and general-purpose allocations, and the 256 KiB arenas of
-** its small-object allocator, then go to the host's functions (NULL: libc's,
+** its small-object allocator (asked for zeroed, with calloc, as CPython's
+** own arenas come), then go to the host's functions (NULL: libc's,
 ** the default).  What still comes from libc's malloc: ten of CPython's own
 ** start-up allocations (its three runtime locks and seven strings of its
 ** path configuration, which it keeps out of any allocator a program sets,

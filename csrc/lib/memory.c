@@ -141,14 +141,24 @@ static void dns_shim__free(void *ctx, void *ptr)
     dns_shim__host.free(dns_shim__host.ctx, block);
 }
 
-/* pymalloc's arenas: no header, free() is told the size. */
+/* pymalloc's arenas: no header, free() is told the size.  Zeroed, as
+** CPython's own arenas are (fresh anonymous pages): CPython 3.11 reads
+** some memory of a new arena before writing it (long_bitwise does), so
+** that an arena with malloc's leftovers would make a result depend on what
+** the process did before, and memcheck reports the read. */
 static void *dns_shim__arena_alloc(void *ctx, size_t n)
 {
     void *p;
     (void)ctx;
     if (!dns_shim__take(n))
         return NULL;
-    p = dns_shim__host.malloc(dns_shim__host.ctx, n);
+    if (dns_shim__host.calloc != NULL) {
+        p = dns_shim__host.calloc(dns_shim__host.ctx, 1, n);
+    } else {
+        p = dns_shim__host.malloc(dns_shim__host.ctx, n);
+        if (p != NULL)
+            memset(p, 0, n);
+    }
     if (p == NULL)
         dns_shim__give(n);
     return p;
