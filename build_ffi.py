@@ -477,10 +477,30 @@ def python_library() -> tuple:
     return sysconfig.get_config_var("LIBDIR"), f"python{ver}"
 
 
+def system_library_dir(path) -> bool:
+    """Whether the dynamic linker searches path by default (/usr/lib,
+    /lib, their multiarch directories): a run path to it is never written."""
+    path = os.path.normpath(str(path))
+    arch = sysconfig.get_config_var("MULTIARCH") or ""
+    return path in {"/lib", "/usr/lib", "/lib64", "/usr/lib64", f"/lib/{arch}",
+                    f"/usr/lib/{arch}"}
+
+
 def python_link_flags(rpath: str | None = None) -> list:
-    """-L, the run path (default: libpython's own directory) and -l of libpython."""
+    """-L, the run path (default: libpython's own directory, none when that
+    is a system one) and -l of libpython."""
     libdir, name = python_library()
-    return [f"-L{libdir}", f"-Wl,-rpath,{rpath or libdir}", f"-l{name}"]
+    run_path = rpath or ("" if system_library_dir(libdir) else libdir)
+    return [f"-L{libdir}", *([f"-Wl,-rpath,{run_path}"] if run_path else []), f"-l{name}"]
+
+
+def base_python() -> str:
+    """The python executable of the CPython installation this one runs on:
+    a virtualenv's base (an installed library must not need the venv)."""
+    versioned = Path(sys.base_prefix) / "bin" / f"python{sysconfig.get_python_version()}"
+    if versioned.is_file():
+        return str(versioned)
+    return getattr(sys, "_base_executable", None) or sys.executable
 
 
 # ---------------------------------------------------------------------------
@@ -505,6 +525,16 @@ class Mode(enum.Enum):
     #: The firmware object (shim/firmware.py): CPython linked in, every
     #: module frozen in, nothing on disk.
     FIRMWARE = "firmware"
+    #: Installed under a prefix (shim/install.py, python build_ffi.py
+    #: --prefix): the Python side (the shim package, dnspython, cffi's
+    #: backend) in <libdir>/dnsshim/python, found from the shared object's
+    #: own path (the static archive: the path it was installed to); the
+    #: CPython it runs is the base installation of the one that built it.
+    PREFIX = "prefix"
+
+
+#: Where a prefix install keeps its Python side, relative to its libdir.
+PRIVATE_DIR = "dnsshim/python"
 
 
 def _run(cmd: list, verbose: bool) -> None:
@@ -513,25 +543,39 @@ def _run(cmd: list, verbose: bool) -> None:
     subprocess.run(list(map(str, cmd)), check=True)
 
 
+def env_flags(*names) -> list:
+    """The flags in those environment variables (CPPFLAGS, CFLAGS, LDFLAGS:
+    a packager's, such as dpkg's hardening flags), after this build's own."""
+    import shlex
+
+    return [flag for name in names for flag in shlex.split(os.environ.get(name, ""))]
+
+
 def _library_flags() -> list:
-    """How a library's C is compiled: position independent, hidden unless exported."""
+    """How a library's C is compiled: position independent, hidden unless
+    exported; then $CPPFLAGS and $CFLAGS."""
     return ["-fPIC", "-O2", "-g", "-Wall", "-fvisibility=hidden", f"-I{CSRC}",
-            f"-I{sysconfig.get_paths()['include']}", "-pthread"]
+            f"-I{sysconfig.get_paths()['include']}", "-pthread", *env_flags("CPPFLAGS", "CFLAGS")]
 
 
 def runtime_defines(mode: Mode, shared: bool = True, optimize: int = 0, types=(),
-                    tag: str = "") -> list:
+                    tag: str = "", private: str = "") -> list:
     """What csrc/lib/dns_shim.c is told of where its Python is (its header
-    comment lists them); a firmware's --types, and the CPython minor version
-    it embeds (``tag``; default: the one building)."""
+    comment lists them); a firmware's --types, the CPython minor version it
+    embeds (``tag``; default: the one building), a prefix install's Python
+    side (``private``: its installed path)."""
     python = "" if mode in (Mode.BUNDLE, Mode.FIRMWARE) else sys.executable
     root = str(ROOT) if mode is Mode.SOURCE_TREE else ""
+    if mode is Mode.PREFIX:
+        python, root = base_python(), private
     defines = [f'-DDNS_SHIM_DEFAULT_PYTHON="{python}"', f'-DDNS_SHIM_DEFAULT_ROOT="{root}"',
                f'-DDNS_SHIM_PYTHON_TAG="{tag or sysconfig.get_python_version()}"',
                f'-DDNS_SHIM_BUILD_PREFIX="{os.path.realpath(sys.base_prefix)}"',
                f"-DDNS_SHIM_IN_PACKAGE={1 if mode is Mode.PACKAGE and shared else 0}"]
     if mode is Mode.BUNDLE:
         defines += ["-DDNS_SHIM_BUNDLE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}"]
+    if mode is Mode.PREFIX and shared:
+        defines.append(f'-DDNS_SHIM_PRIVATE_DIR="{PRIVATE_DIR}"')
     if mode is Mode.FIRMWARE:
         defines += ["-DDNS_SHIM_FIRMWARE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}",
                     f'-DDNS_SHIM_FIRMWARE_TYPES="{",".join(types)}"']
@@ -585,22 +629,24 @@ def patch_for_guest(c_file: Path, prefix: str) -> None:
 
 
 def _link_shared(library: Library, c_file: Path, out_dir: Path, defines: list, mode: Mode,
-                 verbose: bool) -> Path:
+                 verbose: bool, system: bool = False) -> Path:
     """The shared object (written atomically) and its development link.
 
     -z nodelete: once called, the library's cffi module lives on in the
     interpreter (and its extern "Python" functions in the library), so a
     dlclose() (a host Python's ctypes or cffi dropping the handle, a plugin
     loader) must not unmap it.  A library that links another of this project
-    finds it beside itself ($ORIGIN); a bundle's finds libpython there too."""
+    finds it beside itself ($ORIGIN: none in a system directory, where the
+    dynamic linker looks anyway); a bundle's finds libpython there too."""
     shared = out_dir / library.soname
     needs = [flag for name in library.links for flag in (f"-L{out_dir}", f"-l{name}")]
     if library.links:
-        needs += ["-Wl,-rpath,$ORIGIN", "-ldl"]
+        needs += [*([] if system else ["-Wl,-rpath,$ORIGIN"]), "-ldl"]
     _run([compiler(), "-shared", *_library_flags(), *defines, c_file, "-o", f"{shared}.tmp",
           f"-Wl,--version-script={library.exports}", f"-Wl,-soname,{library.soname}",
           "-Wl,--no-undefined", "-Wl,-z,nodelete", *needs,
-          *python_link_flags("$ORIGIN" if mode is Mode.BUNDLE else None)], verbose)
+          *python_link_flags("$ORIGIN" if mode is Mode.BUNDLE else None), *env_flags("LDFLAGS")],
+         verbose)
     os.replace(f"{shared}.tmp", shared)
     link = out_dir / library.link_name
     if os.path.lexists(link):
@@ -622,12 +668,14 @@ def _archive(library: Library, c_file: Path, out_dir: Path, defines: list, tmp: 
 
 
 def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
-          verbose: bool = False) -> Path:
+          verbose: bool = False, private: str = "", system: bool = False) -> Path:
     """Every library of :data:`LIBRARIES` into out_dir, in `mode`: for each,
     libNAME.so.MAJOR (SONAME libNAME.so.MAJOR, MAJOR the ABI's major version),
     the link libNAME.so and libNAME.a; a bundle (Mode.BUNDLE) gets libdnsshim's
     shared object alone, with .pyc files of the optimisation level `optimize`.
-    Returns libdnsshim's shared object."""
+    Mode.PREFIX: ``private`` is the installed path of the Python side, and
+    ``system`` says the libraries go to a system directory (no run path to
+    it).  Returns libdnsshim's shared object."""
     check_prerequisites()
     check_sources()
     out_dir = Path(out_dir)
@@ -636,37 +684,42 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
     for library in libraries:
         with tempfile.TemporaryDirectory(prefix=f"{library.name}-build-") as tmp:
             c_file = emit(library, Path(tmp), verbose)
-            shared = (runtime_defines(mode, True, optimize) if library.starts_runtime else [])
-            _link_shared(library, c_file, out_dir, shared, mode, verbose)
+            shared = (runtime_defines(mode, True, optimize, private=private)
+                      if library.starts_runtime else [])
+            _link_shared(library, c_file, out_dir, shared, mode, verbose, system)
             if mode is not Mode.BUNDLE:
-                static = (runtime_defines(mode, False, optimize)
+                static = (runtime_defines(mode, False, optimize, private=private)
                           if library.starts_runtime else [])
                 _archive(library, c_file, out_dir, static, Path(tmp), verbose)
     return out_dir / DNSSHIM.soname
 
 
-def pkgconfig_text(library: Library, prefix: str, mode: Mode = Mode.SOURCE_TREE) -> str:
+def pkgconfig_text(library: Library, prefix: str, mode: Mode = Mode.SOURCE_TREE,
+                   libdir: str = "${prefix}/lib", rpath: bool = True) -> str:
     """A library's .pc file, from its template.  prefix: the directory of its
-    lib/ and include/ (``${pcfiledir}/../..`` for a tree that may move).
-    libpython, which only a static link needs, is not named in a bundle's
-    (a bundle has no static archive)."""
+    lib/ and include/ (``${pcfiledir}/../..`` for a tree that may move);
+    libdir: that of the libraries; rpath: whether a program gets a run path
+    to it (not to a system directory).  libpython, which only a static link
+    needs, is not named in a bundle's (a bundle has no static archive)."""
     python_libs = ""
     if mode is not Mode.BUNDLE:
-        libdir, name = python_library()
-        python_libs = f"-L{libdir} -Wl,-rpath,{libdir} -l{name} -lpthread -ldl -lm"
-    values = {"PREFIX": prefix, "VERSION": package_version(), "PYTHON_LIBS": python_libs}
+        python_libs = " ".join([*python_link_flags(), "-lpthread", "-ldl", "-lm"])
+    values = {"PREFIX": prefix, "VERSION": package_version(), "PYTHON_LIBS": python_libs,
+              "LIBDIR": libdir, "RPATH": "-Wl,-rpath,${libdir} " if rpath else ""}
     text = library.pc_template.read_text(encoding="utf-8")
     text = re.sub(r"@(\w+)@", lambda m: values[m.group(1)], text)
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
-def write_pkgconfig(lib_dir: Path, prefix: str, mode: Mode, libraries=LIBRARIES) -> Path:
-    """Each library's .pc file into lib_dir/pkgconfig/; returns that directory."""
+def write_pkgconfig(lib_dir: Path, prefix: str, mode: Mode, libraries=LIBRARIES,
+                    **where) -> Path:
+    """Each library's .pc file into lib_dir/pkgconfig/ (``where``: libdir and
+    rpath, as pkgconfig_text takes them); returns that directory."""
     pc_dir = Path(lib_dir) / "pkgconfig"
     pc_dir.mkdir(parents=True, exist_ok=True)
     for library in libraries:
-        (pc_dir / f"{library.pc_name}.pc").write_text(pkgconfig_text(library, prefix, mode),
-                                                      encoding="utf-8")
+        text = pkgconfig_text(library, prefix, mode, **where)
+        (pc_dir / f"{library.pc_name}.pc").write_text(text, encoding="utf-8")
     return pc_dir
 
 
@@ -685,7 +738,8 @@ def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rp
     embed_python: the program calls libpython itself (its headers and -l).
     cc: another compiler (a cross compiler, for the firmware's target).
     The public header and csrc/tools/'s helpers are on the include path."""
-    cmd = [cc or compiler(), "-O2", "-g", "-Wall", *cflags, *sources, "-o", output]
+    cmd = [cc or compiler(), "-O2", "-g", "-Wall", *cflags,
+           *([] if cc else env_flags("CPPFLAGS", "CFLAGS")), *sources, "-o", output]
     if against is not None:
         cmd += [f"-L{against}", *(f"-l{name}" for name in libraries)]
         run_path = against if rpath is None else rpath
@@ -695,14 +749,16 @@ def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rp
     if embed_python:
         libdir, name = python_library()
         cmd += [f"-I{sysconfig.get_paths()['include']}", f"-L{libdir}", f"-l{name}"]
-    cmd += ["-pthread", "-ldl"]
+    cmd += ["-pthread", "-ldl", *([] if cc else env_flags("LDFLAGS"))]
     _run(cmd, verbose)
     return Path(output)
 
 
 def install(prefix, mode: Mode = Mode.SOURCE_TREE, verbose: bool = False) -> Path:
-    """A complete tree under prefix: lib/ (the libraries and pkgconfig/),
-    include/dns_shim.h, bin/dnsshim-dump, share/dnsshim/libdnsshim.supp.  In
+    """A complete tree under prefix: lib/ (the libraries, pkgconfig/ and
+    cmake/dnsshim/), include/dns_shim.h, bin/dnsshim-dump,
+    share/dnsshim/libdnsshim.supp (python build_ffi.py --prefix installs
+    more: shim/install.py).  In
     Mode.PACKAGE prefix is the installed package's shim/ directory, and the
     .pc files find it relative to themselves.  Returns libdnsshim's shared
     object."""
@@ -719,6 +775,9 @@ def install(prefix, mode: Mode = Mode.SOURCE_TREE, verbose: bool = False) -> Pat
     (prefix / "share" / "dnsshim").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(SUPPRESSIONS, prefix / "share" / "dnsshim" / SUPPRESSIONS.name)
     write_pkgconfig(lib, "${pcfiledir}/../.." if mode is Mode.PACKAGE else str(prefix), mode)
+    from shim.install import Layout, cmake_files  # find_package(dnsshim), relative paths
+
+    cmake_files(sys.modules[__name__], Layout.of(prefix), lib / "cmake" / "dnsshim")
     return shared
 
 
@@ -726,14 +785,27 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--out", help="directory for the libraries (default: build/)")
-    where.add_argument("--prefix", help="install lib/, include/ and bin/ under PREFIX "
-                                        "for system-wide use")
+    where.add_argument("--prefix", help="install the libraries, the header, the tools, the "
+                                        "manual and their Python side under PREFIX, standing "
+                                        "alone (shim/install.py)")
+    parser.add_argument("--libdir", help="with --prefix: the libraries' directory (default: "
+                                         "PREFIX/lib)")
+    parser.add_argument("--destdir", help="with --prefix: a staging root prepended to every "
+                                          "path written (default: $DESTDIR)")
+    parser.add_argument("--system", action="store_true",
+                        help="with --prefix: a distribution's install (no run path to a system "
+                             "directory, no manifest, the distribution's cffi backend)")
+    parser.add_argument("--uninstall", action="store_true",
+                        help="with --prefix: remove what the install's manifest lists")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     if args.prefix:
-        print(install(args.prefix, verbose=args.verbose))
-    else:
-        print(build(Path(args.out or ROOT / "build").resolve(), verbose=args.verbose))
+        from shim import install as prefix_install
+
+        return prefix_install.main(args)
+    if args.libdir or args.destdir or args.system or args.uninstall:
+        parser.error("--libdir, --destdir, --system and --uninstall go with --prefix")
+    print(build(Path(args.out or ROOT / "build").resolve(), verbose=args.verbose))
     return 0
 
 

@@ -1,6 +1,6 @@
 """dnsshim-config: what a C build needs to use the installed libdnsshim.
 
-    dnsshim-config [--cflags] [--libs] [--static-libs] [--pkgconfig-dir] [--prefix]
+    dnsshim-config [--ares] [--cflags] [--libs] [--static-libs] [--pkgconfig-dir] [--prefix]
                    [--includedir] [--libdir] [--valgrind-suppressions] [--version] [--help]
     dnsshim-config --check
     dnsshim-config bundle DIR [--strip] [--optimize N] [--extra-module M ...]
@@ -9,11 +9,15 @@
 The convention of curl-config and pkg-config: ``cc app.c $(dnsshim-config
 --cflags --libs)``, or ``PKG_CONFIG_PATH=$(dnsshim-config --pkgconfig-dir)
 pkg-config --cflags --libs dnsshim``.  Several options print their answers
-on one line, in the order given.
+on one line, in the order given.  ``--ares`` makes --cflags, --libs and
+--static-libs answer for libdnsshim_ares (the c-ares layer, pkg-config's
+``dnsshim-ares``) instead.  The answers are the .pc files' own.
 
-It answers for the libdnsshim that ``pip install .`` built into this Python
-installation's ``shim`` package (or ``pip install -e .`` into the source
-tree's), whatever the current directory.  ``python -m shim`` takes the same
+Installed by ``python build_ffi.py --prefix`` (and the Debian package), it
+answers for that installation.  Otherwise it answers for the libdnsshim
+that ``pip install .`` built into this Python installation's ``shim``
+package (or ``pip install -e .`` into the source tree's), whatever the
+current directory.  ``python -m shim`` takes the same
 options; run from the project's clone, where Python imports the source
 tree's ``shim/`` instead of the installed package, it answers for the
 installed one when the source tree holds no library.  Where there is none
@@ -41,8 +45,9 @@ HERE = Path(__file__).resolve().parent
 
 OPTIONS = (
     ("cflags", "compiler flags: -I for dns_shim.h"),
-    ("libs", "linker flags for the shared library (with its rpath)"),
-    ("static-libs", "linker flags for libdnsshim.a and the libpython it needs"),
+    ("libs", "linker flags for the shared library (with its run path, outside the system's "
+             "directories)"),
+    ("static-libs", "linker flags for the static archive and the libpython it needs"),
     ("pkgconfig-dir", "the directory of dnsshim.pc, for PKG_CONFIG_PATH"),
     ("prefix", "the directory holding lib/, include/ and bin/"),
     ("includedir", "the directory of dns_shim.h"),
@@ -52,39 +57,85 @@ OPTIONS = (
 )
 
 
+def system_dirs() -> tuple:
+    """The -I and -L flags pkg-config leaves out of its answers: the
+    directories the compiler and the linker search anyway (/usr/include;
+    /usr/lib, /lib and their multiarch directories)."""
+    import sysconfig
+
+    arch = sysconfig.get_config_var("MULTIARCH")
+    libs = ["/usr/lib", "/lib", *((f"/usr/lib/{arch}", f"/lib/{arch}") if arch else ())]
+    return ("-I/usr/include", *(f"-L{d}" for d in libs))
+
+
+def without_system_dirs(flags: str) -> str:
+    """flags less the -I and -L of :func:`system_dirs`, as pkg-config gives them."""
+    system = system_dirs()
+    return " ".join(f for f in flags.split()
+                    if not (f[:2] in ("-I", "-L") and f[:2] + os.path.normpath(f[2:]) in system))
+
+
 class NotInstalled(Exception):
     """No built libdnsshim for this Python; the message says why and what to run."""
 
 
 class Installation:
-    """A ``shim`` package directory that holds the built library.
+    """An installation of the built libraries: a ``shim`` package directory
+    that holds them (``pip install .``), or a prefix (``python build_ffi.py
+    --prefix``, the Debian package).
 
-    :param package: the package directory (``.../site-packages/shim``), the
-        prefix of its ``lib/``, ``include/`` and ``bin/``.
+    :param prefix: the directory of ``include/``, ``bin/`` and ``share/``
+        (for a package: the package directory, ``.../site-packages/shim``).
+    :param libdir: the directory of the libraries (default: ``prefix/lib``).
     """
 
-    def __init__(self, package: Path) -> None:
-        self.prefix: Path = package
-        self.libdir: Path = package / "lib"
-        self.includedir: Path = package / "include"
+    def __init__(self, prefix: Path, libdir: Path | None = None) -> None:
+        self.prefix: Path = Path(prefix)
+        self.libdir: Path = Path(libdir) if libdir is not None else self.prefix / "lib"
+        self.includedir: Path = self.prefix / "include"
         self.pkgconfig_dir: Path = self.libdir / "pkgconfig"
 
-    def _pc_field(self, field: str) -> str:
-        text = (self.pkgconfig_dir / "dnsshim.pc").read_text(encoding="utf-8")
-        return next(line.split(":", 1)[1].strip() for line in text.splitlines()
-                    if line.startswith(field + ":"))
+    def pc(self, module: str) -> dict:
+        """A .pc file's variables and fields, ${...} expanded, as pkg-config
+        reads them."""
+        import re
 
-    def value(self, option: str) -> str:
-        """What ``--<option>`` prints (option as in :data:`OPTIONS`)."""
+        path = self.pkgconfig_dir / f"{module}.pc"
+        values = {"pcfiledir": str(path.parent)}
+
+        def expand(text: str) -> str:
+            return re.sub(r"\$\{(\w+)\}", lambda m: values.get(m.group(1), ""), text)
+
+        for line in path.read_text(encoding="utf-8").splitlines():
+            name, sep, rest = line.partition("=")
+            if sep and name.strip().isidentifier() and ":" not in name:
+                value = expand(rest.strip())
+                values[name.strip()] = os.path.normpath(value) if value.startswith("/") else value
+                continue
+            name, sep, rest = line.partition(":")
+            if sep and name.strip() and " " not in name.strip():
+                values[name.strip()] = expand(rest.strip())
+        return values
+
+    def value(self, option: str, ares: bool = False) -> str:
+        """What ``--<option>`` prints (option as in :data:`OPTIONS`); with
+        ares, --cflags, --libs and --static-libs for libdnsshim_ares."""
+        main = self.pc("dnsshim")
         if option == "cflags":
-            return f"-I{self.includedir}"
+            return without_system_dirs(main["Cflags"])
         if option == "libs":
-            return f"-L{self.libdir} -Wl,-rpath,{self.libdir} -ldnsshim"
+            return without_system_dirs(self.pc("dnsshim-ares")["Libs"] if ares else main["Libs"])
         if option == "static-libs":
-            # The .pc file's Libs.private: libpython and what it needs.
-            return f"{self.libdir / 'libdnsshim.a'} {self._pc_field('Libs.private')}"
+            # The archive, and the .pc files' Libs.private: libpython and
+            # what it needs (for the c-ares layer, libdnsshim's first).
+            archives = [self.libdir / "libdnsshim.a"]
+            if ares:
+                archives.insert(0, self.libdir / "libdnsshim_ares.a")
+            extra = " -ldl" if ares else ""
+            return (" ".join(map(str, archives)) + extra + " "
+                    + without_system_dirs(main["Libs.private"]))
         if option == "version":
-            return self._pc_field("Version")
+            return main["Version"]
         return str({"pkgconfig-dir": self.pkgconfig_dir, "prefix": self.prefix,
                     "includedir": self.includedir, "libdir": self.libdir,
                     "valgrind-suppressions": self.suppressions}[option])
@@ -192,14 +243,19 @@ def parser(prog: str, epilog: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0], epilog=epilog)
     for name, text in OPTIONS:
         p.add_argument(f"--{name}", action="append_const", const=name, dest="what", help=text)
+    p.add_argument("--ares", action="store_true",
+                   help="--cflags, --libs and --static-libs for libdnsshim_ares, the c-ares "
+                        "layer (pkg-config's dnsshim-ares), instead of libdnsshim")
     p.add_argument("--check", action="store_true",
                    help="start the runtime as a C program does and say what it runs on and "
                         "whether it works (exit status 0 or 1)")
     return p
 
 
-def run(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
-    """Print the answers to the options given, on one line (or --check)."""
+def run(args: argparse.Namespace, p: argparse.ArgumentParser,
+        installation: Installation | None = None) -> int:
+    """Print the answers to the options given, on one line (or --check), for
+    installation (default: the one :func:`find_installation` finds)."""
     if not args.what and not args.check:
         p.print_usage(sys.stderr)
         print(f"{p.prog}: give at least one option (--help lists them)", file=sys.stderr)
@@ -209,7 +265,7 @@ def run(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
         print(f"{p.prog}: --check goes alone", file=sys.stderr)
         return 2
     try:
-        installation = find_installation()
+        installation = installation or find_installation()
     except NotInstalled as e:
         if args.what == ["version"]:
             from shim import __version__
@@ -224,13 +280,14 @@ def run(args: argparse.Namespace, p: argparse.ArgumentParser) -> int:
               "need the clone", file=sys.stderr)
     if args.check:
         return installation.check()
-    print(" ".join(installation.value(w) for w in args.what))
+    print(" ".join(filter(None, (installation.value(w, args.ares) for w in args.what))))
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, installation: Installation | None = None) -> int:
     """The dnsshim-config command (``bundle``: the self-contained folder of
-    shim/bundle.py, as ``python -m shim bundle``)."""
+    shim/bundle.py, as ``python -m shim bundle``).  installation: the one it
+    answers for (a prefix install's dnsshim-config gives its own)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "bundle":
         from shim.bundle import main as bundle_main
@@ -238,9 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "firmware":
         from shim.firmware import main as firmware_main
         return firmware_main(argv[1:], prog="dnsshim-config firmware")
-    p = parser("dnsshim-config", epilog="dnsshim-config bundle --help: the bundle; "
-               "dnsshim-config firmware --help: the firmware object")
-    return run(p.parse_args(argv), p)
+    p = parser("dnsshim-config", epilog=EPILOG)
+    return run(p.parse_args(argv), p, installation)
+
+
+EPILOG = ("dnsshim-config bundle --help: the bundle; dnsshim-config firmware --help: the "
+          "firmware object (both from a source checkout)")
 
 
 if __name__ == "__main__":

@@ -106,6 +106,24 @@ def available_corpus(*folders) -> list:
     return [p for folder in folders for p in (_corpus(folder) or [])]
 
 
+def write_messages(where: Path, accepted: bool = False, corpus=()) -> list:
+    """The test vectors (vector_NAME.bin) and the malformed cases
+    (bad_NAME.bin) written into where, with accepted the odd but valid ones
+    too (ok_NAME.bin), then the files of the corpus folders present."""
+    import malformed
+    import vectors
+
+    messages = [(f"vector_{name}", vectors.wire(name)) for name in vectors.NAMES]
+    messages += [(f"bad_{name}", wire) for name, (wire, _) in malformed.CASES.items()]
+    if accepted:
+        messages += [(f"ok_{name}", wire) for name, wire in malformed.ACCEPTED.items()]
+    files = []
+    for name, wire in messages:
+        files.append(Path(where) / f"{name}.bin")
+        files[-1].write_bytes(wire)
+    return files + available_corpus(*corpus)
+
+
 # ---- optional tools --------------------------------------------------------------
 # A user's machine may lack a tool that only some tests need; those tests skip
 # there, naming the Debian package that brings it.  CI (CI=true) installs them

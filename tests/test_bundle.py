@@ -28,7 +28,7 @@ import build_ffi
 import malformed
 import reference
 import vectors
-from conftest import ROOT, available_corpus, require_program, split_log
+from conftest import ROOT, require_program, split_log, write_messages
 
 TAG = sysconfig.get_python_version()
 
@@ -61,18 +61,8 @@ def moved(bundle, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def message_files(tmp_path_factory):
-    d = tmp_path_factory.mktemp("bundle-messages")
-    files = []
-    for name in vectors.NAMES:
-        files.append(d / f"vector_{name}.bin")
-        files[-1].write_bytes(vectors.wire(name))
-    for name, (wire, _) in malformed.CASES.items():
-        files.append(d / f"bad_{name}.bin")
-        files[-1].write_bytes(wire)
-    for name, wire in malformed.ACCEPTED.items():
-        files.append(d / f"ok_{name}.bin")
-        files[-1].write_bytes(wire)
-    return files + available_corpus("good", "bad", "captures", "cares-fuzzinput")
+    return write_messages(tmp_path_factory.mktemp("bundle-messages"), accepted=True,
+                         corpus=("good", "bad", "captures", "cares-fuzzinput"))
 
 
 def _hidden_paths(bundle_dir):

@@ -30,9 +30,8 @@ from pathlib import Path
 import pytest
 
 import build_ffi
-import malformed
-import vectors
-from conftest import ROOT, available_corpus, require_program, require_tool, split_log
+from conftest import (ROOT, available_corpus, require_program, require_tool, split_log,
+                      write_messages)
 from test_bundle import _hidden_paths, _require_isolation, opened_for_writing, opened_outside
 
 # Debian's python3.11 is frozen in whatever CPython runs the build: CI runs
@@ -92,18 +91,8 @@ def programs(firmware):
 
 @pytest.fixture(scope="module")
 def messages(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fw-messages")
-    files = []
-    for name in vectors.NAMES:
-        files.append(d / f"vector_{name}.bin")
-        files[-1].write_bytes(vectors.wire(name))
-    for name, (wire, _) in malformed.CASES.items():
-        files.append(d / f"bad_{name}.bin")
-        files[-1].write_bytes(wire)
-    for name, wire in malformed.ACCEPTED.items():
-        files.append(d / f"ok_{name}.bin")
-        files[-1].write_bytes(wire)
-    return files + available_corpus("good", "bad", "captures", "cares-fuzzinput")
+    return write_messages(tmp_path_factory.mktemp("fw-messages"), accepted=True,
+                         corpus=("good", "bad", "captures", "cares-fuzzinput"))
 
 
 def _run(program, *args, env=None):
@@ -393,13 +382,7 @@ def test_arm64_under_qemu(built, arm64, tmp_path):
     header = subprocess.run(["readelf", "-h", str(program)], capture_output=True, text=True,
                             check=True).stdout
     assert re.search(r"Machine:\s+AArch64", header)
-    files = []
-    for name in vectors.NAMES:
-        files.append(tmp_path / f"vector_{name}.bin")
-        files[-1].write_bytes(vectors.wire(name))
-    for name, (wire, _) in malformed.CASES.items():
-        files.append(tmp_path / f"bad_{name}.bin")
-        files[-1].write_bytes(wire)
+    files = write_messages(tmp_path)
     ours = subprocess.run(["qemu-aarch64", "-L", f"/usr/{ARM64}", str(program), *map(str, files)],
                           capture_output=True, text=True, timeout=1800,
                           env={"PATH": "/usr/bin:/bin"})

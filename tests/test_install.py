@@ -3,7 +3,7 @@ fresh virtualenv (warning-free), then dnsshim-config, python -m shim,
 pkg-config, CMake and static builds of a C program in another directory,
 run with no LD_LIBRARY_PATH, from the clone's root and from elsewhere; an
 editable install and the bare source tree, which say why they have no
-library; the prefix install; the symbols the shared object exports."""
+library; the symbols the shared object exports."""
 
 import os
 import shutil
@@ -375,23 +375,6 @@ def test_installed_dump_command(installed, tmp_path):
     assert py.strip() == "b'SIP+D2T' 5060"
 
 
-def test_prefix_install(tmp_path, app_dir):
-    require_program("pkg-config", "pkg-config")
-    prefix = tmp_path / "prefix"
-    subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(prefix)],
-                   check=True, capture_output=True)
-    assert (prefix / "include" / "dns_shim.h").is_file()
-    assert os.readlink(prefix / "lib" / "libdnsshim.so") == "libdnsshim.so.1"
-    env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "dnsshim"], env=env,
-                           capture_output=True, text=True, check=True).stdout.split()
-    subprocess.run(["cc", str(app_dir / "app.c"), *flags, "-o", str(tmp_path / "app")], check=True)
-    run_app(tmp_path / "app", app_dir)
-    out = subprocess.run([str(prefix / "bin" / "dnsshim-dump"), str(app_dir / "good.bin")],
-                         capture_output=True, text=True, env=MINIMAL_ENV, check=True).stdout
-    assert "example.com.\t300\tIN\tA\t192.0.2.1" in out
-
-
 # ---- symbols and SONAME ----------------------------------------------------------
 
 #: Every exported symbol with its symbol version: the node of the release
@@ -473,3 +456,29 @@ def test_dnsshim_ares_pkg_config_builds(installed, tmp_path):
         outputs.append(result.stdout)
     assert outputs[0] == outputs[1]
     assert outputs[0].startswith("NAPTR 10 50 SIP+D2T -> _sip._tcp.ims.")
+
+
+def test_dnsshim_config_answers_for_the_c_ares_layer(installed):
+    """--ares: the flags of dnsshim-ares.pc, as pkg-config gives them (its
+    ${pcfiledir}/../.. paths normalised)."""
+    require_program("pkg-config", "pkg-config")
+
+    def normal(flags):
+        out = []
+        for flag in flags:
+            head = next((h for h in ("-L", "-I", "-Wl,-rpath,") if flag.startswith(h)), "")
+            out.append(head + os.path.normpath(flag[len(head):]) if head else flag)
+        return out
+
+    env = dict(MINIMAL_ENV, PKG_CONFIG_PATH=shim_flags(installed, "--pkgconfig-dir"))
+    for options, pc in ((["--ares", "--libs"], ["--libs", "dnsshim-ares"]),
+                        (["--ares", "--cflags"], ["--cflags", "dnsshim-ares"]),
+                        (["--cflags", "--libs"], ["--cflags", "--libs", "dnsshim"])):
+        ours = config(installed, *options)
+        assert ours.returncode == 0, ours.stderr
+        theirs = subprocess.run(["pkg-config", *pc], capture_output=True, text=True, env=env,
+                                check=True).stdout.split()
+        assert ours.stdout.split() == normal(theirs), options
+    lib = site_packages(installed) / "shim" / "lib"
+    assert config(installed, "--ares", "--static-libs").stdout.split()[:3] == [
+        str(lib / "libdnsshim_ares.a"), str(lib / "libdnsshim.a"), "-ldl"]

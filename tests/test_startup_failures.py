@@ -78,10 +78,13 @@ def bare_venv(path, with_cffi=False, with_dnspython=None):
 
 
 def searched(python) -> str:
-    """The sys.path the library's interpreter has with this python."""
-    return subprocess.run([str(python), "-I", "-c",
-                           "import sys; print(', '.join(p or '.' for p in sys.path))"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    """The sys.path the library's interpreter has with this python: the
+    folder of the shim package the test build uses (the clone) first, then
+    that python's own."""
+    own = subprocess.run([str(python), "-I", "-c",
+                          "import sys; print(', '.join(p or '.' for p in sys.path))"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    return f"{ROOT}, {own}"
 
 
 FIX_ENV = (f"set DNS_SHIM_PYTHON to the python executable of a CPython {TAG} installation, or "

@@ -17,8 +17,7 @@ import pytest
 
 import build_ffi
 import malformed
-import vectors
-from conftest import available_corpus, require_program
+from conftest import require_program, write_messages
 
 #: The README's command, but for the program and the suppressions' path.
 VALGRIND = ["valgrind", "--leak-check=full", "--show-leak-kinds=all",
@@ -42,15 +41,8 @@ def _summary(stderr) -> dict:
 
 @pytest.fixture(scope="module")
 def messages(tmp_path_factory):
-    d = tmp_path_factory.mktemp("valgrind-user")
-    files = []
-    for name in vectors.NAMES:
-        files.append(d / f"vector_{name}.bin")
-        files[-1].write_bytes(vectors.wire(name))
-    for name, (wire, _) in malformed.CASES.items():
-        files.append(d / f"bad_{name}.bin")
-        files[-1].write_bytes(wire)
-    return files + available_corpus("good", "bad", "captures", "cares-fuzzinput")
+    return write_messages(tmp_path_factory.mktemp("valgrind-user"),
+                         corpus=("good", "bad", "captures", "cares-fuzzinput"))
 
 
 def test_a_user_program_is_clean_with_the_shipped_suppressions(built, messages):

@@ -35,6 +35,12 @@
 **                            shim/lib/ inside the Python package: the
 **                            package and its Python are then found from
 **                            this file's own path
+**   DNS_SHIM_PRIVATE_DIR     for a prefix install (build_ffi.py --prefix):
+**                            the directory of its Python side (the shim
+**                            package, dnspython, cffi's backend) relative
+**                            to this file's own directory, "dnsshim/python";
+**                            DNS_SHIM_DEFAULT_ROOT is its installed path,
+**                            which the static archive uses
 **   DNS_SHIM_BUNDLE          1 for a self-contained folder (python -m shim
 **                            bundle): this file is <bundle>/lib/libdnsshim.so.N
 **                            and the interpreter runs from <bundle> alone
@@ -57,6 +63,9 @@
 #endif
 #ifndef DNS_SHIM_PYTHON_TAG
 #  error "build with -DDNS_SHIM_PYTHON_TAG=\"3.x\""
+#endif
+#ifndef DNS_SHIM_PRIVATE_DIR
+#  define DNS_SHIM_PRIVATE_DIR ""
 #endif
 #ifndef DNS_SHIM_IN_PACKAGE
 #  define DNS_SHIM_IN_PACKAGE 0
@@ -382,7 +391,7 @@ static void dns_shim__own_dir(char *out, size_t size)
     Dl_info info;
     char *slash;
     out[0] = '\0';
-    if (DNS_SHIM_FIRMWARE || !(DNS_SHIM_IN_PACKAGE || DNS_SHIM_BUNDLE) ||
+    if (DNS_SHIM_FIRMWARE || !(DNS_SHIM_IN_PACKAGE || DNS_SHIM_BUNDLE || DNS_SHIM_PRIVATE_DIR[0]) ||
         dladdr((void *)&dns_shim_version, &info) == 0 || info.dli_fname == NULL ||
         realpath(info.dli_fname, out) == NULL)
         return;
@@ -414,6 +423,13 @@ static void dns_shim__locate(void)
             dir[n - strlen("/lib")] = '\0';
             snprintf(dns_shim__bundle_home, sizeof dns_shim__bundle_home, "%s", dir);
         }
+        return;
+    }
+    if (DNS_SHIM_PRIVATE_DIR[0]) {
+        /* <libdir>/libdnsshim.so.N beside <libdir>/dnsshim/python: the
+        ** prefix may be moved or staged (DESTDIR) whole. */
+        if (dir[0])
+            snprintf(dns_shim__root, sizeof dns_shim__root, "%s/%s", dir, DNS_SHIM_PRIVATE_DIR);
         return;
     }
     if (n > strlen("/shim/lib") && strcmp(dir + n - strlen("/shim/lib"), "/shim/lib") == 0) {
@@ -527,6 +543,9 @@ static const char *dns_shim__fix(const char *origin)
     if (origin == dns_shim__from_env)
         return "set DNS_SHIM_PYTHON to the python executable of a CPython " DNS_SHIM_PYTHON_TAG
                " installation, or unset it";
+    if (DNS_SHIM_PRIVATE_DIR[0])
+        return "install the library again (python build_ffi.py --prefix) with a CPython "
+               DNS_SHIM_PYTHON_TAG " that stays where it is, or set DNS_SHIM_PYTHON to one";
     return "rebuild the library with a CPython " DNS_SHIM_PYTHON_TAG " that stays where it is "
            "(pip install . in a virtualenv of it, or python build_ffi.py), or set "
            "DNS_SHIM_PYTHON to one";
@@ -687,6 +706,10 @@ static int dns_shim__start_interpreter(void)
     PyConfig_InitIsolatedConfig(&config);
     config.install_signal_handlers = 0;
     config.pathconfig_warnings = 0;
+    /* A prefix install's Python side is compiled when installed, and what
+    ** its manifest lists is all there is to uninstall: nothing is written. */
+    if (DNS_SHIM_PRIVATE_DIR[0])
+        config.write_bytecode = 0;
     st = PyConfig_SetBytesString(&config, &config.program_name, python);
     if (!PyStatus_Exception(st))
         st = PyConfig_SetBytesString(&config, &config.executable, python);
@@ -977,6 +1000,21 @@ static void dns_shim__guest_publish(void)
     PyGILState_Release(gil);
 }
 
+/* dir first on the interpreter's sys.path (unless it is there); the GIL is
+** held.  Returns 0, or -1 when Python failed. */
+static int dns_shim__path_first(const char *dir)
+{
+    PyObject *path = PySys_GetObject("path"), *item = PyUnicode_DecodeFSDefault(dir);
+    int rc = -1;
+    if (path != NULL && PyList_Check(path) && item != NULL) {
+        int found = PySequence_Contains(path, item);
+        rc = found == 0 ? PyList_Insert(path, 0, item) : found < 0 ? -1 : 0;
+    }
+    Py_XDECREF(item);
+    PyErr_Clear();
+    return rc;
+}
+
 /* For the init code (build_ffi.py's INIT_CODE). */
 static const char *dns_shim__package_root(void)
 {
@@ -1012,12 +1050,18 @@ static void dns_shim__init_once(void)
         char package[4096 + 64];
         snprintf(package, sizeof package, "%s/shim/__init__.py", dns_shim__root);
         if (access(package, R_OK) != 0) {
-            dns_shim__cannot_start(NULL, "cannot start: the shim package is not in %s, %s (it "
-                                   "moved or was removed): rebuild the library where its "
-                                   "Python side stays (pip install ., or python build_ffi.py "
-                                   "from the clone)", dns_shim__root, DNS_SHIM_IN_PACKAGE ?
-                                   "the site-packages the library sits in" :
-                                   "the source tree the library was built from");
+            if (DNS_SHIM_PRIVATE_DIR[0])
+                dns_shim__cannot_start(NULL, "cannot start: the shim package is not in %s, the "
+                                       "installation's own Python side (it was removed or the "
+                                       "installation is incomplete): install the library "
+                                       "again (python build_ffi.py --prefix)", dns_shim__root);
+            else
+                dns_shim__cannot_start(NULL, "cannot start: the shim package is not in %s, %s "
+                                       "(it moved or was removed): rebuild the library where "
+                                       "its Python side stays (pip install ., or python "
+                                       "build_ffi.py from the clone)", dns_shim__root,
+                                       DNS_SHIM_IN_PACKAGE ? "the site-packages the library "
+                                       "sits in" : "the source tree the library was built from");
             return;
         }
     }
@@ -1044,7 +1088,15 @@ static void dns_shim__init_once(void)
     python = dns_shim__choose_python(&origin);
     if (DNS_SHIM_BUNDLE && dns_shim__bundle_home[0])
         origin = "the bundle's";
-    /* We hold the GIL since Py_InitializeFromConfig. */
+    /* We hold the GIL since Py_InitializeFromConfig.  The Python side's
+    ** directory goes first on sys.path before the requirements are checked:
+    ** a prefix install keeps dnspython and cffi's backend there too. */
+    if (dns_shim__root[0] && dns_shim__path_first(dns_shim__root) != 0) {
+        PyEval_SaveThread();
+        dns_shim__cannot_start(NULL, "cannot start: %s could not be put on the embedded "
+                               "interpreter's sys.path (out of memory)", dns_shim__root);
+        return;
+    }
     rc = dns_shim__check_requirements(python, origin);
     PyEval_SaveThread();
     if (rc != 0)

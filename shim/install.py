@@ -1,0 +1,364 @@
+"""python build_ffi.py --prefix PREFIX: libdnsshim installed the way C
+libraries are, standing alone.
+
+    python build_ffi.py --prefix PREFIX [--libdir DIR] [--destdir DIR] [--system]
+    python build_ffi.py --prefix PREFIX [--destdir DIR] --uninstall
+
+installs, under PREFIX (DIR for the libraries, default PREFIX/lib)::
+
+    DIR/libdnsshim.so.1, libdnsshim.so, libdnsshim.a      the library
+    DIR/libdnsshim_ares.so.1, libdnsshim_ares.so, .a       the c-ares layer
+    DIR/pkgconfig/dnsshim.pc, dnsshim-ares.pc
+    DIR/cmake/dnsshim/dnsshimConfig.cmake, dnsshimConfigVersion.cmake
+    DIR/dnsshim/python/                                    the Python side: the
+        shim package, dnspython and cffi's backend, compiled; the libraries
+        find it from their own path (the static archives: from where it was
+        installed)
+    PREFIX/include/dns_shim.h
+    PREFIX/bin/dnsshim-dump, dnsshim-config
+    PREFIX/share/man/man1, man3, man7/                     the manual
+    PREFIX/share/dnsshim/libdnsshim.supp                  valgrind suppressions
+    PREFIX/share/doc/dnsshim/NEWS
+    PREFIX/share/dnsshim/install-manifest                 what was installed
+
+so that the clone and the virtualenv that built it may go: the libraries
+run the CPython installation that the building Python is based on (a
+virtualenv's base), and nothing else of the machine's Python.  The building
+Python must import what the runtime needs (cffi's backend and dnspython at
+their floors, shim/requirements.py): it is copied from there, and the
+install refuses, in one line, when it cannot.
+
+``--destdir`` (or ``DESTDIR`` in the environment) is prepended to every path
+written, for packagers: the files work once moved to their place.
+``--system`` is a distribution's install (the Debian package, debian/rules):
+no run path to a system directory, no manifest (the package manager keeps
+one), nothing compiled in the Python side (the package's scripts compile it)
+and no private copy of cffi's backend (the distribution's is a dependency).
+
+``--uninstall`` removes exactly what the manifest lists, then the folders
+the installs created, once empty.  Everything is built in a staging folder
+first: a failed install leaves the prefix as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+MANIFEST_NAME = "install-manifest"
+
+
+class InstallError(SystemExit):
+    """One line: why the install (or uninstall) cannot be done."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"build_ffi.py --prefix: {message}")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each part goes: final paths (as programs will see them) and the
+    staging root prepended to them when writing (DESTDIR)."""
+
+    prefix: Path
+    libdir: Path
+    destdir: str = ""
+    system: bool = False
+
+    @classmethod
+    def of(cls, prefix, libdir=None, destdir: str = "", system: bool = False) -> "Layout":
+        prefix = Path(os.path.abspath(prefix))
+        libdir = Path(os.path.abspath(libdir)) if libdir else prefix / "lib"
+        return cls(prefix, libdir, destdir.rstrip("/"), system)
+
+    @property
+    def includedir(self) -> Path:
+        return self.prefix / "include"
+
+    @property
+    def bindir(self) -> Path:
+        return self.prefix / "bin"
+
+    @property
+    def datadir(self) -> Path:
+        return self.prefix / "share"
+
+    @property
+    def private(self) -> Path:
+        import build_ffi
+
+        return self.libdir / build_ffi.PRIVATE_DIR
+
+    @property
+    def manifest(self) -> Path:
+        return self.datadir / "dnsshim" / MANIFEST_NAME
+
+    def staged(self, path: Path, root: str | None = None) -> Path:
+        """path under the staging root (default: the destdir)."""
+        return Path((self.destdir if root is None else root) + str(path))
+
+
+def _source_tree():
+    """build_ffi, from the source tree this package sits in."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "build_ffi.py").is_file():
+        raise InstallError(f"{root} is not the project's source tree: run build_ffi.py from "
+                           "the clone")
+    if str(root) not in sys.path:
+        sys.path.append(str(root))
+    import build_ffi
+
+    return build_ffi
+
+
+def check_runtime_needs(system: bool) -> None:
+    """The building Python must import what the runtime needs, at its
+    floors: the Python side is copied from it."""
+    from shim import requirements
+
+    why = requirements.problem()
+    if why:
+        raise InstallError(f"cannot install: the Python side is copied from the Python that "
+                           f"builds, and {why}")
+
+
+# ------------------------------------------------------------------- the parts
+
+
+def _ignore(directory, names):
+    return [n for n in names if n == "__pycache__" or n.endswith((".pyc", ".so", ".a"))
+            or n in ("lib", "bin", "include", "share") and Path(directory).name == "shim"]
+
+
+def python_side(dest: Path, system: bool) -> None:
+    """The shim package, dnspython (with its dist-info's METADATA, which the
+    shim reads to answer dnspython's optional-feature checks) and, unless
+    system, cffi's backend, from the building Python."""
+    import importlib.metadata
+
+    import _cffi_backend
+    import dns
+
+    import shim
+
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(Path(shim.__file__).parent, dest / "shim", ignore=_ignore)
+    shutil.copytree(Path(dns.__file__).parent, dest / "dns",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    dist = importlib.metadata.distribution("dnspython")
+    info = dest / f"dnspython-{dist.version}.dist-info"
+    info.mkdir()
+    for f in dist.files or ():
+        if f.parent.name.endswith(".dist-info") and (f.name == "METADATA" or
+                                                     "licen" in str(f).lower()):
+            target = info / f.relative_to(f.parent)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f.locate(), target)
+    if not system:
+        backend = Path(_cffi_backend.__file__)
+        shutil.copy2(backend, dest / backend.name)
+        libs = backend.parent / "cffi.libs"  # a wheel's own libffi, if it has one
+        if libs.is_dir():
+            shutil.copytree(libs, dest / libs.name)
+        compileall.compile_dir(str(dest), quiet=1, workers=1)
+
+
+LAUNCHER = '''\
+#!{python} -IB
+"""dnsshim-config of the libdnsshim installed under this prefix."""
+import sys
+from pathlib import Path
+
+prefix = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(prefix / {private!r}))
+from shim import config
+
+sys.exit(config.main(installation=config.Installation(prefix, prefix / {libdir!r})))
+'''
+
+
+def _relative(path: Path, start: Path) -> str:
+    return os.path.relpath(path, start)
+
+
+def cmake_files(build_ffi, layout: Layout, dest: Path) -> None:
+    """dnsshimConfig.cmake and dnsshimConfigVersion.cmake, from cmake/'s
+    templates: every path relative to the files' own folder."""
+    import re
+
+    cmakedir = layout.libdir / "cmake" / "dnsshim"
+    libdir, name = build_ffi.python_library()
+    libpython = (f"-l{name}" if build_ffi.system_library_dir(libdir)
+                 else str(Path(libdir) / sysconfig.get_config_var("LDLIBRARY")))
+    version = build_ffi.package_version()
+    values = {
+        "DNSSHIM_VERSION": version, "DNSSHIM_VERSION_MAJOR": version.split(".")[0],
+        "DNSSHIM_SOVERSION": build_ffi.DNSSHIM.soname.rsplit(".", 1)[1],
+        "DNSSHIM_ARES_SOVERSION": build_ffi.DNSSHIM_ARES.soname.rsplit(".", 1)[1],
+        "DNSSHIM_CMAKEDIR": str(cmakedir),
+        "DNSSHIM_LIBDIR_FROM_CMAKEDIR": _relative(layout.libdir, cmakedir),
+        "DNSSHIM_INCLUDEDIR_FROM_CMAKEDIR": _relative(layout.includedir, cmakedir),
+        "DNSSHIM_SUPP_FROM_CMAKEDIR": _relative(
+            layout.datadir / "dnsshim" / build_ffi.SUPPRESSIONS.name, cmakedir),
+        "DNSSHIM_STATIC_LINK_LIBRARIES": ";".join([libpython, "-lpthread", "-ldl", "-lm"]),
+        "DNSSHIM_SIZEOF_VOID_P": str(sysconfig.get_config_var("SIZEOF_VOID_P") or 8),
+    }
+    dest.mkdir(parents=True, exist_ok=True)
+    for template in sorted((build_ffi.ROOT / "cmake").glob("*.cmake.in")):
+        text = re.sub(r"@(\w+)@", lambda m: values[m.group(1)], template.read_text())
+        (dest / template.name[:-3]).write_text(text, encoding="utf-8")
+
+
+def tool_help(program: Path, libdir: Path) -> str:
+    import subprocess
+
+    result = subprocess.run([str(program), "--help"], capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(libdir)})
+    if result.returncode != 0 or not result.stdout:
+        raise InstallError(f"{program} --help failed: {result.stderr.strip()[-300:]}")
+    return result.stdout.replace(str(program), program.name)
+
+
+def stage(build_ffi, layout: Layout, root: str, verbose: bool) -> None:
+    """Every file, under the staging root."""
+    from shim import config, man
+
+    lib = layout.staged(layout.libdir, root)
+    build_ffi.build(lib, build_ffi.Mode.PREFIX, verbose=verbose, private=str(layout.private),
+                    system=layout.system)
+    include = layout.staged(layout.includedir, root)
+    include.mkdir(parents=True)
+    shutil.copyfile(build_ffi.HEADER, include / build_ffi.HEADER.name)
+    bindir = layout.staged(layout.bindir, root)
+    bindir.mkdir(parents=True)
+    rpath = "" if build_ffi.system_library_dir(layout.libdir) else \
+        f"$ORIGIN/{_relative(layout.libdir, layout.bindir)}"
+    dump = build_ffi.compile_program([build_ffi.TOOLS / "dnsshim-dump.c"], bindir / "dnsshim-dump",
+                                     against=lib, rpath=rpath, verbose=verbose)
+    launcher = bindir / "dnsshim-config"
+    launcher.write_text(LAUNCHER.format(
+        python=build_ffi.base_python(), private=_relative(layout.private, layout.prefix),
+        libdir=_relative(layout.libdir, layout.prefix)), encoding="utf-8")
+    launcher.chmod(0o755)
+    share = layout.staged(layout.datadir, root)
+    (share / "dnsshim").mkdir(parents=True)
+    shutil.copyfile(build_ffi.SUPPRESSIONS, share / "dnsshim" / build_ffi.SUPPRESSIONS.name)
+    if not layout.system:  # a distribution installs its own documentation
+        (share / "doc" / "dnsshim").mkdir(parents=True)
+        shutil.copyfile(build_ffi.ROOT / "NEWS", share / "doc" / "dnsshim" / "NEWS")
+    under = layout.libdir.relative_to(layout.prefix) if layout.libdir.is_relative_to(
+        layout.prefix) else None
+    build_ffi.write_pkgconfig(lib, str(layout.prefix), build_ffi.Mode.PREFIX,
+                              libdir=f"${{prefix}}/{under}" if under else str(layout.libdir),
+                              rpath=not build_ffi.system_library_dir(layout.libdir))
+    cmake_files(build_ffi, layout, lib / "cmake" / "dnsshim")
+    tools = {"dnsshim-dump": tool_help(dump, lib),
+             "dnsshim-config": config.parser("dnsshim-config", epilog=config.EPILOG)
+             .format_help()}
+    man.write_pages(share / "man", tools)
+    python_side(layout.staged(layout.private, root), layout.system)
+
+
+# ----------------------------------------------------------- install, uninstall
+
+
+def _read_manifest(path: Path) -> dict:
+    if not path.is_file():
+        return {"files": [], "dirs": []}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def commit(layout: Layout, staging: Path) -> dict:
+    """Moves the staged tree into place (destdir), recording each file and
+    each folder it creates; returns the manifest (merged with an earlier
+    install's, whose folders it keeps)."""
+    old = _read_manifest(layout.staged(layout.manifest))
+    files, dirs = [], list(old["dirs"])
+    for here, subdirs, names in os.walk(staging):
+        rel = Path(here).relative_to(staging)
+        final = Path("/") / rel
+        target = layout.staged(final)
+        if not target.is_dir():
+            target.mkdir()
+            dirs.append(str(final))
+        for name in sorted(names) + sorted(d for d in subdirs
+                                           if (Path(here) / d).is_symlink()):
+            source, dest = Path(here) / name, target / name
+            if dest.is_symlink() or dest.is_file():
+                dest.unlink()
+            if source.is_symlink():
+                dest.symlink_to(os.readlink(source))
+            else:
+                shutil.copy2(source, dest)
+            files.append(str(final / name))
+    manifest = {"version": None, "files": sorted(set(files) | set(old["files"])),
+                "dirs": sorted(set(dirs))}
+    return manifest
+
+
+def install(prefix, libdir=None, destdir: str = "", system: bool = False,
+            verbose: bool = False) -> Layout:
+    """The whole installation (see the module's docstring)."""
+    build_ffi = _source_tree()
+    build_ffi.check_prerequisites()
+    check_runtime_needs(system)
+    layout = Layout.of(prefix, libdir, destdir, system)
+    with tempfile.TemporaryDirectory(prefix="dnsshim-install-") as tmp:
+        stage(build_ffi, layout, tmp, verbose)
+        manifest = commit(layout, Path(tmp))
+    if not system:
+        manifest["version"] = build_ffi.package_version()
+        manifest["files"] = sorted(set(manifest["files"]) | {str(layout.manifest)})
+        path = layout.staged(layout.manifest)
+        path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return layout
+
+
+def uninstall(prefix, destdir: str = "") -> list:
+    """Removes what the manifest lists, then the folders the installs made,
+    once empty; returns what it removed."""
+    layout = Layout.of(prefix, destdir=destdir)
+    path = layout.staged(layout.manifest)
+    if not path.is_file():
+        raise InstallError(f"{path} does not exist: nothing was installed under {layout.prefix} "
+                           "by build_ffi.py --prefix (or it was uninstalled)")
+    manifest = _read_manifest(path)
+    removed = []
+    for name in manifest["files"]:
+        target = layout.staged(Path(name))
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+            removed.append(name)
+        cache = target.parent / "__pycache__"  # the compiled files of a removed module
+        if name.endswith(".py") and cache.is_dir():
+            for pyc in cache.glob(f"{target.stem}.*.pyc"):
+                pyc.unlink()
+    for name in sorted(manifest["dirs"], key=lambda d: d.count("/"), reverse=True):
+        target = layout.staged(Path(name))
+        cache = target / "__pycache__"
+        if cache.is_dir() and not any(cache.iterdir()):
+            cache.rmdir()
+        if target.is_dir() and not any(target.iterdir()):
+            target.rmdir()
+            removed.append(name)
+    return removed
+
+
+def main(args: argparse.Namespace) -> int:
+    """build_ffi.py's --prefix (its command line parsed there)."""
+    destdir = args.destdir if args.destdir is not None else os.environ.get("DESTDIR", "")
+    if args.uninstall:
+        removed = uninstall(args.prefix, destdir)
+        print(f"removed {len(removed)} files and folders")
+        return 0
+    layout = install(args.prefix, args.libdir, destdir, args.system, args.verbose)
+    print(layout.staged(layout.libdir / "libdnsshim.so.1"))
+    return 0

@@ -1,0 +1,1294 @@
+"""The manual pages, generated from their single sources.
+
+:func:`write_pages` writes them into a ``share/man`` directory, as the
+installer does; :func:`pages_from_tree` returns them as ``{filename: roff}``
+from a source tree; :func:`pages` from the texts themselves.
+
+* Section 3: one page per function that ``csrc/dns_shim.h`` declares with
+  ``DNS_SHIM_API`` (NAME, SYNOPSIS, DESCRIPTION with the types of its
+  parameters, RETURN VALUE, VERSIONS, SEE ALSO), from the comment right
+  above the declaration, so a function added to the header gets its page;
+  ``dnsshim_ares.3`` for the c-ares layer, from its export list
+  (``csrc/ares/libdnsshim_ares.map``) and the README's section
+  "## libdnsshim_ares".
+* Section 7: ``dnsshim.7``: the header's conventions (its top comment), a
+  table of the status codes (``enum dns_shim_status``), the log levels, the
+  versioning rules (its bottom comment), every other data type.
+* Section 1: one page per tool, from its ``--help`` text (argparse's or a
+  hand-written usage text).
+
+Each function's symbol version comes from ``csrc/lib/libdnsshim.map``; a
+"(1.1)" marker in its comment that disagrees with the map is an error.
+
+Every page is ASCII, has no date (``.TH``'s date field is empty: builds are
+reproducible), no blank line and no trailing whitespace, and renders without
+a warning from ``man --warnings`` or ``groff -ww``.  Standard library only.
+
+``python -m shim.man --out DIR [--tool NAME=HELPFILE]`` writes the pages of
+this source tree into ``DIR/manN/``, to look at them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["write_pages", "pages", "pages_from_tree", "api_functions"]
+
+MANUALS = {"1": "User Commands", "3": "Library Functions Manual",
+           "7": "Miscellaneous Information Manual"}
+CODE_WIDTH = 66          # columns for code in .EX blocks (page body indent: 7)
+INCLUDE = "dns_shim.h"
+
+
+# ---------------------------------------------------------------------------
+# roff escaping
+
+
+def _hyphen_is_minus(text: str, i: int) -> bool:
+    """Whether text[i] == '-' is meant as a minus (an option's dash, a
+    negative number, a command or file name) rather than a word's hyphen."""
+    prev = text[i - 1] if i > 0 else " "
+    nxt = text[i + 1] if i + 1 < len(text) else " "
+    if not prev.isalnum() or prev == "-" or nxt == "-":
+        return True
+    if i == 1 or not text[i - 2].isalnum():      # c-ares, x-foo: a name
+        return True
+    start = max(text.rfind(" ", 0, i), text.rfind("(", 0, i)) + 1
+    end = len(text)
+    for stop in (" ", ")"):
+        j = text.find(stop, i)
+        if j != -1:
+            end = min(end, j)
+    token = text[start:end]
+    return (any(c in token for c in "/_=") or token.startswith(("dnsshim", "lib", "python"))
+            or bool(re.search(r"\.\w", token)))
+
+
+def esc(text: str, code: bool = False) -> str:
+    """Text for a roff text line (or a macro argument without quotes):
+    backslashes, minus signs, non-ASCII characters.  In code every '-' is a
+    minus sign."""
+    out = []
+    for i, c in enumerate(text):
+        if c == "\\":
+            out.append("\\e")
+        elif c == "-":
+            out.append("\\-" if code or _hyphen_is_minus(text, i) else "-")
+        elif ord(c) > 126 or (ord(c) < 32 and c != "\t"):
+            out.append(f"\\[u{ord(c):04X}]")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _line_safe(line: str) -> str:
+    """A text line that roff does not take for a request or a blank line."""
+    line = line.rstrip()
+    if line.startswith((".", "'")):
+        return "\\&" + line
+    if line.startswith(" ") and line.strip():
+        return line   # in no-fill mode: wanted
+    return line
+
+
+def _quote_arg(text: str) -> str:
+    """A macro argument in double quotes."""
+    return '"' + text.replace('"', "\\(dq") + '"'
+
+
+def _sentences(text: str) -> list:
+    """One input line per sentence (the header's sentences end with two
+    spaces), so that roff spaces sentences itself and no line is too long."""
+    parts = re.split(r"(?<=[.!?:;])\s{2,}|(?<=[.!?][)\"'])\s{2,}", text.strip())
+    return [re.sub(r"\s+", " ", p).strip() for p in parts if p.strip()]
+
+
+class Inline:
+    """Inline markup to roff fonts: `code` (italic in the header, where it
+    marks a parameter or member; bold in Markdown), **bold**, [text](link),
+    and the library's functions (bold), name() or bare."""
+
+    def __init__(self, functions=(), backtick_font="I", markdown=False):
+        self.functions = set(functions)
+        self.backtick_font = backtick_font
+        self.markdown = markdown
+        pattern = [r"`(?P<code>[^`]+)`", r"\*\*(?P<bold>.+?)\*\*",
+                   r"\b(?P<call>\w+)\(\)"]
+        if self.functions:
+            names = "|".join(sorted(map(re.escape, self.functions), key=len, reverse=True))
+            pattern.append(rf"\b(?P<name>{names})\b(?!\()")
+        if markdown:
+            pattern.append(r"\[(?P<link>[^\]]+)\]\([^)]*\)")
+        self.pattern = re.compile("|".join(pattern))
+
+    def __call__(self, text: str) -> str:
+        out = []
+        pos = 0
+        for m in self.pattern.finditer(text):
+            out.append(esc(text[pos:m.start()]))
+            g = m.groupdict()
+            if g["code"] is not None:
+                inner = g["code"]
+                name = inner[:-2] if inner.endswith("()") else inner
+                if name in self.functions:
+                    out.append(f"\\fB{esc(name)}\\fP" + ("()" if inner.endswith("()") else ""))
+                else:
+                    out.append(f"\\f{self.backtick_font}{esc(inner, code=True)}\\fP")
+            elif g["bold"] is not None:
+                out.append(f"\\fB{self(g['bold'])}\\fP")
+            elif g["call"] is not None:
+                name = g["call"]
+                out.append(f"\\fB{esc(name)}\\fP()" if name in self.functions or
+                           name.startswith(("dns_shim_", "ares_")) else esc(m.group(0)))
+            elif g.get("name") is not None:
+                out.append(f"\\fB{esc(g['name'])}\\fP")
+            else:
+                out.append(self(g["link"]))
+            pos = m.end()
+        out.append(esc(text[pos:]))
+        return "".join(out)
+
+
+# ---------------------------------------------------------------------------
+# Reading C comments
+
+
+def comment_text(comment: str) -> list:
+    """The lines of a /* ... */ comment without its markers: '**' and one
+    space taken off each line, deeper indentation kept."""
+    body = comment.strip()
+    assert body.startswith("/*") and body.endswith("*/"), body[:40]
+    body = body[2:-2]
+    lines = []
+    for n, line in enumerate(body.split("\n")):
+        if n == 0:
+            line = line[1:] if line.startswith(" ") else line
+        else:
+            stripped = line.lstrip()
+            if stripped.startswith("**"):
+                line = stripped[2:]
+                line = line[1:] if line.startswith(" ") else line
+            else:
+                line = stripped
+        lines.append(line.rstrip())
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def _dedent(lines: list) -> list:
+    indents = [len(l) - len(l.lstrip()) for l in lines if l.strip()]
+    cut = min(indents, default=0)
+    return [l[cut:] for l in lines]
+
+
+def blocks(lines: list) -> list:
+    """Blank-line separated blocks of comment lines."""
+    out, cur = [], []
+    for line in lines:
+        if line.strip():
+            cur.append(line)
+        elif cur:
+            out.append(cur)
+            cur = []
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _dedent_sections(lines: list) -> list:
+    """A file comment's lines with each heading's body (indented below an
+    upper-case heading) dedented."""
+    out, body = [], []
+
+    def flush():
+        out.extend(_dedent(body))
+        body.clear()
+
+    for line in lines:
+        if re.fullmatch(r"[A-Z][A-Z ]+", line.strip()) and not line.startswith(" "):
+            flush()
+            out.append(line)
+        else:
+            body.append(line)
+    flush()
+    return out
+
+
+def _join(lines: list) -> str:
+    """A block's lines as one text; a line that ends a sentence is followed
+    by two spaces, as the header writes sentences inside a line."""
+    text = ""
+    for line in lines:
+        line = line.strip()
+        if not text:
+            text = line
+        elif re.search(r"[.!?][)\"']?$", text) and not text.endswith(("e.g.", "i.e.", "...")):
+            text += "  " + line
+        else:
+            text += " " + line
+    return text
+
+
+ITEM = re.compile(r"^(`?\w+`?(?:, `?\w+`?)*):\s+(.*)$")
+
+
+@dataclass
+class Block:
+    kind: str                  # "para", "code", "items", "heading", "section"
+    text: str = ""
+    lines: list = field(default_factory=list)
+    items: list = field(default_factory=list)     # [(names, text)]
+    title: str = ""
+
+
+def classify(lines: list, sections: bool = False) -> list:
+    """A comment's lines as Blocks: prose paragraphs, literal blocks
+    (indented), definition lists ("name: text" with indented continuation
+    lines), upper-case headings and "Title.  text" subsections."""
+    out = []
+    for block in blocks(lines):
+        first = block[0]
+        if first.startswith(" "):
+            out.append(Block("code", lines=_dedent(block)))
+            continue
+        if len(block) == 1 and re.fullmatch(r"[A-Z][A-Z ]+", first.strip()):
+            out.append(Block("heading", title=first.strip()))
+            continue
+        starts = [l for l in block if not l.startswith(" ")]
+        if all(ITEM.match(l) for l in starts):
+            items = []
+            for line in block:
+                m = ITEM.match(line) if not line.startswith(" ") else None
+                if m:
+                    items.append([m.group(1).replace("`", ""), [m.group(2)]])
+                else:
+                    items[-1][1].append(line)
+            out.append(Block("items", items=[(n, _join(t)) for n, t in items]))
+            continue
+        text = _join(block)
+        m = re.match(r"^([A-Za-z][\w ()'-]{0,40}?)\.  (?=\S)", text) if sections else None
+        if m and not ITEM.match(first):
+            out.append(Block("section", title=m.group(1), text=text[m.end():]))
+            continue
+        out.append(Block("para", text=text))
+    return out
+
+
+def render_blocks(bs: list, inline: Inline, params=()) -> list:
+    """roff lines for Blocks (headings and sections not handled here)."""
+    out = []
+    for b in bs:
+        if b.kind in ("para", "section"):
+            out.append(".PP")
+            out += [_line_safe(inline(s)) for s in _sentences(b.text)]
+        elif b.kind == "code":
+            out += code_block(b.lines)
+        elif b.kind == "items":
+            for names, text in b.items:
+                out.append(".TP")
+                font = "I" if (not params or all(n in params for n in names.split(", "))) else "B"
+                out.append(", ".join(f"\\f{font}{esc(n)}\\fP" for n in names.split(", ")))
+                out += [_line_safe(inline(s)) for s in _sentences(text)]
+    return out
+
+
+def code_block(lines: list) -> list:
+    out = [".PP", ".in +4n", ".EX"]
+    for line in lines:
+        for piece in wrap_decl(line.rstrip()):
+            out.append(_line_safe(esc(piece, code=True)) if piece.strip() else "")
+    out += [".EE", ".in"]
+    # roff treats an empty line as a blank line: write it as \& instead.
+    return [l if l else "\\&" for l in out]
+
+
+def _split_top(text: str, sep: str = ",") -> list:
+    parts, depth, cur = [], 0, ""
+    for c in text:
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        if c == sep and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += c
+    parts.append(cur)
+    return parts
+
+
+def wrap_decl(line: str, width: int = CODE_WIDTH) -> list:
+    """A C declaration line longer than width, broken after commas of its
+    last parameter list and aligned on its opening parenthesis."""
+    if len(line) > width and line.startswith("#define") and "," not in line:
+        words, lines, cur = line.split(" "), [], ""
+        for w in words:
+            if cur and len(cur) + 1 + len(w) > width - 2:
+                lines.append(cur + " \\")
+                cur = "    " + w
+            else:
+                cur = f"{cur} {w}" if cur else w
+        return lines + [cur]
+    if len(line) <= width or not line.rstrip().endswith((");", ")", ");")):
+        return [line]
+    close = line.rstrip().rfind(")")
+    depth, open_ = 0, -1
+    for i in range(close, -1, -1):
+        if line[i] == ")":
+            depth += 1
+        elif line[i] == "(":
+            depth -= 1
+            if depth == 0:
+                open_ = i
+                break
+    if open_ < 0:
+        return [line]
+    params = [p.strip() for p in _split_top(line[open_ + 1:close])]
+    head, tail = line[:open_ + 1], line[close:]
+    indent = " " * (open_ + 1)
+    lines, cur = [], head
+    for n, p in enumerate(params):
+        piece = p + ("," if n < len(params) - 1 else tail)
+        if cur in (head, indent) or len(cur) + 1 + len(piece) <= width:
+            cur = cur + ("" if cur in (head, indent) else " ") + piece
+        else:
+            lines.append(cur)
+            cur = indent + piece
+    lines.append(cur)
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# Reading the header
+
+
+@dataclass
+class Member:
+    name: str
+    decl: str
+    comment: str = ""
+    heading: str = ""          # an own-line comment before it (a group title)
+    shared_with: str = ""      # the next member, when both share one comment
+
+
+@dataclass
+class Chunk:
+    """One column-0 comment and the code after it, up to the next one."""
+    comment: list
+    code: str
+    kind: str = ""
+    names: list = field(default_factory=list)
+    members: list = field(default_factory=list)
+    prototype: str = ""
+
+
+@dataclass
+class Header:
+    top: list
+    bottom: list
+    chunks: list
+
+    def functions(self) -> list:
+        return [c for c in self.chunks if c.kind == "function"]
+
+    def chunk(self, name: str):
+        for c in self.chunks:
+            if name in c.names:
+                return c
+        return None
+
+
+def _member_tokens(body: str):
+    """(start, end, text, is_comment) of an enum or struct body: comments, and
+    declarations ending at ',' or ';' outside parentheses (a function-pointer
+    member's parameter list is one declaration) or where a comment begins."""
+    depth, start, i = 0, 0, 0
+    while i < len(body):
+        if body.startswith("/*", i):
+            end = body.find("*/", i + 2)
+            end = len(body) if end < 0 else end + 2
+            if depth == 0:
+                if body[start:i].strip():
+                    yield start, i, body[start:i], False
+                yield i, end, body[i:end], True
+                start = end
+            i = end
+            continue
+        c = body[i]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c in ",;" and depth == 0:
+            yield start, i + 1, body[start:i + 1], False
+            start = i + 1
+        i += 1
+    if body[start:].strip():
+        yield start, len(body), body[start:], False
+
+
+def _member_name(decl: str):
+    """The member a declaration declares: an enumerator, a function
+    pointer's name, an array's or a plain member's."""
+    m = (re.match(r"^(\w+)\s*=", decl) or re.search(r"\(\s*\*\s*(\w+)\s*\)\s*\(", decl)
+         or re.search(r"(\w+)\s*(?:\[[^\]]*\])?$", decl))
+    return m.group(1) if m else None
+
+
+def _members(body: str) -> list:
+    """Members of an enum or struct body with their comments: the comment
+    before a member (on lines of its own) or after it on the same line."""
+    out, pending = [], ""
+    last_end = None
+    for start, end, tok, is_comment in _member_tokens(body):
+        if is_comment:
+            text = _join(comment_text(tok))
+            same_line = last_end is not None and "\n" not in body[last_end:start]
+            if same_line and out and not out[-1].comment:
+                out[-1].comment = text
+            else:
+                pending = text
+            continue
+        decl = " ".join(re.sub(r"/\*.*?\*/", " ", tok, flags=re.S).strip().rstrip(",;").split())
+        name = _member_name(decl) if decl else None
+        if not name:
+            continue
+        member = Member(name, decl)
+        if pending:
+            # a comment before the member: its description if the next
+            # member's comment is trailing (a group title), checked below
+            member.heading = pending
+        out.append(member)
+        pending = ""
+        last_end = end
+    # One sentence written across two members' comments ("... 0 when" /
+    # "qdcount is 0"): both members get the whole sentence.
+    for a, b in zip(out, out[1:]):
+        if a.comment and b.comment and re.search(
+                r"\b(when|and|or|of|the|a|an|if|than|whose)$", a.comment):
+            a.comment = b.comment = a.comment + " " + b.comment
+            b.heading = b.heading or ""
+            a.shared_with = b.name
+    # A comment before a member that also has a trailing comment is a group
+    # title; one before a member without is that member's description.
+    for member in out:
+        if member.heading and not member.comment:
+            member.comment, member.heading = member.heading, ""
+    return out
+
+
+def _split_decls(code: str) -> list:
+    """Top-level declarations (up to ';' outside braces) of a piece of C."""
+    out, cur, depth = [], "", 0
+    stripped = re.sub(r"/\*.*?\*/", lambda m: m.group(0).replace(";", "\0"), code, flags=re.S)
+    for c in stripped:
+        cur += c
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif c == ";" and depth == 0:
+            out.append(cur.replace("\0", ";"))
+            cur = ""
+    if cur.strip():
+        if out:
+            out[-1] += cur.replace("\0", ";")
+        else:
+            out.append(cur.replace("\0", ";"))
+    return out
+
+
+def parse_header(text: str) -> Header:
+    comments = list(re.finditer(r"^/\*.*?\*/", text, re.M | re.S))
+    chunks = []
+    for n, m in enumerate(comments):
+        end = comments[n + 1].start() if n + 1 < len(comments) else len(text)
+        chunks.append(Chunk(comment_text(m.group(0)), text[m.end():end]))
+    top = chunks.pop(0)
+    split = []
+    for c in chunks:
+        decls = _split_decls(c.code)
+        if len(decls) > 1 and sum(bool(re.match(r"typedef\s+(struct|enum)", d.strip()))
+                                  for d in decls) > 1:
+            split.append(Chunk(c.comment, decls[0]))
+            split += [Chunk([], d) for d in decls[1:]]
+        else:
+            split.append(c)
+    chunks = split
+    bottom = None
+    for c in chunks:
+        if c.comment and c.comment[0].strip() == "VERSIONING":
+            bottom = c
+    if bottom is not None:
+        chunks.remove(bottom)
+    for c in chunks:
+        code = c.code
+        api = re.search(r"^DNS_SHIM_API\s+(.*?);", code, re.M | re.S)
+        if api:
+            c.kind = "function"
+            c.prototype = " ".join(api.group(1).split()).replace("( ", "(").replace(" )", ")") + ";"
+            c.names = [re.search(r"(\w+)\s*\(", c.prototype).group(1)]
+        elif re.search(r"typedef\s+enum", code):
+            c.kind = "enum"
+            body = re.search(r"\{(.*)\}", code, re.S).group(1)
+            c.members = _members(body)
+            c.names = re.findall(r"\}\s*(\w+)\s*;", code)
+        elif re.search(r"typedef\s+struct", code):
+            c.kind = "struct"
+            body = re.search(r"\{(.*)\}", code, re.S).group(1)
+            c.members = _members(body)
+            c.names = re.findall(r"\}\s*(\w+)\s*;", code)
+        elif re.search(r"^typedef\b", code, re.M):
+            c.kind = "typedef"
+            c.names = re.findall(r"\(\s*\*\s*(\w+)\s*\)", code) or re.findall(r"(\w+)\s*;", code)
+        elif re.search(r"^#define\s+DNS_SHIM_VERSION", code, re.M):
+            c.kind = "version"
+            c.names = re.findall(r"^#define\s+(\w+)", code, re.M)
+        elif re.search(r"^#define\s+\w+", code, re.M):
+            c.kind = "define"
+            c.names = re.findall(r"^#define\s+(\w+)", code, re.M)
+        else:
+            c.kind = "other"
+    return Header(top.comment, bottom.comment if bottom else [], chunks)
+
+
+def api_functions(header_text: str) -> list:
+    """The functions the header declares with DNS_SHIM_API, in its order."""
+    return [c.names[0] for c in parse_header(header_text).functions()]
+
+
+def _decl_code(code: str) -> list:
+    """A declaration's code without comments, preprocessor guards or the
+    API marker, as lines for an .EX block."""
+    code = re.sub(r"/\*.*?\*/", "", code, flags=re.S)
+    lines = []
+    for line in code.split("\n"):
+        if re.match(r"\s*#\s*(if|endif|else|ifn?def|undef)", line) or line.strip() in (
+                "DNS_SHIM_BEGIN_DECLS", "DNS_SHIM_END_DECLS"):
+            continue
+        line = line.replace("DNS_SHIM_API ", "").rstrip()
+        line = re.sub(r"(\S)  +", r"\1 ", line)
+        if line.strip():
+            lines.append(line)
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# Pages
+
+
+def _th(name: str, section: str, version: str) -> list:
+    # the date field is empty on purpose: reproducible builds
+    return [f".TH {esc(name, code=True)} {section} \"\" "
+            f"{_quote_arg('dnsshim ' + version)} {_quote_arg(MANUALS[section])}",
+            # identifiers are not hyphenated (HY: an-ext's .EE and .YS
+            # restore hyphenation from it), lines are not justified
+            ".nr HY 0", ".nh", ".ad l"]
+
+
+def short_summary(text: str, limit: int = 60) -> str:
+    """A NAME line's description: the text, cut when it is longer than limit
+    at the first colon, semicolon or parenthesis within the limit, else at
+    the first comma or any of those."""
+    text = re.sub(r"`|\*\*", "", text).strip().rstrip(".")
+    if len(text) > limit:
+        strong = [15 + m.start() for m in re.finditer(r"[:;]\s| \(", text[15:])]
+        weak = [15 + m.start() for m in re.finditer(r"[:;,]\s| \(", text[15:])]
+        cut = min([c for c in strong if c <= limit] or weak or [len(text)])
+        text = text[:cut]
+    return text
+
+
+def _name_section(names: list, summary: str) -> list:
+    summary = short_summary(summary)
+    return [".SH NAME", f"{', '.join(esc(n, code=True) for n in names)} \\- {esc(summary)}"]
+
+
+def _see_also(refs: list) -> list:
+    refs = sorted(dict.fromkeys(refs), key=lambda r: (r[1], r[0]))
+    if not refs:
+        return []
+    items = [f".BR {esc(name, code=True)} ({sec})" for name, sec in refs]
+    return [".SH SEE ALSO"] + [i + ("," if n < len(items) - 1 else "")
+                              for n, i in enumerate(items)]
+
+
+def _synopsis_prototype(prototype: str) -> list:
+    """The prototype in the SYNOPSIS: types and the name bold, parameter
+    names italic, broken after commas when longer than a line."""
+    out = []
+    for piece in wrap_decl(prototype):
+        roff = esc(piece, code=True)
+        # parameter names: the identifier before ',' or ')' (not "void")
+        roff = re.sub(r"(?<=[\s*])(\w+)(?=(,|\);?$))",
+                      lambda m: m.group(0) if m.group(1) == "void" else f"\\fI{m.group(1)}\\fB",
+                      roff)
+        out.append(f"\\fB{roff}\\fP")
+    return out
+
+
+def _params(prototype: str) -> list:
+    inner = prototype[prototype.index("(") + 1:prototype.rindex(")")]
+    names = []
+    for p in _split_top(inner):
+        m = (re.search(r"\(\s*\*\s*(\w+)\s*\)\s*\(", p)
+             or re.search(r"(\w+)\s*(?:\[[^\]]*\])?\s*$", p.strip()))
+        if m and m.group(1) != "void":
+            names.append(m.group(1))
+    return names
+
+
+def _marker(text: str):
+    m = re.search(r"\((\d+\.\d+)\)", text)
+    return m.group(1) if m else None
+
+
+def _type_section(chunk: Chunk, inline: Inline, title: str) -> list:
+    """A data type: its comment, its declaration, its members' comments."""
+    out = [f".SS {_quote_arg(title)}"]
+    out += render_blocks(classify(chunk.comment), inline)
+    decl = _decl_code(chunk.code)
+    if decl:
+        out += code_block(decl)
+    commented = [m for m in chunk.members if m.comment or m.heading]
+    if commented:
+        out.append(".PP")
+        skip = set()
+        for m in chunk.members:
+            if m.heading:
+                out += [".PP", _line_safe(inline(m.heading))]
+            if m.comment and m.name not in skip:
+                names = [m.name] + ([m.shared_with] if m.shared_with else [])
+                skip.update(names)
+                out += [".TP", ", ".join(f"\\fI{esc(n, code=True)}\\fP" for n in names)]
+                text = m.comment
+                if re.fullmatch(r"\d+\.\d+", text):
+                    text = f"Added in {text}."
+                out += [_line_safe(inline(s)) for s in _sentences(text)]
+    return out
+
+
+def function_page(header: Header, chunk: Chunk, version: str, node: str,
+                  functions: list, extra_see_also=()) -> str:
+    name = chunk.names[0]
+    inline = Inline(functions)
+    all_blocks = blocks(chunk.comment)
+    first = _join(all_blocks[0]) if all_blocks else ""
+    bs = classify([l for b in all_blocks[1:] for l in b + [""]])
+    m = re.match(rf"^{re.escape(name)}\s*(?:\((\d+\.\d+)\))?\s*:\s*(.*)$", first, re.S)
+    summary_rest = ""
+    if m:
+        sentences = _sentences(m.group(2))
+        summary = sentences[0]
+        summary_rest = "  ".join(sentences[1:])
+    else:
+        summary = name
+        bs = classify(chunk.comment)
+    params = _params(chunk.prototype)
+
+    desc, ret = [], []
+    lead = Block("para", text=f"{name}(): {summary}" + ("  " + summary_rest if summary_rest else ""))
+    for b in [lead] + bs:
+        if b.kind != "para":
+            desc.append(b)
+            continue
+        if b.text.startswith("Returns"):
+            ret.append(b)
+            continue
+        keep, moved = [], []
+        for s in _sentences(b.text):
+            (moved if s.startswith("Returns ") else keep).append(s)
+        if keep:
+            desc.append(Block("para", text="  ".join(keep)))
+        if moved:
+            ret.append(Block("para", text="  ".join(moved)))
+
+    out = _th(name, "3", version) + _name_section([name], summary)
+    out += [".SH SYNOPSIS", ".nf", f".B #include <{INCLUDE}>", ".PP"]
+    out += _synopsis_prototype(chunk.prototype)
+    out += [".fi", ".PP", "Link with", ".IR \\-ldnsshim ."]
+    out += [".SH DESCRIPTION"] + render_blocks(desc, inline, params)
+
+    # the types of its parameters, from the header
+    # (and the enums their comments name: the log levels of a log handler)
+    seen, queue = set(), re.findall(r"\b(dns_shim_\w+)\b", chunk.prototype)
+    while queue:
+        typ = queue.pop(0)
+        t = header.chunk(typ)
+        if t is None or typ in seen or t.kind not in ("struct", "typedef", "enum"):
+            continue
+        seen.add(typ)
+        out += _type_section(t, inline, f"The {typ} type")
+        queue += [n for n in re.findall(r"\b(dns_shim_\w+)\b", "\n".join(t.comment))
+                  if getattr(header.chunk(n), "kind", "") == "enum"]
+
+    out.append(".SH RETURN VALUE")
+    if ret:
+        out += render_blocks(ret, inline, params)
+    elif chunk.prototype.startswith("void "):
+        out += [f"\\fB{esc(name)}\\fP() returns no value."]
+    else:
+        out += ["See", ".BR DESCRIPTION ."]
+
+    out.append(".SH VERSIONS")
+    release = node.rsplit("_", 1)[-1]
+    out += [f"\\fB{esc(name)}\\fP() was added in dnsshim {esc(release)};",
+            f"its symbol version is \\fB{esc(node, code=True)}\\fP.",
+            "See", ".BR dnsshim (7),", "section", ".BR VERSIONING ."]
+
+    mentioned = [f for f in functions if f != name and re.search(rf"\b{f}\b", "\n".join(chunk.comment))]
+    out += _see_also([(f, "3") for f in mentioned] + [("dnsshim", "7")] + list(extra_see_also))
+    return _finish(out)
+
+
+def _status_table(enum: Chunk) -> list:
+    out = [".TS", "tab(\t);", "lB r lx.", "\\fIcode\\fP\t\\fIvalue\\fP\t\\fImeaning\\fP", "_"]
+    for m in enum.members:
+        value = m.decl.split("=", 1)[1].strip()
+        text = "\n".join(_line_safe(Inline()(s)) for s in _sentences(m.comment))
+        out.append(f"{esc(m.name, code=True)}\t{esc(value, code=True)}\tT{{\n{text}\nT}}")
+    out.append(".TE")
+    return out
+
+
+def _member_list(enum: Chunk, inline: Inline) -> list:
+    out = []
+    for m in enum.members:
+        value = m.decl.split("=", 1)[1].strip() if "=" in m.decl else ""
+        out += [".TP", f"\\fB{esc(m.name, code=True)}\\fP" + (f" ({esc(value, code=True)})" if value else "")]
+        out += [_line_safe(inline(s)) for s in _sentences(m.comment)] or ["\\&"]
+    return out
+
+
+def overview_page(header: Header, version: str, functions: list, summaries: dict,
+                  extra_see_also=()) -> str:
+    inline = Inline(functions)
+    out = _th("dnsshim", "7", version)
+
+    top = classify(_dedent_sections(header.top), sections=True)
+    # the header's own first line ("dns_shim.h: the public interface ...")
+    intro, rest = [], top
+    for n, b in enumerate(top):
+        if b.kind == "heading":
+            intro, rest = top[:n], top[n:]
+            break
+    lead = next((b.text for b in intro if b.kind == "para" and not b.text.startswith(INCLUDE)), "")
+    summary = _sentences(lead)[0] if lead else "DNS response parsing"
+    summary = re.sub(r"^libdnsshim\s+", "", summary)
+    out += _name_section(["dnsshim", "libdnsshim"], summary)
+    out += [".SH SYNOPSIS", ".nf", f".B #include <{INCLUDE}>", ".fi", ".PP", "Link with",
+            ".IR \\-ldnsshim ."]
+    out += [".SH DESCRIPTION"] + render_blocks(intro, inline)
+    out += [".PP", "The functions:"]
+    for f in functions:
+        out += [".TP", f".BR {esc(f, code=True)} (3)",
+                _line_safe(inline(short_summary(summaries.get(f, ""))))]
+
+    status_enum = header.chunk("dns_shim_status")
+    log_enum = header.chunk("dns_shim_log_level")
+    environment = []
+    for b in rest:
+        if b.kind == "heading":
+            out.append(f".SH {b.title}")
+        elif b.kind == "section":
+            if b.title.lower() == "environment":
+                environment = render_blocks([Block("para", text=b.text)], inline)
+                out += [".SS Environment", "See", ".B ENVIRONMENT", "below."]
+                continue
+            out.append(f".SS {_quote_arg(b.title)}")
+            out += render_blocks([Block("para", text=b.text)], inline)
+            if b.title.lower() == "status" and status_enum is not None:
+                out += [".SS \"Status codes\""]
+                out += render_blocks(classify(status_enum.comment), inline)
+                out += [".PP"] + _status_table(status_enum)
+        else:
+            out += render_blocks([b], inline)
+    if log_enum is not None:
+        out += [".SS \"Log levels\""]
+        out += render_blocks(classify(log_enum.comment), inline)
+        handler = header.chunk("dns_shim_log_handler")
+        if handler is not None:
+            out += render_blocks(classify(handler.comment), inline)
+        out += [".PP", "The levels (enum", ".BR dns_shim_log_level ):"]
+        out += _member_list(log_enum, inline)
+        out += [".PP", "See", ".BR dns_shim_set_log_handler (3)."]
+
+    if header.bottom:
+        bottom = classify(_dedent_sections(header.bottom), sections=True)
+        for b in bottom:
+            if b.kind == "heading":
+                out.append(f".SH {b.title}")
+            elif b.kind == "section":
+                out.append(f".SS {_quote_arg(b.title)}")
+                out += render_blocks([Block("para", text=b.text)], inline)
+            else:
+                out += render_blocks([b], inline)
+        for c in header.chunks:
+            if c.kind == "version":
+                out += render_blocks(classify(c.comment), inline)
+                out += code_block(_decl_code(c.code))
+
+    types = [c for c in header.chunks if c.kind in ("struct", "enum", "typedef", "define")
+             and c is not status_enum and c is not log_enum
+             and not (handler is not None and c is handler if log_enum is not None else False)]
+    if types:
+        out.append(".SH \"DATA TYPES\"")
+        for c in types:
+            title = ", ".join(c.names) if c.kind != "typedef" or len(c.names) < 4 else "Callback types"
+            out += _type_section(c, inline, title)
+
+    if environment:
+        out += [".SH ENVIRONMENT"] + environment[1:] if environment[0] == ".PP" else environment
+    out += _see_also([(f, "3") for f in functions] + list(extra_see_also))
+    return _finish(out)
+
+
+# --- the c-ares layer --------------------------------------------------------
+
+
+def map_nodes(map_text: str) -> dict:
+    """{node: [symbol, ...]} of a linker version script, in its order; an
+    anonymous node (an export list without versions) is ""."""
+    text = re.sub(r"/\*.*?\*/", "", map_text, flags=re.S)
+    nodes = {}
+    for node, body in re.findall(r"([\w.]*)\s*\{(.*?)\}[^;]*;", text, re.S):
+        exported = body.split("local:")[0].replace("global:", "")
+        nodes[node] = [s.strip() for s in exported.split(";") if s.strip()]
+    return nodes
+
+
+def markdown_section(readme: str, heading_prefix: str) -> tuple:
+    """(title, body) of the '## ' section whose title starts with the prefix."""
+    m = re.search(rf"^## ({re.escape(heading_prefix)}.*)$", readme, re.M)
+    if not m:
+        raise ValueError(f"README has no section '## {heading_prefix}...'")
+    nxt = re.search(r"^## ", readme[m.end():], re.M)
+    body = readme[m.end(): m.end() + nxt.start() if nxt else len(readme)]
+    return m.group(1).strip(), body
+
+
+def markdown_to_roff(md: str, inline: Inline) -> list:
+    """A Markdown subset (paragraphs, '- ' lists, fenced code, tables,
+    ### headings, inline code, bold, links) as roff."""
+    out = []
+    lines = md.strip("\n").split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        if line.startswith("```"):
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            out += code_block(lines[i + 1:j])
+            i = j + 1
+            continue
+        if line.startswith("#"):
+            out.append(f".SS {_quote_arg(re.sub(r'[`*]', '', line.lstrip('#').strip()))}")
+            i += 1
+            continue
+        if line.startswith("|"):
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                cells = [c.strip() for c in _split_md_row(lines[i])]
+                if not all(re.fullmatch(r":?-+:?", c) for c in cells):
+                    rows.append(cells)
+                i += 1
+            head, body = rows[0], rows[1:]
+            for row in body:
+                out += [".TP", _line_safe(inline(row[0]))]
+                for h, c in zip(head[1:], row[1:]):
+                    out.append(_line_safe(f"\\fI{esc(h)}\\fP: {inline(c)}"))
+                    out.append(".br")
+                if out[-1] == ".br":
+                    out.pop()
+            continue
+        if line.startswith("- "):
+            while i < len(lines) and lines[i].startswith("- "):
+                item = [lines[i][2:]]
+                i += 1
+                while i < len(lines) and lines[i].startswith("  ") and lines[i].strip():
+                    item.append(lines[i].strip())
+                    i += 1
+                out += [".IP \\(bu 2"] + [_line_safe(inline(s)) for s in _md_sentences(" ".join(item))]
+                while i < len(lines) and not lines[i].strip():
+                    i += 1
+            continue
+        para = []
+        while i < len(lines) and lines[i].strip() and not lines[i].startswith(("```", "|", "- ", "#")):
+            para.append(lines[i].strip())
+            i += 1
+        out.append(".PP")
+        out += [_line_safe(inline(s)) for s in _md_sentences(" ".join(para))]
+    return out
+
+
+def _split_md_row(line: str) -> list:
+    """The cells of a Markdown table row ('|' inside `code` does not split)."""
+    cells, cur, code = [], "", False
+    for c in line.strip().strip("|"):
+        if c == "`":
+            code = not code
+        if c == "|" and not code:
+            cells.append(cur)
+            cur = ""
+        else:
+            cur += c
+    cells.append(cur)
+    return cells
+
+
+def _md_sentences(text: str) -> list:
+    """Markdown sentences end with one space; split there, outside `code`."""
+    parts, cur, code = [], "", False
+    for n, c in enumerate(text):
+        if c == "`":
+            code = not code
+        cur += c
+        if (not code and c == " " and re.search(r"[A-Za-z0-9)][.!?]\)? $", cur)
+                and n + 1 < len(text) and (text[n + 1].isupper() or text[n + 1] in "`*")
+                and not re.search(r"\b(e\.g|i\.e|etc|vs)\. $", cur)):
+            parts.append(cur.strip())
+            cur = ""
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def ares_page(map_text: str, readme: str, version: str, description: str | None,
+              functions: list, heading: str = "libdnsshim_ares") -> str:
+    symbols = [s for names in map_nodes(map_text).values() for s in names]
+    title, body = markdown_section(readme, heading)
+    inline = Inline(list(functions) + symbols, backtick_font="B", markdown=True)
+    summary = description or title.split(":", 1)[-1].strip()
+    out = _th("dnsshim_ares", "3", version)
+    out += _name_section(["dnsshim_ares", "libdnsshim_ares"], summary)
+    out += [".SH SYNOPSIS", ".nf", ".B #include <ares.h>", ".PP"]
+    out += [f"\\fB{esc(s, code=True)}\\fP()" for s in symbols]
+    out += [".fi", ".PP", "Link with", ".I \\-ldnsshim_ares",
+            "(before", ".I \\-lcares",
+            "when the program also links c-ares)."]
+    out += [".SH DESCRIPTION", "The library exports exactly the symbols above, with c-ares's",
+            "prototypes, and unversioned, as c-ares's own are."]
+    out += markdown_to_roff(body, inline)
+    out += _see_also([("dnsshim", "7"), ("process_dns_response", "3")]
+                     + [(s, "3") for s in symbols if s.startswith("ares_parse_")][:1])
+    return _finish(out)
+
+
+# --- tools: section 1 from --help ----------------------------------------------
+
+
+def _usage_roff(usage: str) -> str:
+    """A usage line's synopsis body: options bold, metavariables italic."""
+    out = []
+    for tok in re.findall(r"\[|\]|\||\.\.\.|[^\s\[\]|]+", usage):
+        if tok in "[]|" or tok == "...":
+            out.append(tok)
+        elif tok.startswith("-") and len(tok) > 1:
+            out.append(f"\\fB{esc(tok, code=True)}\\fP")
+        elif re.fullmatch(r"[A-Z][A-Z0-9_]*(\.\.\.)?", tok):
+            out.append(f"\\fI{esc(tok, code=True)}\\fP")
+        else:
+            out.append(esc(tok, code=True))
+    text = ""
+    for tok in out:
+        if not text or text.endswith("[") or tok == "]" or (tok == "..." and text[-1] != " "):
+            text += tok
+        else:
+            text += " " + tok
+    return text
+
+
+def _option_tag(spec: str) -> str:
+    parts = []
+    for alt in spec.split(", "):
+        words = alt.split()
+        tag = f"\\fB{esc(words[0], code=True)}\\fP"
+        for w in words[1:]:
+            tag += " " + (f"\\fI{esc(w, code=True)}\\fP" if re.fullmatch(r"[A-Z][\w.]*|\{.*\}", w)
+                          else esc(w, code=True))
+        parts.append(tag)
+    return ", ".join(parts)
+
+
+def parse_help(name: str, text: str) -> dict:
+    """A tool's --help text as {"usages": [...], "notes": [...],
+    "description": [...], "options": [(heading, [(spec, text)])],
+    "after": [...]}."""
+    lines = [l.rstrip() for l in text.expandtabs().split("\n")]
+    # the program's name as it was called (a path) becomes its name
+    prog = re.compile(rf"(?:\S*/)?{re.escape(name)}\b")
+    usages, notes = [], []
+    i = 0
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    if i < len(lines) and lines[i].lower().startswith("usage:"):
+        first = lines[i][6:].strip()
+        cur = [prog.sub(name, first, count=1)]
+        i += 1
+        while i < len(lines) and lines[i].startswith(" ") and lines[i].strip():
+            s = lines[i].strip()
+            if prog.match(s):
+                usages.append(" ".join(cur))
+                cur = [prog.sub(name, s, count=1)]
+            elif s.startswith("("):
+                notes.append(s.strip("()"))
+            else:
+                cur.append(s)
+            i += 1
+        usages.append(" ".join(cur))
+    description, options, after = [], [], []
+    para = []
+    heading = None
+
+    def flush():
+        nonlocal para
+        if para:
+            (after if options else description).append(_join(para))
+        para = []
+
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            flush()
+            i += 1
+            continue
+        if re.fullmatch(r"[A-Za-z][\w ]*:", line):          # argparse's "options:"
+            flush()
+            heading = line[:-1]
+            i += 1
+            continue
+        if line.startswith(" ") and re.match(r"\s+\S", line) and (
+                line.strip().startswith("-") or heading is not None):
+            flush()
+            block = []
+            while i < len(lines) and lines[i].startswith(" ") and lines[i].strip():
+                block.append(lines[i])
+                i += 1
+            options.append((heading or "options", _option_items(block)))
+            heading = None
+            continue
+        para.append(line)
+        i += 1
+    flush()
+    return {"usages": usages, "notes": notes, "description": description,
+            "options": options, "after": after}
+
+
+def _option_items(block: list) -> list:
+    """[(spec, text)] of an indented option list: the description column is
+    the most common column where text starts after a gap of two spaces."""
+    cols = Counter()
+    for line in block:
+        m = re.match(r"^(\s+\S.*?)\s{2,}(\S)", line)
+        if m:
+            cols[m.end() - 1] += 1
+    col = cols.most_common(1)[0][0] if cols else None
+    item_indent = min(len(l) - len(l.lstrip()) for l in block)
+    items = []
+    for line in block:
+        indent = len(line) - len(line.lstrip())
+        if indent == item_indent:
+            if col is not None and len(line) > col and line[col - 1] == " " and line[col] != " " \
+                    and line[item_indent:col].strip():
+                spec, text = line[item_indent:col].strip(), line[col:].strip()
+            else:
+                m = re.match(r"^(\S.*?)\s{2,}(\S.*)$", line.strip())
+                spec, text = (m.group(1), m.group(2)) if m else (line.strip(), "")
+            items.append([spec, [text] if text else []])
+        elif items:
+            items[-1][1].append(line.strip())
+    return [(spec, _join(text)) for spec, text in items]
+
+
+def tool_page(name: str, help_text: str, version: str, others=()) -> str:
+    h = parse_help(name, help_text)
+    inline = Inline()
+    desc = list(h["description"])
+    summary = ""
+    if desc:
+        first = desc[0]
+        first = re.sub(rf"^{re.escape(name)}:\s*", "", first)
+        desc[0] = first[:1].upper() + first[1:]
+        summary = _sentences(first)[0] if _sentences(first) else first
+        summary = summary.split(": ")[0].rstrip(".")
+        if summary[:1].isupper() and summary[1:2].islower():
+            summary = summary[0].lower() + summary[1:]
+    out = _th(name, "1", version) + _name_section([name], summary or name)
+    out.append(".SH SYNOPSIS")
+    for u in h["usages"] or [name]:
+        rest = u[len(name):].strip() if u.startswith(name) else u
+        out += [f".SY {esc(name, code=True)}", _usage_roff(rest) or "\\&", ".YS"]
+    out.append(".SH DESCRIPTION")
+    for d in desc:
+        out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(d)]
+    for n in h["notes"]:
+        out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(n[:1].upper() + n[1:] + ".")]
+    exit_status, rest = [], []
+    for a in h["after"]:
+        (exit_status if re.match(r"(?i)exit status", a) else rest).append(a)
+    if h["options"]:
+        out.append(".SH OPTIONS")
+        for heading, items in h["options"]:
+            if len(h["options"]) > 1 or heading not in ("options", "optional arguments"):
+                out.append(f".SS {_quote_arg(heading[:1].upper() + heading[1:])}")
+            for spec, text in items:
+                out += [".TP", _option_tag(spec)]
+                out += [_line_safe(inline(s)) for s in _sentences(text[:1].upper() + text[1:])] or ["\\&"]
+    if exit_status:
+        out.append(".SH \"EXIT STATUS\"")
+        for a in exit_status:
+            a = re.sub(r"(?i)^exit status:\s*", "", a)
+            out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(a)]
+    if rest:
+        out.append(".SH NOTES")
+        for a in rest:
+            out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(a)]
+    out += _see_also([(o, "1") for o in others if o != name] + [("dnsshim", "7")])
+    return _finish(out)
+
+
+# ---------------------------------------------------------------------------
+
+
+def _finish(lines: list) -> str:
+    out = []
+    for line in lines:
+        if line is None:
+            continue
+        line = line.rstrip()
+        if not line:
+            continue          # a blank line is a blank output line in roff
+        out.append(line)
+    # .PP right after a section heading, or twice, is redundant
+    clean = []
+    for line in out:
+        if line == ".PP" and clean and (clean[-1].startswith((".SH", ".SS", ".PP", ".TP"))):
+            continue
+        clean.append(line)
+    text = "\n".join(clean) + "\n"
+    if "\n.TS" in text:
+        text = "'\\\" t\n" + text
+    return text
+
+
+def _default_nodes(header: Header) -> tuple:
+    """(prefix, first node) from the VERSIONING comment: DNSSHIM, DNSSHIM_1.0."""
+    names = re.findall(r"\b([A-Z][A-Z0-9]*)_(\d+\.\d+)\b", "\n".join(header.bottom))
+    if not names:
+        return "DNSSHIM", "DNSSHIM_1.0"
+    return names[0][0], f"{names[0][0]}_{names[0][1]}"
+
+
+def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict | None = None,
+          ares_map: str | None = None, readme: str | None = None,
+          ares_description: str | None = None) -> dict:
+    """Every manual page, {filename: roff text}.
+
+    header_text: csrc/dns_shim.h.  version: the package's ("1.2.0").
+    tools: {name: its --help output}.  symbol_versions: {function: node}
+    (e.g. from the linker version script); without it a "(1.1)" marker in
+    a function's comment gives DNSSHIM_1.1, no marker the first node; with
+    it, a marker that disagrees is an error.  ares_map, readme: the c-ares
+    layer's export list and README.md (both needed for dnsshim_ares.3);
+    ares_description: its one-line summary (dnsshim-ares.pc's)."""
+    header = parse_header(header_text)
+    funcs = header.functions()
+    names = [c.names[0] for c in funcs]
+    prefix, first_node = _default_nodes(header)
+    see_tools = [(t, "1") for t in tools]
+    extra = [("dnsshim_ares", "3")] if ares_map and readme else []
+    out = {}
+    summaries = {}
+    for c in funcs:
+        name = c.names[0]
+        marker = _marker(c.comment[0]) if c.comment else None
+        node = f"{prefix}_{marker}" if marker else first_node
+        if symbol_versions is not None:
+            given = symbol_versions.get(name)
+            if given is None:
+                raise ValueError(f"{name}: no symbol version given for it")
+            if marker and given != node:
+                raise ValueError(f"{name}: its comment says ({marker}), the version script {given}")
+            node = given
+        first = _join(blocks(c.comment)[0]) if c.comment else ""
+        m = re.match(rf"^{re.escape(name)}\s*(?:\(\d+\.\d+\))?\s*:\s*(.*)$", first, re.S)
+        summaries[name] = _sentences(m.group(1))[0] if m else ""
+        out[f"{name}.3"] = function_page(header, c, version, node, names)
+    out["dnsshim.7"] = overview_page(header, version, names, summaries, extra + see_tools)
+    if ares_map and readme:
+        out["dnsshim_ares.3"] = ares_page(ares_map, readme, version, ares_description, names)
+    for t, text in tools.items():
+        out[f"{t}.1"] = tool_page(t, text, version, others=list(tools))
+    return out
+
+
+def pages_from_tree(root, version: str | None = None, tools: dict | None = None) -> dict:
+    """pages() from a project tree: csrc/dns_shim.h, the version scripts,
+    README.md and csrc/ares/dnsshim-ares.pc.in's Description."""
+    root = Path(root)
+    header = (root / "csrc" / "dns_shim.h").read_text(encoding="utf-8")
+    if version is None:
+        version = ".".join(re.search(rf"#define DNS_SHIM_VERSION_{p}\s+(\d+)", header).group(1)
+                           for p in ("MAJOR", "MINOR", "PATCH"))
+    nodes = map_nodes((root / "csrc" / "lib" / "libdnsshim.map").read_text(encoding="utf-8"))
+    symbol_versions = {s: node for node, syms in nodes.items() for s in syms}
+    pc = (root / "csrc" / "ares" / "dnsshim-ares.pc.in").read_text(encoding="utf-8")
+    m = re.search(r"^Description:\s*(.*)$", pc, re.M)
+    return pages(header, version, tools or {}, symbol_versions=symbol_versions,
+                 ares_map=(root / "csrc" / "ares" / "libdnsshim_ares.map").read_text(encoding="utf-8"),
+                 readme=(root / "README.md").read_text(encoding="utf-8"),
+                 ares_description=m.group(1) if m else None)
+
+
+SOURCE_ROOT = Path(__file__).resolve().parent.parent    # the tree holding shim/
+
+
+def write_pages(mandir: Path, tools: dict[str, str], root: Path | None = None) -> list[Path]:
+    """Writes the pages of the source tree root (default: the one this
+    package is in) into mandir/man1, man3 and man7, with a page for each of
+    tools ({name: its --help text}); returns the paths written, sorted."""
+    root = Path(root) if root is not None else SOURCE_ROOT
+    if not (root / "csrc" / "dns_shim.h").is_file():
+        raise FileNotFoundError(f"{root} is not dnsshim's source tree (no csrc/dns_shim.h)")
+    written = []
+    for name, text in pages_from_tree(root, version=None, tools=tools).items():
+        directory = Path(mandir) / f"man{name.rsplit('.', 1)[1]}"
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(text, encoding="ascii")
+        written.append(directory / name)
+    return sorted(written)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m shim.man",
+                                description="Write the manual pages of this source tree.")
+    p.add_argument("--out", required=True, type=Path, help="directory for the manN/ directories")
+    p.add_argument("--tool", action="append", default=[], metavar="NAME=HELPFILE",
+                   help="a tool and a file holding its --help output (repeatable)")
+    args = p.parse_args(argv)
+    tools = {}
+    for spec in args.tool:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            p.error(f"--tool {spec}: NAME=HELPFILE expected")
+        tools[name] = Path(path).read_text(encoding="utf-8")
+    for path in write_pages(args.out, tools):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""A throwaway Debian 12 root, as /work/shared/tools/fresh-debian makes one:
+debootstrap's minbase (with ca-certificates and what the caller needs),
+built once and cached as a tar, unpacked afresh for each use; it reaches what this machine reaches (its
+apt sources and configuration, CA bundle, resolv.conf), and each command
+runs chrooted in it with a clean environment.
+
+    root = DebianRoot.create(directory, ["gcc"])  # unpacked and configured
+    root.run("apt-get update")                     # bash -c, as root, in the root
+    root.path("/usr/bin/x")                        # that file, seen from here
+    root.remove()
+
+proc, sys and dev are mounted for each command in a mount namespace of its
+own (unshare): they go when the command ends, nothing is left mounted on
+this machine, and removing the root (rm --one-file-system) cannot reach
+through a mount into the host's /dev.
+
+The base tar: ~/.cache/dnsshim/debian12-minbase-<packages>.tar, minbase
+with ca-certificates and the packages a caller asks for (a test's compiler
+and tools: cached with the base, they cost nothing on later runs), else
+fresh-debian's /tmp/fresh-debian/base.tar, read only (the caller then
+installs its packages with apt), else built here with debootstrap.
+Everything needs root (debootstrap, chroot, mounts): :func:`unavailable`
+says why not.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+SUITE = "bookworm"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dnsshim"
+#: fresh-debian's cache (minbase with ca-certificates, git, python3), reused read only
+SHARED_BASE_TAR = Path("/tmp/fresh-debian/base.tar")
+INCLUDE = ("ca-certificates",)
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+#: The environment of every command in the root: nothing of this process's.
+ENV = ("HOME=/root", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+       "LANG=C.UTF-8", "DEBIAN_FRONTEND=noninteractive",
+       "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt")
+
+
+def base_tar(packages=()) -> Path:
+    """Where the base with those packages is cached."""
+    key = hashlib.sha256(" ".join(sorted({*INCLUDE, *packages})).encode()).hexdigest()[:12]
+    return CACHE / f"debian12-minbase-{key}.tar"
+
+
+def cached_base(packages=()) -> Path | None:
+    """The base tar to unpack, if one is there."""
+    for tar in (base_tar(packages), SHARED_BASE_TAR):
+        if tar.is_file() and tar.stat().st_size > 0:
+            return tar
+    return None
+
+
+def unavailable(packages=()) -> tuple[str, str] | None:
+    """None when a root can be made here; else (the program missing, its
+    Debian package) or (why not, "")."""
+    if os.geteuid() != 0:
+        return "a Debian root needs root (debootstrap, chroot, mounts)", ""
+    for program, package in (("chroot", "coreutils"), ("unshare", "util-linux"),
+                             ("mount", "mount"), ("tar", "tar")):
+        if shutil.which(program) is None:
+            return program, package
+    if cached_base(packages) is None and shutil.which("debootstrap") is None:
+        return f"debootstrap (no cached base at {base_tar(packages)})", "debootstrap"
+    return None
+
+
+def host_mirror() -> str:
+    """The Debian mirror this machine's apt uses (as fresh-debian finds it)."""
+    for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+        m = re.search(r"^URIs:\s*(\S+/debian)\s*$", Path(path).read_text(), re.M)
+        if m:
+            return m.group(1)
+    if os.path.isfile("/etc/apt/sources.list"):
+        m = re.search(rf"^deb\s+(\S+)\s+{SUITE}\s", Path("/etc/apt/sources.list").read_text(),
+                      re.M)
+        if m:
+            return m.group(1)
+    return DEFAULT_MIRROR
+
+
+def build_base(packages=(), log: Path | None = None) -> Path:
+    """debootstrap minbase with INCLUDE and packages into a temporary
+    folder, then its tar, atomically (base_tar(packages))."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tar = base_tar(packages)
+    with tempfile.TemporaryDirectory(prefix="debian12-base-", dir=CACHE) as tmp:
+        target = Path(tmp) / "root"
+        include = ",".join(sorted({*INCLUDE, *packages}))
+        # in a mount namespace of its own: a failed debootstrap leaves no
+        # mount of proc, sys or dev behind for the clean-up to walk into
+        result = subprocess.run(["unshare", "--mount", "--propagation", "private",
+                                 "debootstrap", "--variant=minbase", f"--include={include}",
+                                 SUITE, str(target), host_mirror()],
+                                capture_output=True, text=True, timeout=1800)
+        if log:
+            log.write_text(result.stdout + result.stderr)
+        if result.returncode != 0:
+            raise RuntimeError("debootstrap failed: " + " ".join(result.stderr.splitlines()[-2:]))
+        partial = tar.with_suffix(".tar.tmp")
+        subprocess.run(["tar", "-C", str(target), "-cf", str(partial), "."], check=True)
+        os.replace(partial, tar)
+        subprocess.run(["rm", "-rf", "--one-file-system", str(target)], check=True)
+    return tar
+
+
+class DebianRoot:
+    def __init__(self, directory: Path):
+        self.dir = Path(directory)
+
+    @classmethod
+    def create(cls, directory: Path, packages=(), log: Path | None = None) -> "DebianRoot":
+        """The base unpacked into directory (which must not exist yet) and
+        given this machine's apt sources, CA bundle and resolv.conf; packages:
+        what the base should hold beside minbase (fresh-debian's may not:
+        apt-get install them)."""
+        base = cached_base(packages) or build_base(packages, log)
+        root = cls(directory)
+        root.dir.mkdir(parents=True)
+        subprocess.run(["tar", "-C", str(root.dir), "-xf", str(base)], check=True)
+        etc = root.dir / "etc"
+        (etc / "apt" / "sources.list").unlink(missing_ok=True)
+        for f in glob.glob("/etc/apt/sources.list.d/*.sources"):
+            shutil.copy(f, etc / "apt" / "sources.list.d")
+        if os.path.isfile("/etc/apt/sources.list"):
+            shutil.copy("/etc/apt/sources.list", etc / "apt")
+        for f in glob.glob("/etc/apt/apt.conf.d/99*"):
+            if os.path.isfile(f):
+                shutil.copy(f, etc / "apt" / "apt.conf.d")
+        if os.path.isfile("/etc/ssl/certs/ca-certificates.crt"):
+            (etc / "ssl" / "certs").mkdir(parents=True, exist_ok=True)
+            shutil.copy("/etc/ssl/certs/ca-certificates.crt", etc / "ssl" / "certs")
+        resolv = etc / "resolv.conf"
+        if resolv.is_symlink() or resolv.exists():
+            resolv.unlink()
+        if os.path.isfile("/etc/resolv.conf"):
+            shutil.copy("/etc/resolv.conf", resolv)
+        return root
+
+    def path(self, inside: str) -> Path:
+        """A path of the root, as this machine sees it (no symlink followed
+        that would lead out of it: use lexists/lstat on it)."""
+        return self.dir / str(inside).lstrip("/")
+
+    def run(self, script: str, *, cwd: str = "/root", check: bool = True,
+            timeout: float = 1800) -> subprocess.CompletedProcess:
+        """bash -c script, as root in the root, in cwd, with ENV only;
+        stdout and stderr captured as text."""
+        r = str(self.dir)
+        mounts = (f"mount -t proc proc '{r}/proc' && mount --bind /sys '{r}/sys' && "
+                  f"mount --bind /dev '{r}/dev' && mount --bind /dev/pts '{r}/dev/pts'")
+        inner = f'cd "$0" && {script}'
+        command = f'{mounts} && exec chroot "$1" /usr/bin/env -i {" ".join(ENV)} ' \
+                  f'/bin/bash -c "$2" "$3"'
+        result = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                                 command, "sh", r, inner, cwd],
+                                capture_output=True, text=True, errors="replace",
+                                timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"in the Debian root, exit {result.returncode}: {script}\n"
+                                 f"--- stdout\n{result.stdout[-4000:]}\n"
+                                 f"--- stderr\n{result.stderr[-4000:]}")
+        return result
+
+    def remove(self) -> None:
+        subprocess.run(["rm", "-rf", "--one-file-system", str(self.dir)], check=False)

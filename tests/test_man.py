@@ -1,0 +1,215 @@
+"""The manual pages (shim/man.py) of this checkout: a page per exported
+function, dnsshim(7), dnsshim_ares(3) and the tools' pages from their live
+--help, each rendered as lintian renders it (man --warnings, no warning
+allowed), through groff -ww, and read by lexgrog; what they say is checked
+against the header, the version scripts and the tools, read here without
+shim.man."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+import shim
+import shim.config
+from conftest import ROOT, require_program
+from shim import man
+
+HEADER = (ROOT / "csrc" / "dns_shim.h").read_text()
+LIB_MAP = (ROOT / "csrc" / "lib" / "libdnsshim.map").read_text()
+ARES_MAP = (ROOT / "csrc" / "ares" / "libdnsshim_ares.map").read_text()
+MAN_ENV = {"LC_ALL": "C.UTF-8", "MANROFFSEQ": "", "MANWIDTH": "80"}
+MANUALS = {"1": "User Commands", "3": "Library Functions Manual",
+           "7": "Miscellaneous Information Manual"}
+
+
+def map_globals(text: str) -> dict:
+    """{symbol: node} of a linker version script ("" for an anonymous node)."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    out = {}
+    for node, body in re.findall(r"([\w.]*)\s*\{(.*?)\}", text, re.S):
+        for symbol in re.findall(r"(\w+)\s*;", body.split("local:")[0]):
+            out[symbol] = node
+    return out
+
+
+def header_prototypes() -> dict:
+    """{function: prototype} of the DNS_SHIM_API declarations, in order."""
+    out = {}
+    for m in re.finditer(r"^DNS_SHIM_API\s+(.*?;)", HEADER, re.M | re.S):
+        proto = " ".join(m.group(1).split())
+        out[re.search(r"(\w+)\s*\(", proto).group(1)] = proto
+    return out
+
+
+FUNCTIONS = header_prototypes()
+TOOLS = ["dnsshim-dump", "dnsshim-config"]
+PAGES = [f"{f}.3" for f in FUNCTIONS] + ["dnsshim.7", "dnsshim_ares.3"] + [f"{t}.1" for t in TOOLS]
+
+
+@pytest.fixture(scope="module")
+def tools(built) -> dict:
+    """The tools' --help texts: the built dnsshim-dump's (its argv[0] is the
+    build directory's path) and dnsshim-config's argparse text at 80 columns."""
+    dump = subprocess.run([str(built.dump_prog), "--help"], capture_output=True, text=True)
+    assert dump.returncode == 0 and dump.stdout.startswith("usage: "), dump
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COLUMNS", "80")
+        config = shim.config.parser("dnsshim-config", epilog=shim.config.EPILOG).format_help()
+    return {"dnsshim-dump": dump.stdout, "dnsshim-config": config}
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory, tools) -> dict:
+    """{page: its path}, as the installer writes them."""
+    mandir = tmp_path_factory.mktemp("man")
+    paths = man.write_pages(mandir, tools)
+    assert paths == sorted(paths) == sorted(p for p in mandir.rglob("*") if p.is_file())
+    for p in paths:
+        assert p.parent == mandir / f"man{p.suffix[1:]}"
+    return {p.name: p for p in paths}
+
+
+def run_man(path, *options):
+    require_program("man", "man-db")
+    return subprocess.run(["man", "--warnings", "-E", "UTF-8", "-l", "-Tutf8", *options, str(path)],
+                          capture_output=True, text=True, env={**os.environ, **MAN_ENV})
+
+
+def rendered(path) -> str:
+    r = run_man(path)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return re.sub(".\b", "", r.stdout)          # grotty's overstriking
+
+
+def section(text: str, title: str) -> str:
+    m = re.search(rf"^{title}\n(.*?)(?=^\S|\Z)", text, re.M | re.S)
+    assert m, title
+    return m.group(1)
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_page_for_every_exported_function(pages):
+    exported = map_globals(LIB_MAP)
+    assert set(FUNCTIONS) == set(exported) - {"PyInit__dnsshim_cffi"}
+    assert {"dns_shim_set_allocator", "dns_shim_set_memory_limit"} <= set(FUNCTIONS)
+    assert man.api_functions(HEADER) == list(FUNCTIONS)
+    assert sorted(pages) == sorted(PAGES)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_without_a_warning(pages, page):
+    for options in (["-Z"], []):                # lintian's command, and to text
+        r = run_man(pages[page], *options)
+        assert r.returncode == 0 and r.stderr == "", (options, r.stderr)
+        assert r.stdout.strip()
+    require_program("groff", "groff-base")
+    r = subprocess.run(["groff", "-t", "-man", "-ww", "-z", str(pages[page])],
+                       capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    require_program("lexgrog", "man-db")
+    r = subprocess.run(["lexgrog", str(pages[page])], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    name = page.rsplit(".", 1)[0]
+    assert re.search(rf': "{re.escape(name)} - [a-zA-Z].{{8,}}"$', r.stdout, re.M), r.stdout
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_function_page_shows_its_prototype_and_symbol_version(pages, function):
+    text = rendered(pages[f"{function}.3"])
+    synopsis = flat(section(text, "SYNOPSIS"))
+    assert "#include <dns_shim.h>" in synopsis
+    assert flat(FUNCTIONS[function]) in synopsis.replace("( ", "(")
+    node = map_globals(LIB_MAP)[function]
+    versions = flat(section(text, "VERSIONS"))
+    assert f"added in dnsshim {node.split('_')[1]}; its symbol version is {node}." in versions
+    assert section(text, "RETURN VALUE").strip()
+
+
+def test_versions_marker_contradicting_the_map_is_an_error():
+    wrong = {f: "DNSSHIM_1.0" for f in FUNCTIONS}
+    with pytest.raises(ValueError, match="dns_shim_process_reply"):
+        man.pages(HEADER, shim.__version__, {}, symbol_versions=wrong)
+
+
+def test_status_table_has_every_code_with_its_value(pages):
+    body = re.search(r"typedef enum dns_shim_status\s*\{(.*?)\}", HEADER, re.S).group(1)
+    codes = re.findall(r"(DNS_SHIM_\w+)\s*=\s*(-?\d+)", re.sub(r"/\*.*?\*/", "", body, flags=re.S))
+    assert len(codes) == 17 and codes[0] == ("DNS_SHIM_OK", "0")
+    source = pages["dnsshim.7"].read_text()
+    assert source.startswith("'\\\" t\n")          # man runs tbl
+    rows = re.findall(r"^(DNS_SHIM_\w+)\t(\S+)\tT\{$", source, re.M)
+    assert rows == [(name, value.replace("-", "\\-")) for name, value in codes]
+    text = rendered(pages["dnsshim.7"])
+    for name, value in codes:
+        assert re.search(rf"^\s+{name}\s+{value}\s+\S", text, re.M), name
+    for heading in ("CONVENTIONS", "VERSIONING", "DATA TYPES", "ENVIRONMENT"):
+        assert re.search(rf"^{heading}$", text, re.M), heading
+
+
+def test_function_pointer_members(pages):
+    """dns_shim_allocator's members are function pointers: the struct is shown
+    whole, and a member's comment goes to that member, not to a parameter."""
+    text = rendered(pages["dns_shim_set_allocator.3"])
+    assert "void *(*malloc)(void *ctx, size_t size);" in text
+    assert "void (*free)(void *ctx, void *ptr);" in text
+    calloc = "    void *(*calloc)(void *ctx, size_t nelem, size_t elsize);"
+    assert calloc in HEADER
+    commented = HEADER.replace(calloc, calloc + "  /* NULL: malloc, then zeroed */")
+    page = man.pages(commented, shim.__version__, {})["dns_shim_set_allocator.3"]
+    assert ".TP\n\\fIcalloc\\fP\nNULL: malloc, then zeroed\n" in page
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_tool_page_lists_every_option(built, tools, pages, tool):
+    text = rendered(pages[f"{tool}.1"])
+    assert str(built.dir) not in text
+    options = flat(section(text, "OPTIONS"))
+    listed = [line.split("  ")[0] for line in tools[tool].splitlines()
+              if re.match(r"\s+-", line) and "  " in line.strip()]
+    for opt in {o for spec in listed for o in re.findall(r"--?[a-z][\w-]*", spec)}:
+        assert re.search(rf"(?<![\w-]){opt}(?![\w-])", options), opt
+    for opt in set(re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", tools[tool])):
+        assert opt in text, opt
+    assert len(listed) >= 10
+
+
+def test_ares_page_lists_every_export(pages):
+    exports = map_globals(ARES_MAP)
+    assert set(exports.values()) == {""} and len(exports) == 18
+    synopsis = section(rendered(pages["dnsshim_ares.3"]), "SYNOPSIS")
+    assert re.findall(r"(\w+)\(\)", synopsis) == list(exports)
+
+
+def test_reproducible_ascii_and_undated(pages, tools):
+    again = man.pages_from_tree(ROOT, tools=tools)
+    assert {name: path.read_text() for name, path in pages.items()} == again
+    for name, text in again.items():
+        assert text.isascii(), name
+        th = next(line for line in text.splitlines() if line.startswith(".TH "))
+        assert th.endswith(f' "" "dnsshim {shim.__version__}" "{MANUALS[name[-1]]}"'), th
+        assert not re.search(r"\b(19|20)\d\d-\d\d-\d\d\b", text), name
+        assert "\n\n" not in text and not re.search(r"[ \t]$", text, re.M), name
+
+
+def test_a_new_function_gets_a_clean_page(tmp_path):
+    new = ("/*\n** dns_shim_frobnicate (1.3): frobnicate a \\\\ backslash.\n**\n"
+           "** .leading dot.  'apostrophe, -1 and --option; see dns_shim_init().\n**\n"
+           "**   code -x \\\\n\n**\n** Returns 0.\n*/\n"
+           "DNS_SHIM_API int32_t dns_shim_frobnicate(const char *a,\n"
+           "                                         int32_t b);\n\n")
+    assert HEADER.count("DNS_SHIM_END_DECLS\n\n#endif") == 1
+    text = HEADER.replace("DNS_SHIM_END_DECLS\n\n#endif", new + "DNS_SHIM_END_DECLS\n\n#endif")
+    page = man.pages(text, "1.3.0", {})["dns_shim_frobnicate.3"]
+    assert "\\&.leading dot" in page and "\\&'apostrophe" in page
+    assert "\\-1 and \\-\\-option" in page and "\\e" in page
+    assert ".SH RETURN VALUE\nReturns 0." in page and "DNSSHIM_1.3" in page
+    path = tmp_path / "dns_shim_frobnicate.3"
+    path.write_text(page)
+    out = flat(rendered(path))
+    assert "int32_t dns_shim_frobnicate(const char *a, int32_t b);" in out
+    assert ".leading dot. 'apostrophe, -1 and --option" in out

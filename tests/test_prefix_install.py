@@ -1,0 +1,255 @@
+"""python build_ffi.py --prefix: an installation that stands alone.
+
+From a copy of this checkout and a fresh virtualenv holding only cffi and
+dnspython: the install refuses in one line while dnspython is missing;
+installed into a prefix that already holds other files, the copy and the
+virtualenv are deleted, and then a C program built with the prefix's
+pkg-config file gives, on the vectors, the malformed cases and the corpus,
+what it gives built against this tree's library; dnsshim-config answers
+what pkg-config answers, for both libraries; the manual is there;
+``--uninstall`` leaves the prefix exactly as it was.  A staged install
+(--destdir) works once moved into place, and one whose Python side was
+removed says so in one line.  (CMake's find_package from each
+installation: test_cmake.py.)
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import build_ffi
+from conftest import ROOT, require_program, write_messages
+from test_install import source_copy
+
+MINIMAL_ENV = {"PATH": "/usr/bin:/bin"}
+
+
+def _snapshot(root):
+    """Every path under root with its type and content (files)."""
+    out = {}
+    for here, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(here, name)
+            rel = os.path.relpath(path, root)
+            if os.path.islink(path):
+                out[rel] = ("link", os.readlink(path))
+            elif os.path.isdir(path):
+                out[rel] = ("dir", None)
+            else:
+                with open(path, "rb") as f:
+                    out[rel] = ("file", f.read())
+    return out
+
+
+def _venv(where):
+    """A virtualenv of this CPython with what the runtime needs, at the
+    versions this one has (pip's cache makes it quick)."""
+    import cffi
+    import dns.version
+
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+    pip = [str(where / "bin" / "python"), "-m", "pip", "install", "-q",
+           "--disable-pip-version-check"]
+    subprocess.run([*pip, f"cffi=={cffi.__version__}"], check=True, capture_output=True,
+                   timeout=600)
+    return pip, f"dnspython=={dns.version.version}"
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    """(prefix, what the prefix held before, the refusal): installed from a
+    copy of the checkout and a virtualenv, both deleted since."""
+    d = tmp_path_factory.mktemp("standalone")
+    clone = source_copy(d / "clone")
+    venv = d / "venv"
+    pip, dnspython = _venv(venv)
+    prefix = d / "prefix"
+    (prefix / "lib").mkdir(parents=True)
+    (prefix / "lib" / "other.so.1").write_bytes(b"another library's file")
+    (prefix / "share" / "doc").mkdir(parents=True)
+    (prefix / "share" / "doc" / "README").write_text("another package's")
+    before = _snapshot(prefix)
+    install = [str(venv / "bin" / "python"), str(clone / "build_ffi.py"), "--prefix",
+               str(prefix)]
+    refused = subprocess.run(install, capture_output=True, text=True, cwd=d)
+    subprocess.run([*pip, dnspython], check=True, capture_output=True, timeout=600)
+    result = subprocess.run(install, capture_output=True, text=True, cwd=d)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout == f"{prefix}/lib/libdnsshim.so.1\n"
+    shutil.rmtree(clone)
+    shutil.rmtree(venv)
+    return prefix, before, refused, venv
+
+
+def test_refuses_without_what_the_runtime_needs(standalone):
+    prefix, before, refused, venv = standalone
+    assert refused.returncode == 1
+    lines = refused.stderr.splitlines()
+    assert len(lines) == 1, refused.stderr
+    assert lines[0].startswith(
+        f"build_ffi.py --prefix: cannot install: the Python side is copied from the Python that "
+        f"builds, and dnspython is not installed for {venv}/bin/python: searched ")
+    assert lines[0].endswith(f"; install it: {venv}/bin/python -m pip install "
+                             f"'dnspython>=2.9.1'")
+
+
+def _pkg_config(prefix, *args):
+    return subprocess.run(["pkg-config", *args], capture_output=True, text=True, check=True,
+                          env={**MINIMAL_ENV, "PKG_CONFIG_PATH": str(prefix / "lib" /
+                                                                     "pkgconfig")}).stdout.split()
+
+
+def test_a_program_runs_with_the_clone_and_venv_gone(standalone, built, tmp_path):
+    require_program("pkg-config", "pkg-config")
+    prefix = standalone[0]
+    program = build_ffi.compile_program([ROOT / "tests" / "c" / "dnsshim_test.c"],
+                                        tmp_path / "dnsshim_test",
+                                        flags=_pkg_config(prefix, "--cflags", "--libs",
+                                                          "dnsshim"))
+    files = write_messages(tmp_path, corpus=("good", "bad", "captures"))
+    ours = subprocess.run([str(program), *map(str, files)], capture_output=True, text=True,
+                          env=MINIMAL_ENV, cwd="/", timeout=1200)
+    theirs = subprocess.run([str(built.test_prog), *map(str, files)], capture_output=True,
+                            text=True, env=MINIMAL_ENV, cwd="/", timeout=1200)
+    assert ours.returncode == 0, ours.stderr[-3000:]
+    assert ours.stdout == theirs.stdout
+    dump = subprocess.run([str(prefix / "bin" / "dnsshim-dump"), "--check"], capture_output=True,
+                          text=True, env=MINIMAL_ENV, cwd="/")
+    assert dump.returncode == 0, dump.stderr
+    private = prefix / "lib" / "dnsshim" / "python"
+    assert f"dnspython {vectors_dnspython()} ({private}/dns)" in dump.stdout
+    assert f"shim {build_ffi.package_version()} ({private}/shim)" in dump.stdout
+
+
+def vectors_dnspython():
+    import dns.version
+
+    return dns.version.version
+
+
+def test_dnsshim_config_answers_what_pkg_config_answers(standalone):
+    require_program("pkg-config", "pkg-config")
+    prefix = standalone[0]
+
+    def config(*args):
+        result = subprocess.run([str(prefix / "bin" / "dnsshim-config"), *args],
+                                capture_output=True, text=True, env=MINIMAL_ENV, cwd="/")
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        return result.stdout.split()
+
+    assert config("--cflags", "--libs") == _pkg_config(prefix, "--cflags", "--libs", "dnsshim")
+    assert config("--ares", "--libs") == _pkg_config(prefix, "--libs", "dnsshim-ares")
+    assert config("--ares", "--cflags") == _pkg_config(prefix, "--cflags", "dnsshim-ares")
+    assert config("--static-libs") == [str(prefix / "lib" / "libdnsshim.a"),
+                                       *_pkg_config(prefix, "--libs-only-other", "--libs-only-L",
+                                                    "--libs-only-l", "--static", "dnsshim")[3:]]
+    assert config("--prefix", "--libdir", "--includedir", "--version") == [
+        str(prefix), str(prefix / "lib"), str(prefix / "include"), build_ffi.package_version()]
+    assert config("--valgrind-suppressions") == [
+        str(prefix / "share" / "dnsshim" / "libdnsshim.supp")]
+    assert (prefix / "share" / "dnsshim" / "libdnsshim.supp").read_bytes() == \
+        build_ffi.SUPPRESSIONS.read_bytes()
+    check = subprocess.run([str(prefix / "bin" / "dnsshim-config"), "--check"],
+                           capture_output=True, text=True, env=MINIMAL_ENV, cwd="/")
+    assert check.returncode == 0
+    assert check.stdout.splitlines()[-1] == "check: ok: a sample response parsed " \
+                                            "(www.example.com A 192.0.2.1)"
+
+
+def test_the_manual_is_installed(standalone):
+    require_program("man", "man-db")
+    prefix = standalone[0]
+    for name, section in [*((f, "3") for f in sorted(build_ffi.header_functions())),
+                          ("dnsshim_ares", "3"), ("dnsshim", "7"), ("dnsshim-dump", "1"),
+                          ("dnsshim-config", "1")]:
+        where = subprocess.run(["man", "-M", str(prefix / "share" / "man"), "-w", section, name],
+                               capture_output=True, text=True, env=MINIMAL_ENV)
+        assert where.stdout.strip() == str(prefix / "share" / "man" / f"man{section}" /
+                                           f"{name}.{section}"), (name, where.stderr)
+    assert (prefix / "share" / "doc" / "dnsshim" / "NEWS").read_bytes() == \
+        (ROOT / "NEWS").read_bytes()
+
+
+def test_a_removed_python_side_says_so(standalone, tmp_path):
+    """A copy of the installation without its Python side: the one line
+    that says what is missing and the fix (dnsshim-dump --check logs it at
+    error level, and the runtime does not start)."""
+    copy = tmp_path / "copy"
+    shutil.copytree(standalone[0], copy, symlinks=True)
+    shutil.rmtree(copy / "lib" / "dnsshim" / "python" / "shim")
+    result = subprocess.run([str(copy / "bin" / "dnsshim-dump"), "--check"], capture_output=True,
+                            text=True, env=MINIMAL_ENV, cwd="/")
+    why = (f"cannot start: the shim package is not in {copy}/lib/dnsshim/python, the "
+           "installation's own Python side (it was removed or the installation is incomplete): "
+           "install the library again (python build_ffi.py --prefix)")
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[1:] == [f"error: {why}",
+                                             f"check: the runtime does not start: {why}"]
+
+
+def test_the_c_ares_layer_links_static_from_dnsshim_config(standalone, built, tmp_path):
+    """The README's static c-ares line: $(dnsshim-config --ares --static-libs) -lcares."""
+    from test_ares import _ims_messages
+    from conftest import require_cares
+
+    require_cares()
+    prefix = standalone[0]
+    flags = subprocess.run([str(prefix / "bin" / "dnsshim-config"), "--ares", "--cflags",
+                            "--static-libs"], capture_output=True, text=True, check=True,
+                           env=MINIMAL_ENV).stdout.split()
+    assert flags[1:3] == [str(prefix / "lib" / "libdnsshim_ares.a"),
+                          str(prefix / "lib" / "libdnsshim.a")]
+    cares = subprocess.run(["pkg-config", "--cflags", "--libs", "libcares"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    program = build_ffi.compile_program([ROOT / "tests" / "c" / "ares_sip_locate.c"],
+                                        tmp_path / "ares_sip_locate", flags=[*flags, *cares])
+    dynamic = subprocess.run(["readelf", "-d", str(program)], capture_output=True, text=True,
+                             check=True).stdout
+    assert "libdnsshim" not in dynamic, dynamic
+    messages = _ims_messages(tmp_path)
+    ours = subprocess.run([str(program), *map(str, messages)], capture_output=True, text=True,
+                          env=MINIMAL_ENV, cwd="/")
+    theirs = subprocess.run([str(built.dir / "ares_sip_locate"), *map(str, messages)],
+                            capture_output=True, text=True)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout and theirs.stdout
+
+
+def test_uninstall_leaves_the_prefix_as_it_was(standalone, tmp_path):
+    prefix, before = standalone[0], standalone[1]
+    # run last in the module's order: the other tests use the installation
+    copy = tmp_path / "copy"
+    shutil.copytree(prefix, copy, symlinks=True)
+    result = subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(prefix),
+                             "--uninstall"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert _snapshot(prefix) == before
+    again = subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(prefix),
+                            "--uninstall"], capture_output=True, text=True)
+    assert again.returncode == 1
+    assert again.stderr == (f"build_ffi.py --prefix: {prefix}/share/dnsshim/install-manifest "
+                            f"does not exist: nothing was installed under {prefix} by "
+                            "build_ffi.py --prefix (or it was uninstalled)\n")
+
+
+def test_a_staged_install_works_in_place(tmp_path):
+    """--destdir STAGE --prefix P writes STAGE/P; moved to P, it runs."""
+    stage, prefix = tmp_path / "stage", tmp_path / "final" / "dnsshim"
+    result = subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(prefix),
+                             "--libdir", str(prefix / "lib64"), "--destdir", str(stage)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not prefix.exists()
+    shutil.move(str(stage / str(prefix).lstrip("/")), str(prefix))
+    check = subprocess.run([str(prefix / "bin" / "dnsshim-dump"), "--check"],
+                           capture_output=True, text=True, env=MINIMAL_ENV, cwd="/")
+    assert check.returncode == 0, check.stderr
+    pc = (prefix / "lib64" / "pkgconfig" / "dnsshim.pc").read_text()
+    assert pc.startswith(f"prefix={prefix}\nlibdir=${{prefix}}/lib64\n")
+    assert str(stage) not in pc
+    manifest = (prefix / "share" / "dnsshim" / "install-manifest").read_text()
+    assert str(stage) not in manifest and f'"{prefix}/lib64/libdnsshim.so.1"' in manifest
+
