@@ -231,7 +231,18 @@ def cffi_source(cache: Path) -> Path:
                             f"downloaded (pip download cffi=={cffi.__version__} --no-binary "
                             f":all:): {result.stderr.strip().splitlines()[-1:] or ''}")
     with tarfile.open(sdists[0]) as tar:
-        tar.extractall(cache, filter="data")
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(cache, filter="data")
+        else:  # CPython before 3.11.4 (Debian 12's 3.11.2): the same refusals by hand
+            root = cache.resolve()
+            for member in tar.getmembers():
+                target = (root / member.name).resolve()
+                if (not (member.isfile() or member.isdir()) or target != root
+                        and root not in target.parents):
+                    raise FirmwareError(f"{sdists[0]}: {member.name} is not a plain file or "
+                                        f"folder inside the archive's folder; delete it and "
+                                        f"run again")
+            tar.extractall(cache)
     return folder
 
 

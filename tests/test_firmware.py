@@ -153,9 +153,9 @@ def test_no_python_on_the_disk(built, firmware, programs, messages, tmp_path):
 
 @pytest.mark.parametrize("mode", ["threads", "first-call", "register", "reentry", "reregister",
                                   "fork", "retvals"])
-def test_threads_and_fork(programs, mode):
-    files = available_corpus("good")[:20] or [ROOT / "tests" / "regressions" /
-                                              "mutator-update-rdataless-ttl.bin"]
+def test_threads_and_fork(programs, messages, mode):
+    files = (available_corpus("good")[:20]
+             or [m for m in messages if m.name.startswith("vector_")][:20])
     result = _run(programs["dnsshim_stress"], mode, "--calls", "2000", *files)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
 
