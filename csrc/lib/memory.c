@@ -86,6 +86,18 @@ static void *dns_shim__malloc(void *ctx, size_t n)
     return p;
 }
 
+/* n zeroed bytes from the host: its calloc, or its malloc and memset. */
+static void *dns_shim__host_zeroed(size_t n)
+{
+    void *p;
+    if (dns_shim__host.calloc != NULL)
+        return dns_shim__host.calloc(dns_shim__host.ctx, 1, n);
+    p = dns_shim__host.malloc(dns_shim__host.ctx, n);
+    if (p != NULL)
+        memset(p, 0, n);
+    return p;
+}
+
 static void *dns_shim__calloc(void *ctx, size_t nelem, size_t elsize)
 {
     size_t n;
@@ -94,13 +106,7 @@ static void *dns_shim__calloc(void *ctx, size_t nelem, size_t elsize)
     if (__builtin_mul_overflow(nelem, elsize, &n) || n > SIZE_MAX - DNS_SHIM__HEADER - 1 ||
         !dns_shim__take(n))
         return NULL;
-    if (dns_shim__host.calloc != NULL) {
-        block = dns_shim__host.calloc(dns_shim__host.ctx, 1, n + DNS_SHIM__HEADER + (n == 0));
-    } else {
-        block = dns_shim__host.malloc(dns_shim__host.ctx, n + DNS_SHIM__HEADER + (n == 0));
-        if (block != NULL)
-            memset(block, 0, n + DNS_SHIM__HEADER);
-    }
+    block = dns_shim__host_zeroed(n + DNS_SHIM__HEADER + (n == 0));
     if (block == NULL)
         dns_shim__give(n);
     return dns_shim__mark(block, n);
@@ -152,13 +158,7 @@ static void *dns_shim__arena_alloc(void *ctx, size_t n)
     (void)ctx;
     if (!dns_shim__take(n))
         return NULL;
-    if (dns_shim__host.calloc != NULL) {
-        p = dns_shim__host.calloc(dns_shim__host.ctx, 1, n);
-    } else {
-        p = dns_shim__host.malloc(dns_shim__host.ctx, n);
-        if (p != NULL)
-            memset(p, 0, n);
-    }
+    p = dns_shim__host_zeroed(n);
     if (p == NULL)
         dns_shim__give(n);
     return p;
