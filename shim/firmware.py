@@ -237,8 +237,7 @@ def cffi_source(cache: Path) -> Path:
             root = cache.resolve()
             for member in tar.getmembers():
                 target = (root / member.name).resolve()
-                if (not (member.isfile() or member.isdir()) or target != root
-                        and root not in target.parents):
+                if not (member.isfile() or member.isdir()) or not target.is_relative_to(root):
                     raise FirmwareError(f"{sdists[0]}: {member.name} is not a plain file or "
                                         f"folder inside the archive's folder; delete it and "
                                         f"run again")

@@ -184,12 +184,14 @@ def test_interpreter_that_cannot_start(built, message, tmp_path):
     (stdlib / "encodings").mkdir(parents=True)
     (stdlib / "os.py").write_text("")
     (stdlib / "encodings" / "__init__.py").write_text("raise ImportError('broken')\n")
-    # CPython before 3.13 writes its path configuration to stderr itself
-    # when that fails; 3.13 writes nothing.
-    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": str(python)},
-                   stderr="Python path configuration:\n" if sys.version_info < (3, 13) else "")
-    why = ("init_fs_encoding: failed to get the Python codec of the filesystem encoding"
-           if sys.version_info < (3, 13) else "Failed to import encodings module")
+    # CPython's own words: before 3.13 it also writes its path configuration
+    # to stderr; 3.13 writes nothing there.
+    if sys.version_info < (3, 13):
+        stderr = "Python path configuration:\n"
+        why = "init_fs_encoding: failed to get the Python codec of the filesystem encoding"
+    else:
+        stderr, why = "", "Failed to import encodings module"
+    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": str(python)}, stderr=stderr)
     assert line == (f"log 3: cannot start: the embedded CPython {TAG} of {python} (from "
                     f"DNS_SHIM_PYTHON) did not start ({why}): its installation is incomplete or "
                     f"moved; {FIX_ENV}")
