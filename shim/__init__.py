@@ -30,8 +30,11 @@ names are loaded on first use.
 
 __version__ = "1.2.0"
 
-_API = {"parse_response", "Response", "Header", "Record", "A", "AAAA", "Target", "MX", "TXT",
-        "SRV", "NAPTR", "SOA", "Raw", "Section", "EdnsOption", "Query"}
+from shim.kinds import api_classes as _api_classes
+
+# The typed record classes are those of the table of kinds (shim.kinds).
+_API = {"parse_response", "Response", "Header", "Record", *_api_classes(), "Raw", "Section",
+        "EdnsOption", "Query"}
 _STATUS = {"Status", "DnsShimError", "MismatchError"}
 
 __all__ = sorted(_API | _STATUS)

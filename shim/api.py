@@ -37,12 +37,13 @@ import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
 
+from shim import kinds
 from shim.decode import Section, decode
 from shim.match import MATCH_CASE, Expected
 from shim.status import BadLengthError
 
-__all__ = ["parse_response", "Response", "Header", "Record", "A", "AAAA", "Target", "MX", "TXT",
-           "SRV", "NAPTR", "SOA", "Raw", "Section", "EdnsOption", "Query"]
+__all__ = ["parse_response", "Response", "Header", "Record", *kinds.api_classes(), "Raw",
+           "Section", "EdnsOption", "Query"]
 
 
 def _text(name: dns.name.Name) -> str:
@@ -90,77 +91,33 @@ class Record:
     index: int
 
 
-@dataclasses.dataclass(frozen=True)
-class A(Record):
-    """An A record of class IN: ``address.packed`` is the 4 octets in network
-    order, ``str(address)`` the dotted text."""
-
-    address: IPv4Address
-
-
-@dataclasses.dataclass(frozen=True)
-class AAAA(Record):
-    """An AAAA record of class IN: ``address.packed`` is the 16 octets in
-    network order, ``str(address)`` the RFC 5952 text."""
-
-    address: IPv6Address
+#: A field's Python type and its value from the dnspython rdata's attribute,
+#: by style (shim.kinds.STYLES).
+_STYLES = {
+    "ipv4": (IPv4Address, IPv4Address),
+    "ipv6": (IPv6Address, IPv6Address),
+    "name": (str, _text),
+    "u16": (int, None),
+    "u32": (int, None),
+    "bytes": (bytes, None),
+    "strings": (tuple[bytes, ...], tuple),
+}
 
 
-@dataclasses.dataclass(frozen=True)
-class Target(Record):
-    """CNAME, NS, PTR and DNAME."""
-
-    target: str
-
-
-@dataclasses.dataclass(frozen=True)
-class MX(Record):
-    """An MX record of class IN."""
-
-    preference: int
-    exchange: str
+def _record_class(kind: kinds.Kind) -> type:
+    """The frozen dataclass of a row of shim.kinds: a Record plus its fields."""
+    cls = dataclasses.make_dataclass(
+        kind.api_class, [(f.name, _STYLES[f.style][0]) for f in kind.fields],
+        bases=(Record,), frozen=True)
+    cls.__module__ = __name__
+    cls.__doc__ = kind.doc
+    return cls
 
 
-@dataclasses.dataclass(frozen=True)
-class TXT(Record):
-    """A TXT record of class IN: its <character-string>s, binary safe."""
-
-    strings: tuple[bytes, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class SRV(Record):
-    """An SRV record of class IN."""
-
-    priority: int
-    weight: int
-    port: int
-    target: str
-
-
-@dataclasses.dataclass(frozen=True)
-class NAPTR(Record):
-    """A NAPTR record of class IN: flags, services and regexp as bytes."""
-
-    order: int
-    preference: int
-    flags: bytes
-    services: bytes
-    regexp: bytes
-    replacement: str
-
-
-@dataclasses.dataclass(frozen=True)
-class SOA(Record):
-    """An SOA record of class IN."""
-
-    mname: str
-    rname: str
-    serial: int
-    refresh: int
-    retry: int
-    expire: int
-    minimum: int
+#: The typed record classes (A, AAAA, Target, MX, TXT, SRV, NAPTR, SOA), one
+#: per API class of shim.kinds, in its order.
+TYPED_CLASSES = {name: _record_class(kind) for name, kind in kinds.api_classes().items()}
+globals().update(TYPED_CLASSES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,27 +202,19 @@ class Response:
         return self.section(Section.ADDITIONAL)
 
 
+#: type -> (API class, ((rdata attribute, conversion or None), ...)).
+_MAKERS = {k.rdtype: (TYPED_CLASSES[k.api_class],
+                      tuple((f.attribute, _STYLES[f.style][1]) for f in k.fields))
+           for k in kinds.KINDS}
+
+
 def _typed(rr: tuple, rd: dns.rdata.Rdata) -> Record | None:
-    t = rr[1]
-    if t == dns.rdatatype.A:
-        return A(*rr, IPv4Address(rd.address))
-    if t == dns.rdatatype.AAAA:
-        return AAAA(*rr, IPv6Address(rd.address))
-    if t in (dns.rdatatype.CNAME, dns.rdatatype.NS, dns.rdatatype.PTR, dns.rdatatype.DNAME):
-        return Target(*rr, _text(rd.target))
-    if t == dns.rdatatype.MX:
-        return MX(*rr, rd.preference, _text(rd.exchange))
-    if t == dns.rdatatype.TXT:
-        return TXT(*rr, tuple(rd.strings))
-    if t == dns.rdatatype.SRV:
-        return SRV(*rr, rd.priority, rd.weight, rd.port, _text(rd.target))
-    if t == dns.rdatatype.NAPTR:
-        return NAPTR(*rr, rd.order, rd.preference, rd.flags, rd.service, rd.regexp,
-                     _text(rd.replacement))
-    if t == dns.rdatatype.SOA:
-        return SOA(*rr, _text(rd.mname), _text(rd.rname), rd.serial, rd.refresh, rd.retry,
-                   rd.expire, rd.minimum)
-    return None
+    maker = _MAKERS.get(rr[1])
+    if maker is None:
+        return None
+    cls, fields = maker
+    return cls(*rr, *(getattr(rd, attribute) if convert is None else convert(getattr(rd, attribute))
+                      for attribute, convert in fields))
 
 
 def parse_response(wire: bytes | bytearray | memoryview,

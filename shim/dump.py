@@ -24,8 +24,9 @@ import re
 import sys
 from ipaddress import IPv4Address, IPv6Address
 
-from shim.api import AAAA, MX, NAPTR, SOA, SRV, TXT, A, Query, Raw, Target, parse_response
+from shim.api import Query, Raw, parse_response
 from shim.decode import Section
+from shim.kinds import BY_TYPE
 from shim.status import DnsShimError, strerror
 
 TYPE_NAMES = {1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 13: "HINFO", 15: "MX", 16: "TXT",
@@ -39,7 +40,6 @@ RCODE_NAMES = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"
 OPCODES = ["QUERY", "IQUERY", "STATUS", "OPCODE3", "NOTIFY", "UPDATE"]
 FLAGS = [(0x8000, "qr"), (0x0400, "aa"), (0x0200, "tc"), (0x0100, "rd"), (0x0080, "ra"),
          (0x0020, "ad"), (0x0010, "cd")]
-TARGET_KINDS = {5: "cname", 2: "ns", 12: "ptr", 39: "dname"}
 SECTION_WORDS = {"answer": Section.ANSWER, "authority": Section.AUTHORITY,
                  "additional": Section.ADDITIONAL}
 #: RFC 8914's INFO-CODEs (the IANA registry), as dig names them.
@@ -147,26 +147,31 @@ def _bytes_text(data: bytes) -> str:
     return data.decode("latin-1")  # one code point per byte, as the C tool escapes it
 
 
+#: A field's dig-like text and its JSON value, by style (shim.kinds.STYLES).
+_FIELD_TEXT = {
+    "ipv4": str,
+    "ipv6": lambda address: _ipv6(address.packed),
+    "name": _fqdn,
+    "u16": str,
+    "u32": str,
+    "bytes": _string,
+    "strings": lambda strings: " ".join(_string(s) for s in strings),
+}
+_FIELD_JSON = {
+    "ipv4": str,
+    "ipv6": lambda address: _ipv6(address.packed),
+    "name": str,
+    "u16": int,
+    "u32": int,
+    "bytes": _bytes_text,
+    "strings": lambda strings: [_bytes_text(s) for s in strings],
+}
+
+
 def _rdata_text(rec) -> str:
-    if isinstance(rec, A):
-        return str(rec.address)
-    if isinstance(rec, AAAA):
-        return _ipv6(rec.address.packed)
-    if isinstance(rec, Target):
-        return _fqdn(rec.target)
-    if isinstance(rec, MX):
-        return f"{rec.preference} {_fqdn(rec.exchange)}"
-    if isinstance(rec, TXT):
-        return " ".join(_string(s) for s in rec.strings)
-    if isinstance(rec, SRV):
-        return f"{rec.priority} {rec.weight} {rec.port} {_fqdn(rec.target)}"
-    if isinstance(rec, NAPTR):
-        return (f"{rec.order} {rec.preference} {_string(rec.flags)} {_string(rec.services)} "
-                f"{_string(rec.regexp)} {_fqdn(rec.replacement)}")
-    if isinstance(rec, SOA):
-        return (f"{_fqdn(rec.mname)} {_fqdn(rec.rname)} {rec.serial} {rec.refresh} {rec.retry} "
-                f"{rec.expire} {rec.minimum}")
-    return f"\\# {len(rec.rdata)}" + (f" {rec.rdata.hex()}" if rec.rdata else "")
+    if isinstance(rec, Raw):
+        return f"\\# {len(rec.rdata)}" + (f" {rec.rdata.hex()}" if rec.rdata else "")
+    return " ".join(_FIELD_TEXT[f.style](getattr(rec, f.name)) for f in BY_TYPE[rec.type].fields)
 
 
 def text(response, sections, cookie_checked=False) -> str:
@@ -199,29 +204,12 @@ def text(response, sections, cookie_checked=False) -> str:
 def _record_json(rec) -> dict:
     out = {"section": rec.section.name.lower(), "index": rec.index, "owner": rec.owner,
            "type": rec.type, "class": rec.rclass, "ttl": rec.ttl}
-    if isinstance(rec, A):
-        out.update(kind="a", address=_rdata_text(rec))
-    elif isinstance(rec, AAAA):
-        out.update(kind="aaaa", address=_rdata_text(rec))
-    elif isinstance(rec, Target):
-        out.update(kind=TARGET_KINDS[rec.type], target=rec.target)
-    elif isinstance(rec, MX):
-        out.update(kind="mx", preference=rec.preference, exchange=rec.exchange)
-    elif isinstance(rec, TXT):
-        out.update(kind="txt", strings=[_bytes_text(s) for s in rec.strings])
-    elif isinstance(rec, SRV):
-        out.update(kind="srv", priority=rec.priority, weight=rec.weight, port=rec.port,
-                   target=rec.target)
-    elif isinstance(rec, NAPTR):
-        out.update(kind="naptr", order=rec.order, preference=rec.preference,
-                   flags=_bytes_text(rec.flags), services=_bytes_text(rec.services),
-                   regexp=_bytes_text(rec.regexp), replacement=rec.replacement)
-    elif isinstance(rec, SOA):
-        out.update(kind="soa", mname=rec.mname, rname=rec.rname, serial=rec.serial,
-                   refresh=rec.refresh, retry=rec.retry, expire=rec.expire, minimum=rec.minimum)
-    else:
-        assert isinstance(rec, Raw)
+    if isinstance(rec, Raw):
         out.update(kind="other", rdata=rec.rdata.hex())
+        return out
+    kind = BY_TYPE[rec.type]
+    out["kind"] = kind.json_kind
+    out.update((f.name, _FIELD_JSON[f.style](getattr(rec, f.name))) for f in kind.fields)
     return out
 
 

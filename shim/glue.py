@@ -26,6 +26,7 @@ import dns.rdataclass
 import dns.rdatatype
 
 from shim.decode import Section, decode
+from shim.kinds import KINDS
 from shim.match import Expected
 from shim.rdtable import has_module
 from shim.status import BadArgumentError, DnsShimError, Status, status_of
@@ -50,14 +51,9 @@ class _Types:
         self.ffi = ffi
         t = ffi.typeof
         self.header = t("dns_shim_header *")
-        self.a = t("dns_shim_a *")
-        self.aaaa = t("dns_shim_aaaa *")
-        self.target = t("dns_shim_target *")
-        self.mx = t("dns_shim_mx *")
-        self.txt = t("dns_shim_txt *")
-        self.srv = t("dns_shim_srv *")
-        self.naptr = t("dns_shim_naptr *")
-        self.soa = t("dns_shim_soa *")
+        # Each typed kind's struct, under its converter's name (self.a, ...).
+        for kind in KINDS:
+            setattr(self, kind.converter, t(f"{kind.struct} *"))
         self.raw = t("dns_shim_raw *")
         self.edns_option = t("dns_shim_edns_option *")
         self.bytes_array = t("dns_shim_bytes[]")
@@ -145,7 +141,7 @@ class _Converter:
             b(o.cookie_server), o.ecs_family, o.ecs_source_prefix, o.ecs_scope_prefix,
             b(o.ecs_address)))
 
-    # One method per typed struct: (record) -> cdata pointer.
+    # One method per typed struct (shim.kinds names it): (record) -> cdata pointer.
 
     def a(self, rec):
         """dns_shim_a {rr, address[4]}"""
@@ -240,20 +236,9 @@ def _verbatim_types():
     return _VERBATIM
 
 
-#: Class IN types with a typed callback: type -> (callback member, converter).
-TYPED = {
-    dns.rdatatype.A: ("on_a", _Converter.a),
-    dns.rdatatype.AAAA: ("on_aaaa", _Converter.aaaa),
-    dns.rdatatype.CNAME: ("on_cname", _Converter.target),
-    dns.rdatatype.NS: ("on_ns", _Converter.target),
-    dns.rdatatype.PTR: ("on_ptr", _Converter.target),
-    dns.rdatatype.DNAME: ("on_dname", _Converter.target),
-    dns.rdatatype.MX: ("on_mx", _Converter.mx),
-    dns.rdatatype.TXT: ("on_txt", _Converter.txt),
-    dns.rdatatype.SRV: ("on_srv", _Converter.srv),
-    dns.rdatatype.NAPTR: ("on_naptr", _Converter.naptr),
-    dns.rdatatype.SOA: ("on_soa", _Converter.soa),
-}
+#: Class IN types with a typed callback: type -> (callback member, converter),
+#: from the table of kinds (shim.kinds).
+TYPED = {kind.rdtype: (kind.member, getattr(_Converter, kind.converter)) for kind in KINDS}
 
 
 def prepare(ffi, response, callbacks):
