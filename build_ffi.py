@@ -166,8 +166,9 @@ def _shim():
 
 def generated_defines() -> str:
     """What csrc/lib/dns_shim.c takes from the Python side, written into it
-    as defines: dns_shim_strerror's cases and each status's name, from the
-    one table of statuses (shim.status), and the text of
+    as defines: the table of typed record kinds (kinds_header),
+    dns_shim_strerror's cases and each status's name, from the one table of
+    statuses (shim.status), and the text of
     shim/requirements.py, which the library runs before anything else."""
     _shim()
     from shim.status import TEXTS, UNKNOWN_TEXT
@@ -176,11 +177,29 @@ def generated_defines() -> str:
                      for status, text in TEXTS.items())
     names = " ".join(f"case {status.c_name}: return {_c_string(status.c_name)};"
                      for status in TEXTS)
-    return (f"#define DNS_SHIM__STRERROR_CASES {cases}\n"
+    return (kinds_header() + f"#define DNS_SHIM__STRERROR_CASES {cases}\n"
             f"#define DNS_SHIM__STRERROR_UNKNOWN {_c_string(UNKNOWN_TEXT)}\n"
             f"#define DNS_SHIM__STATUS_NAME_CASES {names}\n"
             + _c_text("DNS_SHIM__REQUIREMENTS", ROOT / "shim" / "requirements.py")
             + _c_text("DNS_SHIM__GUEST_CODE", ROOT / "shim" / "guest.py"))
+
+
+#: The file name of kinds_header() on the C programs' include path.
+KINDS_HEADER = "dns_shim_kinds.h"
+
+
+def kinds_header(directory=None) -> str:
+    """The table of typed record kinds (shim/kinds.py) as C X-macros
+    (DNS_SHIM__KINDS...): the library's C gets the text (generated_defines);
+    given a directory, it is also written there as KINDS_HEADER, for the C
+    programs that include it (dnsshim-dump, through compile_program)."""
+    _shim()
+    from shim.kinds import c_header
+
+    text = c_header()
+    if directory is not None:
+        (Path(directory) / KINDS_HEADER).write_text(text, encoding="utf-8")
+    return text
 
 
 def _c_text(name: str, path: Path) -> str:
@@ -737,7 +756,8 @@ def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rp
     come before this tree's.  cflags: compiler flags (defines, warnings).
     embed_python: the program calls libpython itself (its headers and -l).
     cc: another compiler (a cross compiler, for the firmware's target).
-    The public header and csrc/tools/'s helpers are on the include path."""
+    The public header, csrc/tools/'s helpers and the table of kinds
+    (KINDS_HEADER) are on the include path."""
     cmd = [cc or compiler(), "-O2", "-g", "-Wall", *cflags,
            *([] if cc else env_flags("CPPFLAGS", "CFLAGS")), *sources, "-o", output]
     if against is not None:
@@ -750,7 +770,9 @@ def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rp
         libdir, name = python_library()
         cmd += [f"-I{sysconfig.get_paths()['include']}", f"-L{libdir}", f"-l{name}"]
     cmd += ["-pthread", "-ldl", *([] if cc else env_flags("LDFLAGS"))]
-    _run(cmd, verbose)
+    with tempfile.TemporaryDirectory(prefix="dnsshim-kinds-") as generated:
+        kinds_header(generated)
+        _run([*cmd, f"-I{generated}"], verbose)
     return Path(output)
 
 

@@ -1149,24 +1149,18 @@ DNS_SHIM_API int32_t dns_shim_init(void)
 /* Processing                                                           */
 
 /* A callback's name by its member's offset, and whether its struct starts
-** with a dns_shim_rr (every record's does). */
+** with a dns_shim_rr (every record's does).  The typed kinds' cases come
+** from the one table of kinds (shim/kinds.py): build_ffi.py writes
+** DNS_SHIM__KINDS. */
 static const char *dns_shim__callback_name(size_t member, int *is_record)
 {
 #define DNS_SHIM__NAME(m, record) \
     case offsetof(dns_shim_callbacks, m): *is_record = record; return #m;
     switch (member) {
     DNS_SHIM__NAME(on_header, 0)
-    DNS_SHIM__NAME(on_a, 1)
-    DNS_SHIM__NAME(on_aaaa, 1)
-    DNS_SHIM__NAME(on_cname, 1)
-    DNS_SHIM__NAME(on_ns, 1)
-    DNS_SHIM__NAME(on_ptr, 1)
-    DNS_SHIM__NAME(on_dname, 1)
-    DNS_SHIM__NAME(on_mx, 1)
-    DNS_SHIM__NAME(on_txt, 1)
-    DNS_SHIM__NAME(on_srv, 1)
-    DNS_SHIM__NAME(on_naptr, 1)
-    DNS_SHIM__NAME(on_soa, 1)
+#define DNS_SHIM__KIND_NAME(rdtype, member, type, kind) DNS_SHIM__NAME(member, 1)
+    DNS_SHIM__KINDS(DNS_SHIM__KIND_NAME)
+#undef DNS_SHIM__KIND_NAME
     DNS_SHIM__NAME(on_other, 1)
     DNS_SHIM__NAME(on_edns_option, 0)
     }
@@ -1176,7 +1170,8 @@ static const char *dns_shim__callback_name(size_t member, int *is_record)
 }
 
 /* One step of a plan: calls the callback the member offset names, with its
-** struct, and stores what it returned in *result.  Returns 0, or -1 for an
+** struct (the typed kinds' from DNS_SHIM__KINDS), and stores what it
+** returned in *result.  Returns 0, or -1 for an
 ** offset that names no callback (a bug). */
 static int dns_shim__call(const dns_shim_callbacks *cb, const dns_shim__step *step,
                           int32_t *result)
@@ -1187,17 +1182,9 @@ static int dns_shim__call(const dns_shim_callbacks *cb, const dns_shim__step *st
         return 0;
     switch (step->member) {
     DNS_SHIM__CASE(on_header, dns_shim_header)
-    DNS_SHIM__CASE(on_a, dns_shim_a)
-    DNS_SHIM__CASE(on_aaaa, dns_shim_aaaa)
-    DNS_SHIM__CASE(on_cname, dns_shim_target)
-    DNS_SHIM__CASE(on_ns, dns_shim_target)
-    DNS_SHIM__CASE(on_ptr, dns_shim_target)
-    DNS_SHIM__CASE(on_dname, dns_shim_target)
-    DNS_SHIM__CASE(on_mx, dns_shim_mx)
-    DNS_SHIM__CASE(on_txt, dns_shim_txt)
-    DNS_SHIM__CASE(on_srv, dns_shim_srv)
-    DNS_SHIM__CASE(on_naptr, dns_shim_naptr)
-    DNS_SHIM__CASE(on_soa, dns_shim_soa)
+#define DNS_SHIM__KIND_CASE(rdtype, member, type, kind) DNS_SHIM__CASE(member, type)
+    DNS_SHIM__KINDS(DNS_SHIM__KIND_CASE)
+#undef DNS_SHIM__KIND_CASE
     DNS_SHIM__CASE(on_other, dns_shim_raw)
     DNS_SHIM__CASE(on_edns_option, dns_shim_edns_option)
     }

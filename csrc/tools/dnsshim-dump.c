@@ -32,11 +32,13 @@
 */
 #define _GNU_SOURCE 1 /* dladdr */
 #include "dns_shim.h"
+#include "dns_shim_kinds.h" /* the table of kinds: written by the build */
 #include "tool_util.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -400,157 +402,111 @@ static int32_t on_edns_option(void *ctx, const dns_shim_edns_option *o)
     return 0;
 }
 
-static int32_t on_a(void *ctx, const dns_shim_a *r)
-{
-    (void)ctx;
-    if (json)
-        json_rr("a", &r->rr), printf(", \"address\": \"");
-    else
-        print_rr(&r->rr);
-    printf("%u.%u.%u.%u", r->address[0], r->address[1], r->address[2], r->address[3]);
-    fputs(json ? "\"}" : "\n", stdout);
-    return 0;
-}
+/* The typed records: one callback per row of the table of kinds
+** (shim/kinds.py, which the build writes as dns_shim_kinds.h), each printing
+** its struct's fields in order, as the row's styles say: separated by spaces
+** in text, as "member": value in JSON. */
+enum field_style { STYLE_IPV4, STYLE_IPV6, STYLE_NAME, STYLE_U16, STYLE_U32, STYLE_BYTES,
+                   STYLE_STRINGS };
 
-static int32_t on_aaaa(void *ctx, const dns_shim_aaaa *r)
-{
-    (void)ctx;
-    if (json)
-        json_rr("aaaa", &r->rr), printf(", \"address\": \"");
-    else
-        print_rr(&r->rr);
-    print_ipv6(r->address);
-    fputs(json ? "\"}" : "\n", stdout);
-    return 0;
-}
+struct field {
+    const char *name;
+    size_t offset;
+    enum field_style style;
+    size_t count_offset; /* STYLE_STRINGS: where its count is */
+};
 
-static int32_t on_target(void *ctx, const dns_shim_target *r)
+#define FIELD_COUNT_IPV4(type) 0
+#define FIELD_COUNT_IPV6(type) 0
+#define FIELD_COUNT_NAME(type) 0
+#define FIELD_COUNT_U16(type) 0
+#define FIELD_COUNT_U32(type) 0
+#define FIELD_COUNT_BYTES(type) 0
+#define FIELD_COUNT_STRINGS(type) offsetof(type, count)
+#define FIELD(type, member, style) \
+    {#member, offsetof(type, member), STYLE_##style, FIELD_COUNT_##style(type)},
+
+static void print_field(const uint8_t *record, const struct field *f)
 {
-    (void)ctx;
-    if (json) {
-        json_rr(r->rr.type == 5 ? "cname" : r->rr.type == 2 ? "ns" : r->rr.type == 12 ? "ptr"
-                                                                                      : "dname",
-                &r->rr);
-        printf(", \"target\": ");
-        json_str(r->target);
-        fputs("}", stdout);
-        return 0;
+    const void *p = record + f->offset;
+    size_t i, count;
+    const dns_shim_bytes *strings;
+    switch (f->style) {
+    case STYLE_IPV4: {
+        const uint8_t *a = p;
+        printf(json ? "\"%u.%u.%u.%u\"" : "%u.%u.%u.%u", a[0], a[1], a[2], a[3]);
+        break;
     }
-    print_rr(&r->rr);
-    print_fqdn(r->target);
-    printf("\n");
-    return 0;
-}
-
-static int32_t on_mx(void *ctx, const dns_shim_mx *r)
-{
-    (void)ctx;
-    if (json) {
-        json_rr("mx", &r->rr);
-        printf(", \"preference\": %u, \"exchange\": ", r->preference);
-        json_str(r->exchange);
-        fputs("}", stdout);
-        return 0;
+    case STYLE_IPV6:
+        fputs(json ? "\"" : "", stdout);
+        print_ipv6(p);
+        fputs(json ? "\"" : "", stdout);
+        break;
+    case STYLE_NAME:
+        if (json)
+            json_str(*(const char *const *)p);
+        else
+            print_fqdn(*(const char *const *)p);
+        break;
+    case STYLE_U16:
+        printf("%u", (unsigned)*(const uint16_t *)p);
+        break;
+    case STYLE_U32:
+        printf("%" PRIu32, *(const uint32_t *)p);
+        break;
+    case STYLE_BYTES: {
+        const dns_shim_bytes *b = p;
+        if (json)
+            json_bytes(b->data, b->len);
+        else
+            print_string(b->data, b->len);
+        break;
     }
-    print_rr(&r->rr);
-    printf("%u ", r->preference);
-    print_fqdn(r->exchange);
-    printf("\n");
-    return 0;
+    case STYLE_STRINGS:
+        count = *(const size_t *)(record + f->count_offset);
+        strings = *(const dns_shim_bytes *const *)p;
+        fputs(json ? "[" : "", stdout);
+        for (i = 0; i < count; i++) {
+            fputs(i == 0 ? "" : json ? ", " : " ", stdout);
+            if (json)
+                json_bytes(strings[i].data, strings[i].len);
+            else
+                print_string(strings[i].data, strings[i].len);
+        }
+        fputs(json ? "]" : "", stdout);
+        break;
+    }
 }
 
-static int32_t on_txt(void *ctx, const dns_shim_txt *r)
+static int32_t print_record(const char *kind, const dns_shim_rr *rr, const void *record,
+                            const struct field *fields, size_t n)
 {
     size_t i;
-    (void)ctx;
-    if (json) {
-        json_rr("txt", &r->rr);
-        printf(", \"strings\": [");
-        for (i = 0; i < r->count; i++) {
-            printf(i ? ", " : "");
-            json_bytes(r->strings[i].data, r->strings[i].len);
-        }
-        fputs("]}", stdout);
-        return 0;
+    if (json)
+        json_rr(kind, rr);
+    else
+        print_rr(rr);
+    for (i = 0; i < n; i++) {
+        if (json)
+            printf(", \"%s\": ", fields[i].name);
+        else if (i > 0)
+            putchar(' ');
+        print_field(record, &fields[i]);
     }
-    print_rr(&r->rr);
-    for (i = 0; i < r->count; i++) {
-        printf(i ? " " : "");
-        print_string(r->strings[i].data, r->strings[i].len);
-    }
-    printf("\n");
+    fputs(json ? "}" : "\n", stdout);
     return 0;
 }
 
-static int32_t on_srv(void *ctx, const dns_shim_srv *r)
-{
-    (void)ctx;
-    if (json) {
-        json_rr("srv", &r->rr);
-        printf(", \"priority\": %u, \"weight\": %u, \"port\": %u, \"target\": ", r->priority,
-               r->weight, r->port);
-        json_str(r->target);
-        fputs("}", stdout);
-        return 0;
+#define KIND_CALLBACK(rdtype, member, type, kind)                                  \
+    static const struct field fields_##member[] = {DNS_SHIM__KIND_FIELDS_##member(FIELD)}; \
+    static int32_t dump_##member(void *ctx, const type *r)                         \
+    {                                                                              \
+        (void)ctx;                                                                 \
+        return print_record(kind, &r->rr, r, fields_##member,                      \
+                            sizeof fields_##member / sizeof fields_##member[0]);   \
     }
-    print_rr(&r->rr);
-    printf("%u %u %u ", r->priority, r->weight, r->port);
-    print_fqdn(r->target);
-    printf("\n");
-    return 0;
-}
-
-static int32_t on_naptr(void *ctx, const dns_shim_naptr *r)
-{
-    (void)ctx;
-    if (json) {
-        json_rr("naptr", &r->rr);
-        printf(", \"order\": %u, \"preference\": %u, \"flags\": ", r->order, r->preference);
-        json_bytes(r->flags.data, r->flags.len);
-        printf(", \"services\": ");
-        json_bytes(r->services.data, r->services.len);
-        printf(", \"regexp\": ");
-        json_bytes(r->regexp.data, r->regexp.len);
-        printf(", \"replacement\": ");
-        json_str(r->replacement);
-        fputs("}", stdout);
-        return 0;
-    }
-    print_rr(&r->rr);
-    printf("%u %u ", r->order, r->preference);
-    print_string(r->flags.data, r->flags.len);
-    printf(" ");
-    print_string(r->services.data, r->services.len);
-    printf(" ");
-    print_string(r->regexp.data, r->regexp.len);
-    printf(" ");
-    print_fqdn(r->replacement);
-    printf("\n");
-    return 0;
-}
-
-static int32_t on_soa(void *ctx, const dns_shim_soa *r)
-{
-    (void)ctx;
-    if (json) {
-        json_rr("soa", &r->rr);
-        printf(", \"mname\": ");
-        json_str(r->mname);
-        printf(", \"rname\": ");
-        json_str(r->rname);
-        printf(", \"serial\": %" PRIu32 ", \"refresh\": %" PRIu32 ", \"retry\": %" PRIu32
-               ", \"expire\": %" PRIu32 ", \"minimum\": %" PRIu32 "}",
-               r->serial, r->refresh, r->retry, r->expire, r->minimum);
-        return 0;
-    }
-    print_rr(&r->rr);
-    print_fqdn(r->mname);
-    printf(" ");
-    print_fqdn(r->rname);
-    printf(" %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu32 "\n", r->serial,
-           r->refresh, r->retry, r->expire, r->minimum);
-    return 0;
-}
+DNS_SHIM__KINDS(KIND_CALLBACK)
+#undef KIND_CALLBACK
 
 /* RFC 3597's generic form for everything else; hex in JSON. */
 static int32_t on_other(void *ctx, const dns_shim_raw *r)
@@ -775,14 +731,9 @@ int main(int argc, char **argv)
     cb.struct_size = sizeof cb;
     cb.sections = sections;
     cb.on_header = on_header;
-    cb.on_a = on_a;
-    cb.on_aaaa = on_aaaa;
-    cb.on_cname = cb.on_ns = cb.on_ptr = cb.on_dname = on_target;
-    cb.on_mx = on_mx;
-    cb.on_txt = on_txt;
-    cb.on_srv = on_srv;
-    cb.on_naptr = on_naptr;
-    cb.on_soa = on_soa;
+#define KIND_REGISTER(rdtype, member, type, kind) cb.member = dump_##member;
+    DNS_SHIM__KINDS(KIND_REGISTER)
+#undef KIND_REGISTER
     cb.on_other = on_other;
     cb.on_edns_option = on_edns_option;
     if (dns_shim_register_callbacks(&cb) != DNS_SHIM_OK) {
