@@ -13,14 +13,6 @@ class Recorder:
     `result` instead of 0.
     """
 
-    KINDS = {
-        "on_header": "dns_shim_header", "on_a": "dns_shim_a", "on_aaaa": "dns_shim_aaaa",
-        "on_cname": "dns_shim_target", "on_ns": "dns_shim_target", "on_ptr": "dns_shim_target",
-        "on_dname": "dns_shim_target", "on_mx": "dns_shim_mx", "on_txt": "dns_shim_txt",
-        "on_srv": "dns_shim_srv", "on_naptr": "dns_shim_naptr", "on_soa": "dns_shim_soa",
-        "on_other": "dns_shim_raw", "on_edns_option": "dns_shim_edns_option",
-    }
-
     def __init__(self, ffi, sections=7, only=None, stop_at=0, result=1):
         self.ffi = ffi
         self.calls = []  # (member, line)
@@ -28,10 +20,11 @@ class Recorder:
         self.result = result
         self._keep = []
         init = {"struct_size": ffi.sizeof("dns_shim_callbacks"), "sections": sections}
-        for member, ctype in self.KINDS.items():
-            if only is not None and member not in only:
+        # Every callback member of the header's struct, with its own type.
+        for member, field in ffi.typeof("dns_shim_callbacks").fields:
+            if not member.startswith("on_") or only is not None and member not in only:
                 continue
-            cb = ffi.callback(f"int32_t(void *, const {ctype} *)", self._make(member))
+            cb = ffi.callback(field.type, self._make(member))
             self._keep.append(cb)
             init[member] = cb
         self.struct = ffi.new("dns_shim_callbacks *", init)
