@@ -51,9 +51,13 @@ class _Types:
         self.ffi = ffi
         t = ffi.typeof
         self.header = t("dns_shim_header *")
-        # Each typed kind's struct, under its converter's name (self.a, ...).
+        # Each typed kind's struct by its callback member; under its
+        # converter's name (self.a, ...) too, for the converters written as code.
+        self.kind = {}
         for kind in KINDS:
-            setattr(self, kind.converter, t(f"{kind.struct} *"))
+            self.kind[kind.member] = t(f"{kind.struct} *")
+            if kind.converter:
+                setattr(self, kind.converter, self.kind[kind.member])
         self.raw = t("dns_shim_raw *")
         self.edns_option = t("dns_shim_edns_option *")
         self.bytes_array = t("dns_shim_bytes[]")
@@ -236,9 +240,52 @@ def _verbatim_types():
     return _VERBATIM
 
 
-#: Class IN types with a typed callback: type -> (callback member, converter),
-#: from the table of kinds (shim.kinds).
-TYPED = {kind.rdtype: (kind.member, getattr(_Converter, kind.converter)) for kind in KINDS}
+def _field_value(conv, style, value):
+    """One field of a typed struct from its dnspython value, by its style
+    (shim.kinds.STYLES); "strings" gives two members, count and strings."""
+    if style == "name":
+        return (conv.name(value),)
+    if style in ("u16", "u32"):
+        return (value,)
+    if style == "bytes":
+        return (conv.bytes(value),)
+    if style == "ipv4":
+        return (_inet_pton(_AF_INET, value),)
+    if style == "ipv6":
+        return (_inet_pton(_AF_INET6, value),)
+    if style == "strings":
+        strings = conv.new(conv.t.bytes_array, [conv.bytes(v) for v in value])
+        conv.keep.append(strings)
+        return (len(strings), strings)
+    raise ValueError(f"no style {style!r}")
+
+
+def row_converter(kind):
+    """The converter of a row that names none: its struct filled from its
+    fields alone, each from the rdata's attribute, as its style says."""
+    member = kind.member
+    fields = tuple((f.style, f.attribute) for f in kind.fields)
+
+    def convert(conv, rec):
+        rd = rec.rdata
+        values = [conv.rr(rec)]
+        for style, attribute in fields:
+            values += _field_value(conv, style, getattr(rd, attribute))
+        return conv.new(conv.t.kind[member], tuple(values))
+
+    convert.__name__ = f"convert_{member}"
+    return convert
+
+
+def typed(table) -> dict:
+    """type -> (callback member, converter) of a table of kinds: the
+    _Converter method a row names, else one made from its fields."""
+    return {kind.rdtype: (kind.member, getattr(_Converter, kind.converter) if kind.converter
+                          else row_converter(kind)) for kind in table}
+
+
+#: Class IN types with a typed callback, from the table of kinds (shim.kinds).
+TYPED = typed(KINDS)
 
 
 def prepare(ffi, response, callbacks):

@@ -22,8 +22,9 @@ What follows from the table:
   programs build_ffi.compile_program compiles.
 
 Adding a typed kind is one row here plus its struct, callback typedef and
-member in ``csrc/dns_shim.h`` (appended: the ABI only grows), and a
-converter method in ``shim/glue.py``.  tests/test_kinds.py checks every row
+member in ``csrc/dns_shim.h`` (appended: the ABI only grows); the row's
+converter may be left empty (its fields then say how the struct is filled),
+or name a method written in ``shim/glue.py``.  tests/test_kinds.py checks every row
 against the header and dnspython.
 
 This module imports nothing: the build reads it where dnspython is absent.
@@ -67,7 +68,9 @@ class Kind(NamedTuple):
     member: str
     #: the C struct the callback gets (it starts with a dns_shim_rr rr)
     struct: str
-    #: the shim.glue._Converter method that builds the struct
+    #: the shim.glue._Converter method that builds the struct; "" for one made
+    #: from the fields (shim.glue.row_converter), which suffices unless a value
+    #: needs more than its style's conversion
     converter: str
     #: the shim.api class (several kinds may share one: same struct, same fields)
     api_class: str
