@@ -166,6 +166,12 @@ static const uint32_t dns_shim__known_sizes[] = {
     (uint32_t)offsetof(dns_shim_callbacks, on_edns_option), /* 1.0 */
     (uint32_t)sizeof(dns_shim_callbacks),                   /* 1.1 */
 };
+/* The release of each size, in the same order, for the message that
+** refuses another size (the last: that release and later). */
+static const char *const dns_shim__known_size_releases[] = {"1.0", "1.1"};
+typedef char dns_shim__one_release_a_size[
+    sizeof dns_shim__known_sizes / sizeof dns_shim__known_sizes[0] ==
+    sizeof dns_shim__known_size_releases / sizeof dns_shim__known_size_releases[0] ? 1 : -1];
 
 /* The sizes of dns_shim_query that this library accepts (it is 1.1's). */
 static const uint32_t dns_shim__known_query_sizes[] = {
@@ -291,17 +297,24 @@ static int dns_shim__known_size(uint32_t size, const uint32_t *known, size_t n)
 ** caller's memory).  Returns a status (and says why it failed). */
 static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_callbacks *out)
 {
-    size_t size;
+    size_t size, i, n = sizeof dns_shim__known_sizes / sizeof dns_shim__known_sizes[0];
+    char known[256];
+    int used = 0;
 
     if (in == NULL)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the callbacks set is NULL");
     size = in->struct_size;
-    if (!DNS_SHIM__KNOWN(in->struct_size, dns_shim__known_sizes))
+    if (!DNS_SHIM__KNOWN(in->struct_size, dns_shim__known_sizes)) {
+        /* "%u for 1.0, ..., %u for 1.N and later", from the tables above */
+        known[0] = '\0';
+        for (i = 0; i < n && used >= 0 && (size_t)used < sizeof known; i++)
+            used += snprintf(known + used, sizeof known - (size_t)used, "%s%u for %s%s",
+                             i ? ", " : "", (unsigned)dns_shim__known_sizes[i],
+                             dns_shim__known_size_releases[i], i + 1 == n ? " and later" : "");
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
                               "the callbacks set's struct_size is %u, not one this library knows "
-                              "(%u for 1.0, %u for 1.1 and later)",
-                              (unsigned)in->struct_size, (unsigned)dns_shim__known_sizes[0],
-                              (unsigned)dns_shim__known_sizes[1]);
+                              "(%s)", (unsigned)in->struct_size, known);
+    }
     if (in->sections & ~(uint32_t)DNS_SHIM__ALL_SECTIONS)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
                               "the callbacks set's sections mask 0x%x has bits other than "
