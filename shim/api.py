@@ -213,8 +213,9 @@ def _typed(rr: tuple, rd: dns.rdata.Rdata) -> Record | None:
     if maker is None:
         return None
     cls, fields = maker
-    return cls(*rr, *(getattr(rd, attribute) if convert is None else convert(getattr(rd, attribute))
-                      for attribute, convert in fields))
+    values = (getattr(rd, attribute) for attribute, _ in fields)
+    return cls(*rr, *(value if convert is None else convert(value)
+                      for value, (_, convert) in zip(values, fields)))
 
 
 def parse_response(wire: bytes | bytearray | memoryview,
