@@ -195,6 +195,8 @@ def test_a_row_made_converter_fills_the_struct_as_the_written_one(header_ffi):
     conv = glue._Converter(header_ffi)
     for rec in _records():
         kind = kinds.BY_TYPE[rec.rdtype]
+        if not kind.converter:
+            continue  # no written converter to compare with
         written = getattr(glue._Converter, kind.converter)(conv, rec)
         made = glue.row_converter(kind)(conv, rec)
         assert header_ffi.typeof(made) is header_ffi.typeof(written)
