@@ -30,9 +30,7 @@ against the header and dnspython.
 This module imports nothing: the build reads it where dnspython is absent.
 """
 
-from __future__ import annotations
-
-from typing import NamedTuple
+from collections import namedtuple
 
 #: How a field is typed and printed: its C member's type, its Python API
 #: type, its dig-like text and its JSON value.
@@ -46,38 +44,36 @@ from typing import NamedTuple
 STYLES = ("ipv4", "ipv6", "name", "u16", "u32", "bytes", "strings")
 
 
-class Field(NamedTuple):
-    #: the C struct's member, the API attribute and the JSON key
-    name: str
-    #: one of STYLES
-    style: str
-    #: the dnspython rdata attribute it comes from (default: ``name``)
-    source: str = ""
+class Field(namedtuple("Field", "name style source", defaults=("",))):
+    """One member after rr: ``name`` is the C struct's member, the API
+    attribute and the JSON key; ``style`` one of STYLES; ``source`` the
+    dnspython rdata attribute it comes from when not ``name``.  (A
+    collections.namedtuple, not typing's: ``import shim`` reads this module
+    and stays light.)"""
+
+    __slots__ = ()
 
     @property
     def attribute(self) -> str:
         return self.source or self.name
 
 
-class Kind(NamedTuple):
-    #: the RR type (class IN)
-    rdtype: int
-    #: its mnemonic, as dnspython spells it
-    mnemonic: str
-    #: the callback member of dns_shim_callbacks; without "on_", the JSON "kind"
-    member: str
-    #: the C struct the callback gets (it starts with a dns_shim_rr rr)
-    struct: str
-    #: the shim.glue._Converter method that builds the struct; "" for one made
-    #: from the fields (shim.glue.row_converter), which suffices unless a value
-    #: needs more than its style's conversion
-    converter: str
-    #: the shim.api class (several kinds may share one: same struct, same fields)
-    api_class: str
-    #: the members after rr, in the C struct's order
-    fields: tuple
-    #: the API class's docstring (on the first row of that class)
-    doc: str = ""
+class Kind(namedtuple("Kind", "rdtype mnemonic member struct converter api_class fields doc",
+                      defaults=("",))):
+    """One row:
+
+    rdtype, mnemonic: the RR type (class IN) and its name, as dnspython
+    spells it; member: the callback member of dns_shim_callbacks (without
+    "on_", the JSON "kind"); struct: the C struct the callback gets (it
+    starts with a dns_shim_rr rr); converter: the shim.glue._Converter
+    method that builds the struct, or "" for one made from the fields
+    (shim.glue.row_converter), which suffices unless a value needs more than
+    its style's conversion; api_class: the shim.api class (several kinds may
+    share one: same struct, same fields); fields: the members after rr, in
+    the C struct's order (Field); doc: the API class's docstring (on the
+    first row of that class)."""
+
+    __slots__ = ()
 
     @property
     def json_kind(self) -> str:
