@@ -6,6 +6,9 @@ The package is the Python half of ``libdnsshim.so``:
 * :mod:`shim.decode`: wire bytes to records, pure Python over dnspython,
   with :mod:`shim.rdtable` (which dnspython class parses each class and
   type) and :mod:`shim.match` (a reply against its query);
+* :mod:`shim.kinds`: the table of typed record kinds (callback, struct,
+  converter, API class, fields), which the glue, the API, both dump tools
+  and the library's C (through the build) follow;
 * :mod:`shim.glue`: records to the C structs of ``csrc/dns_shim.h`` and the
   program's callbacks (used inside the library through cffi);
 * :mod:`shim.api`: ``shim.parse_response(wire)`` for Python programs, the
