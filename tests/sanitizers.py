@@ -76,7 +76,7 @@ def options() -> dict:
 def preload() -> dict:
     """LD_PRELOAD for a host that is not instrumented (a Python process
     loading the sanitized library): the sanitizers' runtimes, which must come
-    before everything else in the process."""
+    before everything else in the process (Sanitized.python_host_env)."""
     libs = []
     for name in ("libasan.so", "libubsan.so"):
         path = subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True,
@@ -118,6 +118,15 @@ class Sanitized:
                                 env={**self.env, **(env or {})}, **kwargs)
         check(result, path)
         return result
+
+    def python_host_env(self) -> dict:
+        """The environment of an uninstrumented Python host (python itself,
+        loading the build's libraries through ctypes or cffi): the runtimes
+        preloaded, and no leak check, since the host tears its interpreter
+        down at exit and leaves its objects unreachable (lsan.supp says why
+        that is not suppressed instead).  Run it with subprocess and check()."""
+        asan = self.env["ASAN_OPTIONS"].replace("detect_leaks=1", "detect_leaks=0")
+        return {**self.env, **preload(), "ASAN_OPTIONS": asan}
 
 
 def check(result: subprocess.CompletedProcess, what="the program") -> None:
