@@ -2,11 +2,12 @@
 LeakSanitizer) and UndefinedBehaviorSanitizer (tests/sanitizers.py builds
 them, the ``sanitized_build`` fixture of conftest.py): the argument contract,
 the good vectors, every malformed case with its exact status, the shared
-corpus, the stream and fork modes, every stress mode, the dump tool, the
-library in an uninstrumented Python host, and the c-ares layer's programs on
-the vectors, the malformed cases and the corpus, each run clean: a sanitizer's report fails the test with the report in its
-message.  That such a report is caught is shown first, with programs that
-read out of bounds, overflow and leak on purpose.
+corpus, mutants, the stream and fork modes, every stress mode, the dump tool,
+the library in an uninstrumented Python host, and the c-ares layer's programs
+on the vectors, the malformed cases, the corpus and the mutants, each run
+clean: a sanitizer's report fails the test with the report in its message.
+That such a report is caught is shown first, with programs that read out of
+bounds, overflow and leak on purpose.
 """
 
 import subprocess
@@ -236,6 +237,31 @@ def test_corpus(san, folder):
             assert log == expected, path
 
 
+MUTANTS = 6000
+
+
+@pytest.fixture(scope="module")
+def mutants(tmp_path_factory):
+    """(wires, files): mutants of the vectors, the malformed cases and the
+    corpus (tests/mutator.py, as test_ares's differential makes them)."""
+    wires = ares_diff.messages_from_seeds(MUTANTS)
+    wires = wires[len(wires) - MUTANTS:]
+    return wires, ares_diff.write_messages(tmp_path_factory.mktemp("san-mutants"), wires)
+
+
+def test_mutants(san, mutants):
+    """Mutants are where the C glue meets the oddest input: every one gets
+    a whole log ending in its status, and the run is clean."""
+    _, paths = mutants
+    result = san.run("dnsshim_test", "--registered", "--detail", *paths, timeout=900)
+    logs = split_log(result.stdout)
+    assert list(logs) == list(map(str, paths))
+    statuses = [int(log[-2].split()[1]) for log in logs.values()]
+    assert all(log[-2].startswith("status ") and log[-1].startswith("detail")
+               for log in logs.values())
+    assert all(s <= 0 for s in statuses) and 0 < statuses.count(0) < len(statuses)
+
+
 def test_stream_and_a_child_per_message(san, messages, tmp_path):
     """--stream (one process, message after message) and --fresh (a child
     forked for each after the start) agree, message by message."""
@@ -358,6 +384,16 @@ def test_ares_every_parser_agrees_with_c_ares(ares, tmp_path):
     assert not c.unexplained, c.unexplained[:5]
     assert len(c.ours) == len(seeds) == len(c.cares)
     assert c.same > 0.8 * c.calls and " rc=0 " in outs[1]
+
+
+def test_ares_mutants_agree_with_c_ares(ares, mutants):
+    wires, paths = mutants
+    listing = "".join(f"{p}\n" for p in paths)
+    outs = [ares.run(program, "-", input=listing, timeout=900).stdout
+            for program in ("ares_every_parser_cares", "ares_every_parser")]
+    c = ares_diff.Comparison(wires, paths, *outs)
+    assert not c.unexplained, c.unexplained[:5]
+    assert len(c.ours) == len(c.cares) == MUTANTS and c.same > 0.75 * c.calls
 
 
 def test_ares_cases_as_c_ares_gives_them(ares, tmp_path):
