@@ -69,6 +69,20 @@ def expected_logs(messages) -> dict:
     return expected
 
 
+def test_everything_is_instrumented(san):
+    """Both libraries and every program call ASan's checks and UBSan's
+    handlers, only the halting ones (-fno-sanitize-recover): the flags
+    reached every compiler command."""
+    objects = sorted(san.dir.glob("lib*.so.*"))
+    assert {p.name.split(".so")[0] for p in objects} == {"libdnsshim", "libdnsshim_ares"}
+    for path in [*objects, *san.programs.values()]:
+        nm = subprocess.run(["nm", "-D", "--undefined-only", str(path)], capture_output=True,
+                            text=True, check=True).stdout.split()
+        assert any(name.startswith("__asan_report_load") for name in nm), path
+        ubsan = [name for name in nm if name.startswith("__ubsan_handle_")]
+        assert ubsan and all(name.endswith("_abort") for name in ubsan), (path, ubsan)
+
+
 # ---- the harness fails when it must ---------------------------------------------------
 
 FAULTY = r"""
