@@ -18,8 +18,8 @@ A run is clean when it prints no sanitizer report: UBSan halts on the first
 error (halt_on_error, -fno-sanitize-recover=all), ASan and LeakSanitizer exit
 with EXITCODE, and ``Sanitized.run`` raises SanitizerReport with the report
 in its message for any of them.  LeakSanitizer reads the suppressions of
-tests/sanitizers/lsan.supp (its comments say why each entry is not this
-project's code).
+tests/sanitizers/lsan.supp, which has no entry and says why (and what an
+entry would have to show).
 """
 
 from __future__ import annotations
@@ -164,5 +164,6 @@ def build(out: Path, names=None) -> Sanitized:
 def compile_program(sources, output, against: Path, **kwargs) -> Path:
     """A program of one's own (a test's) compiled and linked against a
     sanitized build with the same flags."""
-    return cprograms.build_ffi.compile_program(sources, output, against=against,
-                                     cflags=(*FLAGS, *kwargs.pop("cflags", ())), **kwargs)
+    cflags = (*FLAGS, *kwargs.pop("cflags", ()))
+    return cprograms.build_ffi.compile_program(sources, output, against=against, cflags=cflags,
+                                               **kwargs)
