@@ -167,3 +167,17 @@ def split_log(stdout: str) -> dict:
         else:
             current.append(line)
     return logs
+
+
+# ---- the sanitizers ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def sanitized_build(tmp_path_factory):
+    """Both libraries and the C programs built with ASan and UBSan
+    (tests/sanitizers.py): ``.dir``, ``.programs`` (name -> path), ``.env``
+    (the sanitizers' options) and ``.run(name, *args)``, which fails on any
+    sanitizer report."""
+    import sanitizers
+
+    return sanitizers.build(tmp_path_factory.mktemp("sanitized"))

@@ -85,22 +85,21 @@ def programs() -> dict:
     return found
 
 
-def build(out: Path, names=None, *, against: Path | None = None) -> dict:
+def build(out: Path, names=None, *, against: Path | None = None, cflags=()) -> dict:
     """The programs named (default: every one this machine can build) into
-    out, linked against the libraries in ``against`` (default: out).
-    Returns name -> path."""
+    out, linked against the libraries in ``against`` (default: out), each
+    compiled and linked with ``cflags`` too (the sanitizers' flags,
+    tests/sanitizers.py).  Returns name -> path."""
     out = Path(out)
     against = Path(against or out)
     table = programs()
     built = {}
     for name in names or table:
         program = table[name]
-        cflags, libs = (), ()
-        if program.cares:
-            cflags, libs = cares_flags()
+        cares_cflags, libs = cares_flags() if program.cares else ((), ())
         built[name] = build_ffi.compile_program(
             [program.source], out / name, against=against if program.libraries else None,
-            libraries=program.libraries, cflags=(*STRICT, *program.cflags, *cflags),
+            libraries=program.libraries, cflags=(*STRICT, *program.cflags, *cares_cflags, *cflags),
             flags=libs)
     return built
 
