@@ -124,6 +124,11 @@ def write_messages(where: Path, accepted: bool = False, corpus=()) -> list:
     return files + available_corpus(*corpus)
 
 
+
+#: pyenv's root, where the tests look for other CPython installations: $PYENV_ROOT, as
+#: pyenv itself takes it, else its default.
+PYENV_ROOT = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+
 # ---- optional tools --------------------------------------------------------------
 # A user's machine may lack a tool that only some tests need; those tests skip
 # there, naming the Debian package that brings it.  CI (CI=true) installs them

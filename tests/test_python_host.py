@@ -261,6 +261,7 @@ def _statuses(stdout):
 
 @pytest.mark.parametrize("import_dns", [False, True], ids=["no-dns", "debian-dns-first"])
 @pytest.mark.parametrize("mode", [[], ["--registered"]], ids=["dns_shim_process", "registered"])
+@pytest.mark.python_independent
 def test_ctypes_program_same_as_c_host(host, built, messages, test_driver, c_host_output,
                                        tmp_path, import_dns, mode):
     stdout, stderr, report = run_host(host, tmp_path, {
@@ -296,6 +297,7 @@ def vectors_dns_version():
     return dns.version.version
 
 
+@pytest.mark.python_independent
 def test_host_without_any_cffi_backend(host, built, messages, test_driver, c_host_output,
                                        tmp_path):
     """python3 -S: no site-packages, so no _cffi_backend (nor dnspython) is
@@ -310,6 +312,7 @@ def test_host_without_any_cffi_backend(host, built, messages, test_driver, c_hos
     assert_guest(report)
 
 
+@pytest.mark.python_independent
 def test_threads_start_it_together(host, built, messages, c_host_output, tmp_path):
     """Eight threads of the program make their first calls at once: the
     runtime starts once, the private imports at call time (dnspython's
@@ -325,6 +328,7 @@ def test_threads_start_it_together(host, built, messages, c_host_output, tmp_pat
     assert_guest(report)
 
 
+@pytest.mark.python_independent
 def test_a_bundles_library_is_a_guest_too(host, messages, c_host_output, tmp_path_factory,
                                           tmp_path):
     """The library of a bundle (python -m shim bundle) loaded into the
@@ -341,6 +345,7 @@ def test_a_bundles_library_is_a_guest_too(host, messages, c_host_output, tmp_pat
     assert_guest(report)
 
 
+@pytest.mark.python_independent
 def test_the_program_imports_what_it_imported_before(host, built, tmp_path):
     """After the library ran, the program's own imports find what they found
     before: Debian's dnspython, no cffi, no shim."""
@@ -512,6 +517,7 @@ def cares_reference(pycares_host, dns_server):
 
 
 @pytest.mark.parametrize("import_dns", [False, True], ids=["no-dns", "debian-dns-first"])
+@pytest.mark.python_independent
 def test_pycares_with_the_c_ares_layer_preloaded(pycares_host, built, dns_server,
                                                  cares_reference, import_dns):
     stderr, out = run_pycares(pycares_host, dns_server[0], built.dir / "libdnsshim_ares.so.1",
@@ -538,6 +544,7 @@ def ares_driver(built):
 
 
 @pytest.mark.parametrize("import_dns", [False, True], ids=["no-dns", "debian-dns-first"])
+@pytest.mark.python_independent
 def test_ares_parsers_in_python_host_same_as_c_host(host, built, ares_driver, dns_server,
                                                     tmp_path, import_dns):
     """Every classic parser on every answer of the server, from c-ares's own
@@ -609,6 +616,7 @@ def test_another_minor_is_refused_once(built):
                         r"the program's minor version", line), line
 
 
+@pytest.mark.python_independent
 def test_installation_without_its_packages_is_refused_once(host, built, tmp_path):
     """DNS_SHIM_PYTHON names a Python whose site-packages has neither cffi's
     backend nor dnspython: the library says so, once."""

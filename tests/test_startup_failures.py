@@ -22,7 +22,7 @@ import pytest
 import build_ffi
 import cprograms
 import malformed
-from conftest import ROOT, require_cares
+from conftest import PYENV_ROOT, ROOT, require_cares
 from test_install import source_copy
 from shim import requirements
 
@@ -112,7 +112,7 @@ def test_dns_shim_python_that_is_not_a_path(built, message):
 
 
 def test_dns_shim_python_of_another_minor_version(built, message):
-    others = sorted(p for p in glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3.*"))
+    others = sorted(p for p in glob.glob(os.path.join(PYENV_ROOT, "versions/3.*/bin/python3.*"))
                     if not p.endswith(f"python{TAG}") and p[-1].isdigit())
     if not others:
         pytest.skip("no other CPython minor version on this machine")
