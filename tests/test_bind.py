@@ -70,14 +70,8 @@ def make_query(name, rdtype="A", qid=0x4242):
     return q
 
 
-@pytest.fixture(scope="module")
-def named(tmp_path_factory):
-    """named on 127.0.0.1:<port>, stopped afterwards; yields the port."""
-    program = _named()
-    d = tmp_path_factory.mktemp("named")
-    (d / "example.test.db").write_text(ZONE)
-    port = _free_port()
-    (d / "named.conf").write_text(f"""\
+def _named_conf(d, port) -> str:
+    return f"""\
 options {{
     directory "{d}";
     pid-file "{d}/named.pid";
@@ -93,11 +87,34 @@ options {{
 controls {{ }};
 zone "example.test" {{ type primary; file "{d}/example.test.db"; }};
 zone "closed.test" {{ type primary; file "{d}/example.test.db"; allow-query {{ none; }}; }};
-""")
-    log = open(d / "named.log", "w")
-    proc = subprocess.Popen([program, "-g", "-n", "1", "-c", str(d / "named.conf")],
-                            stdout=log, stderr=subprocess.STDOUT)
+"""
+
+
+def _stop(proc) -> None:
+    proc.terminate()
     try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory):
+    """named on 127.0.0.1:<port>, stopped afterwards; yields the port.
+
+    named cannot be asked for port 0 and say which it got, so a free port is
+    found and handed over; another process may take it in between, and then
+    named exits at once: a new port is tried, up to five times."""
+    program = _named()
+    d = tmp_path_factory.mktemp("named")
+    (d / "example.test.db").write_text(ZONE)
+    for attempt in range(5):
+        port = _free_port()
+        (d / "named.conf").write_text(_named_conf(d, port))
+        with open(d / "named.log", "w") as log:
+            proc = subprocess.Popen([program, "-g", "-n", "1", "-c", str(d / "named.conf")],
+                                    stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -105,18 +122,18 @@ zone "closed.test" {{ type primary; file "{d}/example.test.db"; allow-query {{ n
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    log.flush()
-                    pytest.fail("named did not start:\n" + (d / "named.log").read_text()[-3000:])
+                    break
                 time.sleep(0.2)
+        if proc.poll() is None and time.monotonic() <= deadline:
+            break
+        _stop(proc)
+        text = (d / "named.log").read_text()
+        if "address in use" not in text or attempt == 4:
+            pytest.fail("named did not start:\n" + text[-3000:])
+    try:
         yield port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-        log.close()
+        _stop(proc)
 
 
 @pytest.fixture(scope="module")
