@@ -17,8 +17,8 @@ through a mount into the host's /dev.
 The base tar: ~/.cache/dnsshim/debian12-minbase-<packages>.tar, minbase
 with ca-certificates and the packages a caller asks for (a test's compiler
 and tools: cached with the base, they cost nothing on later runs), else
-fresh-debian's /tmp/fresh-debian/base.tar, read only (the caller then
-installs its packages with apt), else built here with debootstrap.
+built here with debootstrap.  The cache is the project's own: no other
+tool's (fresh-debian's among them) is read or written.
 Everything needs root (debootstrap, chroot, mounts): :func:`unavailable`
 says why not.
 """
@@ -36,8 +36,6 @@ from pathlib import Path
 
 SUITE = "bookworm"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dnsshim"
-#: fresh-debian's cache (minbase with ca-certificates, git, python3), reused read only
-SHARED_BASE_TAR = Path("/tmp/fresh-debian/base.tar")
 INCLUDE = ("ca-certificates",)
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
@@ -55,10 +53,8 @@ def base_tar(packages=()) -> Path:
 
 def cached_base(packages=()) -> Path | None:
     """The base tar to unpack, if one is there."""
-    for tar in (base_tar(packages), SHARED_BASE_TAR):
-        if tar.is_file() and tar.stat().st_size > 0:
-            return tar
-    return None
+    tar = base_tar(packages)
+    return tar if tar.is_file() and tar.stat().st_size > 0 else None
 
 
 def unavailable(packages=()) -> tuple[str, str] | None:
@@ -122,8 +118,8 @@ class DebianRoot:
     def create(cls, directory: Path, packages=(), log: Path | None = None) -> "DebianRoot":
         """The base unpacked into directory (which must not exist yet) and
         given this machine's apt sources, CA bundle and resolv.conf; packages:
-        what the base should hold beside minbase (fresh-debian's may not:
-        apt-get install them)."""
+        what the base should hold beside minbase (debootstrap's --include,
+        cached with it)."""
         base = cached_base(packages) or build_base(packages, log)
         root = cls(directory)
         root.dir.mkdir(parents=True)

@@ -312,7 +312,7 @@ def installed(package_build, tmp_path_factory) -> Installed:
         for package in PACKAGES:
             shutil.copy(package_build.deb(package), root.path("/root"))
         root.run("apt-get update -q")
-        # (already in the cached base, unless that is fresh-debian's)
+        # (already in the cached base: a no-op that checks they are there)
         root.run(f"apt-get install -y -q --no-install-recommends {' '.join(TOOLS)}")
         before = _dpkg_packages(root)
         root.run("apt-get install -y ./libdnsshim1_*.deb ./libdnsshim-dev_*.deb "
