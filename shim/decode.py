@@ -57,6 +57,11 @@ from shim.status import (
 __all__ = ["Section", "Header", "EdnsOption", "Record", "Response", "decode"]
 
 
+def octets(n: int) -> str:
+    """A count of octets as the failure detail says it: "1 octet", "2 octets"."""
+    return f"{n} octet" if n == 1 else f"{n} octets"
+
+
 class Section(enum.IntEnum):
     """The sections, with the values of ``DNS_SHIM_SECTION_*``."""
 
@@ -369,7 +374,7 @@ def _read_rdata(parser, rdclass, rdtype, rdlen):
             raise dns.exception.FormError(str(e)) from e
         if parser.current != end:
             raise BadRdataError(
-                f"{dns.rdatatype.to_text(rdtype)} RDATA is {rdlen} octets, "
+                f"{dns.rdatatype.to_text(rdtype)} RDATA is {octets(rdlen)}, "
                 f"its content {parser.current - start}", start)
         return rdata, None if parser.compressed else parser.wire[start:end]
     except BadRdataError:
@@ -409,15 +414,15 @@ def _check_option(code, data, at):
     n = len(data)
     if code == _EDE:
         if n < 2:
-            raise BadEdnsError(f"EDE option of {n} octets: the INFO-CODE needs 2", at)
+            raise BadEdnsError(f"EDE option of {octets(n)}: the INFO-CODE needs 2", at)
     elif code == _COOKIE:
         if n < 8:
-            raise BadEdnsError(f"COOKIE option of {n} octets: the client cookie needs 8", at)
+            raise BadEdnsError(f"COOKIE option of {octets(n)}: the client cookie needs 8", at)
         if n != 8 and not 16 <= n <= 40:
-            raise BadEdnsError(f"COOKIE server cookie of {n - 8} octets: 8 to 32 allowed", at)
+            raise BadEdnsError(f"COOKIE server cookie of {octets(n - 8)}: 8 to 32 allowed", at)
     elif code == _ECS:
         if n < 4:
-            raise BadEdnsError(f"ECS option of {n} octets: its fixed fields need 4", at)
+            raise BadEdnsError(f"ECS option of {octets(n)}: its fixed fields need 4", at)
         family, source, scope = _ECS_FIELDS.unpack_from(data)
         bits = _ECS_BITS.get(family)
         if bits is None:
@@ -426,7 +431,7 @@ def _check_option(code, data, at):
             raise BadEdnsError(f"ECS prefix /{source} scope /{scope}: over {bits} bits", at)
         need = (source + 7) // 8
         if n - 4 != need:
-            raise BadEdnsError(f"ECS address of {n - 4} octets: a /{source} needs {need}", at)
+            raise BadEdnsError(f"ECS address of {octets(n - 4)}: a /{source} needs {need}", at)
         if source % 8 and data[-1] & (0xFF >> (source % 8)):
             raise BadEdnsError(f"ECS address has bits set past its /{source} prefix", at)
 
@@ -466,10 +471,10 @@ def _read_options(wire, start, end):
     p = start
     while p < end:
         if end - p < 4:
-            raise BadEdnsError(f"option header cut: {end - p} octets left in the OPT RDATA", p)
+            raise BadEdnsError(f"option header cut: {octets(end - p)} left in the OPT RDATA", p)
         code, length = _OPTION_HEADER.unpack_from(wire, p)
         if length > end - p - 4:
-            raise BadEdnsError(f"option {code} of {length} octets runs past the OPT RDATA", p)
+            raise BadEdnsError(f"option {code} of {octets(length)} runs past the OPT RDATA", p)
         data = wire[p + 4:p + 4 + length]
         _check_option(code, data, p)
         try:
@@ -499,7 +504,7 @@ def decode(wire, expect=None) -> Response:
     wire = bytes(wire)
     wire_end = len(wire)
     if wire_end < 12:
-        raise ShortHeaderError(f"{wire_end} octets, fewer than the 12 of the header")
+        raise ShortHeaderError(f"{octets(wire_end)}, fewer than the 12 of the header")
     id_, flags, qdcount, ancount, nscount, arcount = _HEADER.unpack_from(wire)
     if not flags & _QR:
         raise NotResponseError("the QR bit is clear: a query, not a response", 2)
@@ -581,7 +586,7 @@ def decode(wire, expect=None) -> Response:
             index += 1
 
     if parser.current != wire_end:
-        raise TrailingDataError(f"{wire_end - parser.current} octets", parser.current)
+        raise TrailingDataError(octets(wire_end - parser.current), parser.current)
     response = Response(header, records)
     if expect is not None:
         expect.check(response)

@@ -151,3 +151,22 @@ def test_dump_tools_print_the_reason(built, tmp_path, json):
         assert f'"detail": "{reason}"' in c.stdout
     else:
         assert f";; rejected: {line}\n" in c.stdout
+
+
+#: What the C program reads for counts of one and of more, written out by hand
+#: (not taken from the Python side that makes them): one octet is singular.
+COUNTED = {
+    "one trailing": (malformed.GOOD + b"\0",
+                     "DNS_SHIM_ERR_TRAILING_DATA: 1 octet (at offset 45)"),
+    "two trailing": (malformed.GOOD + b"\0\0",
+                     "DNS_SHIM_ERR_TRAILING_DATA: 2 octets (at offset 45)"),
+    "one octet": (b"\0", "DNS_SHIM_ERR_SHORT_HEADER: 1 octet, fewer than the 12 of the header"),
+    "eleven octets": (b"\0" * 11,
+                      "DNS_SHIM_ERR_SHORT_HEADER: 11 octets, fewer than the 12 of the header"),
+}
+
+
+def test_counts_of_octets_read_as_english(built, tmp_path):
+    logs = _detail_logs(built, tmp_path, {name: wire for name, (wire, _) in COUNTED.items()})
+    assert {name: lines[-1] for name, lines in logs.items()} == {
+        name: f"detail {text}" for name, (_, text) in COUNTED.items()}
