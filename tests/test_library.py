@@ -201,7 +201,11 @@ def test_plan_naming_no_callback_is_internal(abi, glue, monkeypatch, capfd):
     rec = Recorder(abi[0])
     assert process(abi, malformed.GOOD, rec) == Status.ERR_INTERNAL
     assert rec.calls == []
-    assert "planned a call to no callback" in capfd.readouterr().err
+    assert capfd.readouterr().err == ("dnsshim: DNS_SHIM_ERR_INTERNAL: the parser planned step 0 "
+                                      "to no callback (offset 3)\n")
+    assert abi[0].string(abi[1].dns_shim_last_error()) == (
+        b"DNS_SHIM_ERR_INTERNAL: the parser planned step 0 to no "
+        b"callback (offset 3)")
 
 
 @pytest.mark.parametrize("stop_at", [0, 1, 3])

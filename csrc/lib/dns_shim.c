@@ -1221,6 +1221,155 @@ static int32_t dns_shim__callback_failed(const dns_shim__step *step, int32_t res
     return dns_shim__fail(DNS_SHIM_ERR_CALLBACK, "%s returned %" PRId32, name, result);
 }
 
+/* The longest text a name can have (255 octets, each label octet escaped
+** as \DDD, and the dots), and the most steps one message can plan (a
+** record takes at least 11 octets of its 65,535, an EDNS option 4). */
+#define DNS_SHIM__NAME_TEXT_MAX 1024
+#define DNS_SHIM__STEPS_MAX 65536
+
+/* A string of the plan: not NULL, NUL-terminated within the longest name. */
+static int32_t dns_shim__check_text(size_t i, const char *what, const char *text)
+{
+    if (text == NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose %s is NULL",
+                              i, what);
+    if (strnlen(text, DNS_SHIM__NAME_TEXT_MAX + 1) > DNS_SHIM__NAME_TEXT_MAX)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose %s is not "
+                              "NUL-terminated within %d bytes", i, what, DNS_SHIM__NAME_TEXT_MAX);
+    return DNS_SHIM_OK;
+}
+
+/* A byte string of the plan: data not NULL, len within a message's 65,535,
+** and the NUL the header promises at data[len]. */
+static int32_t dns_shim__check_bytes(size_t i, const char *what, const dns_shim_bytes *b)
+{
+    if (b->data == NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose %s is NULL",
+                              i, what);
+    if (b->len > 65535)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose %s has "
+                              "%zu bytes, more than a message holds", i, what, b->len);
+    if (b->data[b->len] != '\0')
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose %s has "
+                              "no NUL at data[len]", i, what);
+    return DNS_SHIM_OK;
+}
+
+/* The whole plan, before its first call: every step names a callback
+** member within the set's struct_size whose pointer is set, and every
+** struct it hands over is whole (strings terminated, counts and lengths
+** within what a message can hold).  A plan that is not is a bug on the
+** Python side: DNS_SHIM_ERR_INTERNAL, no callback runs. */
+static int32_t dns_shim__check_plan(const dns_shim_callbacks *cb, const dns_shim__step *steps,
+                                    size_t count)
+{
+    size_t i, k;
+    int32_t rc = DNS_SHIM_OK;
+
+    if (count > DNS_SHIM__STEPS_MAX)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned %zu calls, more than a "
+                              "message can hold", count);
+    if (count > 0 && (steps == NULL || cb == NULL))
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned %zu calls without %s",
+                              count, steps == NULL ? "steps" : "callbacks");
+    for (i = 0; i < count && rc == DNS_SHIM_OK; i++) {
+        const dns_shim__step *step = &steps[i];
+        const void *arg = step->arg;
+        void (*fn)(void);
+        int is_record = 0;
+        const char *name = dns_shim__callback_name(step->member, &is_record);
+
+        if (name == NULL || step->member > cb->struct_size - sizeof fn)
+            return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu to no "
+                                  "callback (offset %zu)", i, step->member);
+        memcpy(&fn, (const char *)cb + step->member, sizeof fn);
+        if (fn == NULL)
+            return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu to %s, "
+                                  "which is NULL", i, name);
+        if (arg == NULL)
+            return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu to %s "
+                                  "with a NULL struct", i, name);
+        if (is_record) {
+            const dns_shim_rr *rr = (const dns_shim_rr *)arg;
+            rc = dns_shim__check_text(i, "owner", rr->owner);
+            if (rc == DNS_SHIM_OK && (rr->section == 0 || rr->section > DNS_SHIM__ALL_SECTIONS ||
+                                      (rr->section & (rr->section - 1)) != 0))
+                return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose "
+                                      "section is %" PRIu32 ", no DNS_SHIM_SECTION_* value", i,
+                                      rr->section);
+        }
+        if (rc != DNS_SHIM_OK)
+            break;
+        switch (step->member) {
+        case offsetof(dns_shim_callbacks, on_header): {
+            const dns_shim_header *h = arg;
+            if (h->qname != NULL)
+                rc = dns_shim__check_text(i, "qname", h->qname);
+            break;
+        }
+        case offsetof(dns_shim_callbacks, on_cname):
+        case offsetof(dns_shim_callbacks, on_ns):
+        case offsetof(dns_shim_callbacks, on_ptr):
+        case offsetof(dns_shim_callbacks, on_dname):
+            rc = dns_shim__check_text(i, "target", ((const dns_shim_target *)arg)->target);
+            break;
+        case offsetof(dns_shim_callbacks, on_mx):
+            rc = dns_shim__check_text(i, "exchange", ((const dns_shim_mx *)arg)->exchange);
+            break;
+        case offsetof(dns_shim_callbacks, on_srv):
+            rc = dns_shim__check_text(i, "target", ((const dns_shim_srv *)arg)->target);
+            break;
+        case offsetof(dns_shim_callbacks, on_soa): {
+            const dns_shim_soa *s = arg;
+            rc = dns_shim__check_text(i, "mname", s->mname);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_text(i, "rname", s->rname);
+            break;
+        }
+        case offsetof(dns_shim_callbacks, on_txt): {
+            const dns_shim_txt *t = arg;
+            if (t->count == 0 || t->count > 65535)
+                return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose "
+                                      "TXT has %zu strings, not 1 to 65535", i, t->count);
+            if (t->strings == NULL)
+                return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose "
+                                      "TXT strings are NULL", i);
+            for (k = 0; k < t->count && rc == DNS_SHIM_OK; k++)
+                rc = dns_shim__check_bytes(i, "TXT string", &t->strings[k]);
+            break;
+        }
+        case offsetof(dns_shim_callbacks, on_naptr): {
+            const dns_shim_naptr *n = arg;
+            rc = dns_shim__check_bytes(i, "NAPTR flags", &n->flags);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_bytes(i, "NAPTR services", &n->services);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_bytes(i, "NAPTR regexp", &n->regexp);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_text(i, "replacement", n->replacement);
+            break;
+        }
+        case offsetof(dns_shim_callbacks, on_other):
+            rc = dns_shim__check_bytes(i, "rdata", &((const dns_shim_raw *)arg)->rdata);
+            break;
+        case offsetof(dns_shim_callbacks, on_edns_option): {
+            const dns_shim_edns_option *o = arg;
+            rc = dns_shim__check_bytes(i, "option data", &o->data);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_bytes(i, "EDE text", &o->ede_text);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_bytes(i, "client cookie", &o->cookie_client);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_bytes(i, "server cookie", &o->cookie_server);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_bytes(i, "ECS address", &o->ecs_address);
+            break;
+        }
+        }
+    }
+    return rc;
+}
+
 static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
                              const dns_shim_callbacks *callbacks)
 {
@@ -1261,8 +1410,14 @@ static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_que
             dns_shim__fail(rc, "%s", dns_shim_strerror(rc));
         return rc;
     }
-    /* The message is good and every struct is built: call the callbacks,
-    ** in order, without the interpreter's lock. */
+    /* The message is good and every struct is built: check the plan whole,
+    ** then call the callbacks, in order, without the interpreter's lock. */
+    rc = dns_shim__check_plan(callbacks, steps, count);
+    if (rc != DNS_SHIM_OK) {
+        dns_shim__log(dns_shim__error);
+        dns_shim__finished(token);
+        return rc;
+    }
     rc = dns_shim__ok();
     for (i = 0; i < count; i++) {
         int32_t result = 0;
