@@ -119,3 +119,78 @@ def tweak(clone):
     with open(clone / "shim" / "glue.py", "a") as f:
         f.write(HOOK)
     return clone
+
+
+ARES_HOOK = r'''
+
+# ---- test-only: result corruption (tests/plan_corruption.py) ----
+import os as _os
+
+from shim.ares_codes import KINDS as _KINDS_BY_NAME
+
+_CORRUPT_ARES = {}
+for _entry in _os.environ.get("DNS_SHIM_TEST_CORRUPT_ARES", "").split(","):
+    if _entry:
+        _k, _c = _entry.split(":")
+        _CORRUPT_ARES.setdefault(_KINDS_BY_NAME[_k], []).append(_c)
+_CORRUPT_ARES_KEEP = []
+_real_fill = fill
+
+
+def _ares_corrupt(ffi, how, out):
+    keep = _CORRUPT_ARES_KEEP.append
+    if how == "addrlen":
+        out.addrlen = out.addrlen + 1
+    elif how == "addrs_null":
+        out.addrs = ffi.NULL
+    elif how == "ttls_null":
+        out.ttls = ffi.NULL
+    elif how == "addrs_for_other_kind":
+        addrs = ffi.new("uint8_t[]", 4)
+        keep(addrs)
+        out.naddrs, out.addrlen, out.addrs = 1, 4, addrs
+    elif how == "name_no_nul":
+        data = ffi.new("uint8_t[]", b"abcd")
+        keep(data)
+        out.name = (data, 3)
+    elif how == "name_null":
+        out.name.data = ffi.NULL
+    elif how == "aliases_null":
+        out.naliases, out.aliases = 1, ffi.NULL
+    elif how == "items_too_many":
+        out.nitems = 70000
+    elif how == "item_string_too_long":
+        out.items[0].str[0].len = 70000
+    elif how == "item_string_no_nul":
+        data = ffi.new("uint8_t[]", b"abcd")
+        keep(data)
+        out.items[0].str[0] = (data, 3)
+    elif how == "enclen":
+        out.items[0].num[0] = 70000
+    else:
+        raise AssertionError(how)
+
+
+def fill(ffi, result, out):
+    keep = _real_fill(ffi, result, out)
+    kind = _ares_kind[0]
+    if _CORRUPT_ARES.get(kind):
+        _ares_corrupt(ffi, _CORRUPT_ARES[kind].pop(0), out)
+    return keep
+
+
+_ares_kind = [0]
+_real_compute = compute
+
+
+def compute(kind, wire, offset=0, flags=WANT_HOST):
+    _ares_kind[0] = kind
+    return _real_compute(kind, wire, offset, flags)
+'''
+
+
+def tweak_ares(clone):
+    """Gives the copy's shim package the corrupting result filler."""
+    with open(clone / "shim" / "ares_glue.py", "a") as f:
+        f.write(ARES_HOOK)
+    return clone

@@ -1,4 +1,4 @@
-"""C checks every plan the Python side hands it before the first callback.
+"""C checks everything the Python side hands it before using any of it.
 
 A library built from a copy of the source tree whose shim package corrupts
 its plans (tests/plan_corruption.py: never in a shipped build) must answer
@@ -6,7 +6,14 @@ each corruption with DNS_SHIM_ERR_INTERNAL and its exact detail, call no
 callback, and read nothing it should not: the whole set also runs under
 valgrind memcheck with 0 errors.
 
-``corrupting_build(where, env)`` builds that library and dnsshim_test into
+The same for libdnsshim_ares: a result (hostent data, addrttls, reply
+lists, expanded names) that the corrupting shim package damages is refused
+whole, answered as the README says for an unexpected failure (ARES_EBADRESP;
+ARES_EBADNAME, ARES_EBADSTR for the expand functions) and logged with what
+is wrong, and nothing of it is copied (ares_every_parser prints no field).
+
+``corrupting_build(where, env)`` builds those libraries, dnsshim_test and
+(with c-ares's headers) ares_every_parser into
 ``where`` (env: e.g. CFLAGS/LDFLAGS for an ASan/UBSan build, which
 build_ffi.py honours), so the same cases can run against another build
 (``check_all(out, files, runner)``).
@@ -16,12 +23,13 @@ import os
 import subprocess
 import sys
 
+import dns.message
 import pytest
 
 import cprograms
 import plan_corruption
 import vectors
-from conftest import require_program
+from conftest import require_cares, require_program
 from test_install import source_copy
 
 INTERNAL = "status -15 internal error in the DNS shim"
@@ -58,14 +66,72 @@ EDNS_OPTIONS = {
 }
 
 
+#: One answer of every type the c-ares parsers read, at the question's name.
+ARES_MESSAGE = """\
+id 1
+opcode QUERY
+rcode NOERROR
+flags QR RD RA
+;QUESTION
+x.example. IN A
+;ANSWER
+x.example. 300 IN A 192.0.2.1
+x.example. 300 IN AAAA 2001:db8::1
+x.example. 300 IN MX 10 mail.example.
+x.example. 300 IN TXT "hello"
+x.example. 300 IN SRV 1 2 3 sip.example.
+x.example. 300 IN NAPTR 100 10 "u" "E2U+sip" "!^.*$!sip:x@example.com!" .
+x.example. 300 IN CAA 0 issue "ca.example.net"
+x.example. 300 IN URI 10 1 "https://example.com/"
+x.example. 300 IN NS ns.example.
+"""
+
+#: (kind, corruption, ares_every_parser's line for that call, what is logged),
+#: in the order ares_every_parser calls them.
+ARES = [
+    ("A", "addrlen", "a host=1 ttls=8 rc=10 naddrttls=0 []",
+     "an address length that is not its family's; returning ARES_EBADRESP"),
+    ("A", "addrs_null", "a host=0 ttls=1 rc=10 naddrttls=0 []",
+     "an address count without its addresses; returning ARES_EBADRESP"),
+    ("AAAA", "ttls_null", "aaaa host=1 ttls=8 rc=10 naddrttls=0 []",
+     "an address count without its addresses; returning ARES_EBADRESP"),
+    ("AAAA", "name_no_nul", "aaaa host=0 ttls=1 rc=10 naddrttls=0 []",
+     "a string without its NUL at data[len]; returning ARES_EBADRESP"),
+    ("NS", "addrs_for_other_kind", "ns rc=10",
+     "addresses for a kind without any; returning ARES_EBADRESP"),
+    ("PTR", "name_no_nul", "ptr rc=10",
+     "a string without its NUL at data[len]; returning ARES_EBADRESP"),
+    ("MX", "item_string_too_long", "mx rc=10",
+     "a string longer than a message; returning ARES_EBADRESP"),
+    ("SRV", "items_too_many", "srv rc=10",
+     "an item count without its items; returning ARES_EBADRESP"),
+    ("TXT", "item_string_no_nul", "txt rc=10",
+     "a string without its NUL at data[len]; returning ARES_EBADRESP"),
+    ("TXT_EXT", "aliases_null", "txt_ext rc=10",
+     "an alias count without its aliases; returning ARES_EBADRESP"),
+    ("NAPTR", "item_string_no_nul", "naptr rc=10",
+     "a string without its NUL at data[len]; returning ARES_EBADRESP"),
+    ("CAA", "items_too_many", "caa rc=10",
+     "an item count without its items; returning ARES_EBADRESP"),
+    ("URI", "item_string_too_long", "uri rc=10",
+     "a string longer than a message; returning ARES_EBADRESP"),
+    ("EXPAND_NAME", "enclen", "expand_name @12 rc=8",
+     "an encoding length beyond the message; returning ARES_EBADNAME"),
+    ("EXPAND_STRING", "enclen", "expand_string @12 rc=17",
+     "an encoding length beyond the message; returning ARES_EBADSTR"),
+]
+
+
 def corrupting_build(where, env=None):
     """The library with the corrupting shim package, and dnsshim_test, in
     where/out; returns that folder."""
-    clone = plan_corruption.tweak(source_copy(where / "clone"))
+    clone = plan_corruption.tweak_ares(plan_corruption.tweak(source_copy(where / "clone")))
     out = where / "out"
     subprocess.run([sys.executable, str(clone / "build_ffi.py"), "--out", str(out)], check=True,
                    capture_output=True, env={**os.environ, **(env or {})})
     cprograms.build(out, ["dnsshim_test"])
+    if cprograms.cares_flags() is not None:
+        cprograms.build(out, ["ares_every_parser"])
     return out
 
 
@@ -81,6 +147,8 @@ def files(tmp_path_factory):
     for name in ("every_type", "edns_options"):
         paths[name] = d / f"{name}.bin"
         paths[name].write_bytes(vectors.wire(name))
+    paths["ares"] = d / "ares.bin"
+    paths["ares"].write_bytes(dns.message.from_text(ARES_MESSAGE).to_wire())
     return paths
 
 
@@ -128,3 +196,41 @@ def test_shipped_build_has_no_corruption_hook():
     import shim.glue
     assert not hasattr(shim.glue, "_CORRUPT_KINDS")
     assert "DNS_SHIM_TEST_CORRUPT" not in open(shim.glue.__file__).read()
+
+
+def check_all_ares(out, files, runner=()):
+    """Every corruption of a c-ares result, each on its own call, in one run
+    of ares_every_parser (under runner)."""
+    env = {"PATH": "/usr/bin:/bin",
+           "DNS_SHIM_TEST_CORRUPT_ARES": ",".join(f"{k}:{c}" for k, c, _, _ in ARES)}
+    clean = subprocess.run([str(out / "ares_every_parser"), str(files["ares"])],
+                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                           timeout=300)
+    result = subprocess.run([*runner, str(out / "ares_every_parser"), str(files["ares"])],
+                            capture_output=True, text=True, env=env, timeout=1800)
+    assert clean.returncode == 0 and result.returncode == 0, result.stderr[-5000:]
+    lines, good = result.stdout.splitlines(), clean.stdout.splitlines()
+    assert len(lines) == len(good)
+    expected = {line for _, _, line, _ in ARES}
+    assert expected <= set(lines) and not expected & set(good)
+    for line, before in zip(lines, good):
+        if line not in expected:
+            assert line == before   # every other call is untouched
+    assert [line[len("dnsshim_ares: "):] for line in result.stderr.splitlines()
+            if line.startswith("dnsshim_ares: ")] == \
+        [f"the parser's result has {why}" for _, _, _, why in ARES]
+    return result
+
+
+def test_every_ares_corruption_is_refused_whole_and_logged(corrupting, files):
+    require_cares()
+    check_all_ares(corrupting, files)
+
+
+def test_every_ares_corruption_under_valgrind_memcheck(corrupting, files):
+    require_cares()
+    require_program("valgrind", "valgrind")
+    result = check_all_ares(corrupting, files,
+                            ["valgrind", "--error-exitcode=99", "--leak-check=full",
+                             "--errors-for-leak-kinds=definite,indirect"])
+    assert "ERROR SUMMARY: 0 errors from 0 contexts" in result.stderr
