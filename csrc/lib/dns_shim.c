@@ -203,6 +203,8 @@ static void dns_shim__log_level(int32_t level, const char *message)
     handler = dns_shim__log_handler;
     ctx = dns_shim__log_ctx;
     pthread_mutex_unlock(&dns_shim__log_lock);
+    if (message == NULL) /* the header promises text */
+        message = "";
     if (handler != NULL) {
         handler(ctx, level, message);
     } else if (level <= DNS_SHIM_LOG_WARNING) {
@@ -244,6 +246,24 @@ static int32_t dns_shim__ok(void)
     return DNS_SHIM_OK;
 }
 
+/* The detail was cut at its last octet: drop a UTF-8 character left
+** incomplete there, so the text stays valid UTF-8. */
+static void dns_shim__cut_whole(void)
+{
+    size_t n = strlen(dns_shim__error), i = n, need;
+    unsigned char lead;
+    if (n < sizeof dns_shim__error - 1)
+        return;
+    while (i > 0 && ((unsigned char)dns_shim__error[i - 1] & 0xC0) == 0x80 && n - i < 3)
+        i--;
+    if (i == 0)
+        return;
+    lead = (unsigned char)dns_shim__error[i - 1];
+    need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (n - (i - 1) < need)
+        dns_shim__error[i - 1] = '\0';
+}
+
 /* A call fails with status: "<its name>: <detail>" for this thread.
 ** Returns status. */
 static int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
@@ -257,6 +277,7 @@ static int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(dns_shim__error + n, sizeof dns_shim__error - n, fmt, ap);
     va_end(ap);
+    dns_shim__cut_whole();
     return status;
 }
 
@@ -264,6 +285,7 @@ static int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
 static void dns_shim__set_error(const char *text)
 {
     snprintf(dns_shim__error, sizeof dns_shim__error, "%s", text);
+    dns_shim__cut_whole();
 }
 
 /* ------------------------------------------------------------------ */
@@ -291,25 +313,27 @@ static int dns_shim__known_size(uint32_t size, const uint32_t *known, size_t n)
 ** caller's memory).  Returns a status (and says why it failed). */
 static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_callbacks *out)
 {
-    size_t size;
+    uint32_t size;
 
     if (in == NULL)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the callbacks set is NULL");
-    size = in->struct_size;
-    if (!DNS_SHIM__KNOWN(in->struct_size, dns_shim__known_sizes))
+    /* Read once: the caller's memory may change while we look (another
+    ** thread), and the size checked must be the size copied. */
+    size = *(const volatile uint32_t *)&in->struct_size;
+    if (!DNS_SHIM__KNOWN(size, dns_shim__known_sizes))
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
                               "the callbacks set's struct_size is %u, not one this library knows "
                               "(%u for 1.0, %u for 1.1 and later)",
-                              (unsigned)in->struct_size, (unsigned)dns_shim__known_sizes[0],
+                              (unsigned)size, (unsigned)dns_shim__known_sizes[0],
                               (unsigned)dns_shim__known_sizes[1]);
-    if (in->sections & ~(uint32_t)DNS_SHIM__ALL_SECTIONS)
-        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
-                              "the callbacks set's sections mask 0x%x has bits other than "
-                              "DNS_SHIM_SECTION_ANSWER, _AUTHORITY and _ADDITIONAL (0x%x)",
-                              (unsigned)in->sections, (unsigned)DNS_SHIM__ALL_SECTIONS);
     memset(out, 0, sizeof(*out));
     memcpy(out, in, size);
     out->struct_size = (uint32_t)sizeof(*out);
+    if (out->sections & ~(uint32_t)DNS_SHIM__ALL_SECTIONS)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
+                              "the callbacks set's sections mask 0x%x has bits other than "
+                              "DNS_SHIM_SECTION_ANSWER, _AUTHORITY and _ADDITIONAL (0x%x)",
+                              (unsigned)out->sections, (unsigned)DNS_SHIM__ALL_SECTIONS);
     return DNS_SHIM_OK;
 }
 
@@ -317,15 +341,17 @@ static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_c
 ** DNS_SHIM_ERR_BAD_ARGUMENT.  The qname's syntax is checked in Python. */
 static int32_t dns_shim__copy_query(const dns_shim_query *in, dns_shim_query *out)
 {
+    uint32_t size;
+
     if (in == NULL)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the query is NULL");
-    if (!DNS_SHIM__KNOWN(in->struct_size, dns_shim__known_query_sizes))
+    size = *(const volatile uint32_t *)&in->struct_size; /* read once, as for callbacks */
+    if (!DNS_SHIM__KNOWN(size, dns_shim__known_query_sizes))
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
                               "the query's struct_size is %u, not one this library knows (%u)",
-                              (unsigned)in->struct_size,
-                              (unsigned)dns_shim__known_query_sizes[0]);
+                              (unsigned)size, (unsigned)dns_shim__known_query_sizes[0]);
     memset(out, 0, sizeof(*out));
-    memcpy(out, in, in->struct_size);
+    memcpy(out, in, size);
     out->struct_size = (uint32_t)sizeof(*out);
     if (out->flags & ~(uint32_t)DNS_SHIM__KNOWN_QUERY_FLAGS)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
@@ -796,8 +822,14 @@ static int dns_shim__check_requirements(const char *python, const char *origin)
         if (drift != NULL)
             warning = PyObject_CallFunction(drift, "sss", PY_VERSION, DNS_SHIM_BUILD_PREFIX,
                                             info.dli_fname);
-        if (warning != NULL && PyUnicode_Check(warning) && PyUnicode_GetLength(warning) > 0)
-            dns_shim__log_level(DNS_SHIM_LOG_WARNING, PyUnicode_AsUTF8(warning));
+        if (warning != NULL && PyUnicode_Check(warning) && PyUnicode_GetLength(warning) > 0) {
+            /* A path that is not UTF-8 comes as surrogates: escaped, so the
+            ** handler gets text, never NULL. */
+            PyObject *utf8 = PyUnicode_AsEncodedString(warning, "utf-8", "backslashreplace");
+            if (utf8 != NULL)
+                dns_shim__log_level(DNS_SHIM_LOG_WARNING, PyBytes_AsString(utf8));
+            Py_XDECREF(utf8);
+        }
         Py_XDECREF(warning);
         PyErr_Clear();
     }
@@ -1418,7 +1450,7 @@ static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_que
         dns_shim__finished(token);
         return rc;
     }
-    rc = dns_shim__ok();
+    rc = DNS_SHIM_OK;
     for (i = 0; i < count; i++) {
         int32_t result = 0;
         if (dns_shim__call(callbacks, &steps[i], &result) != 0) {
@@ -1432,7 +1464,9 @@ static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_que
         }
     }
     dns_shim__finished(token);
-    return rc;
+    /* Set after the callbacks: one that called into the library on this
+    ** thread left that call's detail behind. */
+    return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
 }
 
 static int32_t dns_shim__check_buffer(const uint8_t *buf, int32_t len)
