@@ -598,8 +598,11 @@ typedef void (*dns_shim_log_handler)(void *ctx, int32_t level, const char *messa
 ** the library started itself, Python's warnings and unraisable exceptions.
 ** A handler gets every level.  NULL restores the default: errors and
 ** warnings to stderr, each message on its own line, prefixed "dnsshim: "
-** and flushed at once; info and debug messages are dropped.  Takes effect
-** for messages logged after it returns.  Never starts the runtime.
+** and flushed at once; info and debug messages are dropped.  When it
+** returns, every call of the handler it replaced that had started has
+** returned, and none starts after: the old ctx may be freed then.  (So it
+** waits for the handler calls in progress: a handler must not call it.)
+** Never starts the runtime.
 */
 DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx);
 

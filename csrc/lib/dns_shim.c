@@ -180,16 +180,18 @@ static const uint32_t dns_shim__known_query_sizes[] = {
 /* ------------------------------------------------------------------ */
 /* Logging                                                              */
 
-static pthread_mutex_t dns_shim__log_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Readers: the messages in flight, each for the whole of its handler's
+** call; the writer: dns_shim_set_log_handler, which so waits for them. */
+static pthread_rwlock_t dns_shim__log_lock = PTHREAD_RWLOCK_INITIALIZER;
 static dns_shim_log_handler dns_shim__log_handler = NULL;
 static void *dns_shim__log_ctx = NULL;
 
 DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx)
 {
-    pthread_mutex_lock(&dns_shim__log_lock);
+    pthread_rwlock_wrlock(&dns_shim__log_lock);
     dns_shim__log_handler = handler;
     dns_shim__log_ctx = handler ? ctx : NULL;
-    pthread_mutex_unlock(&dns_shim__log_lock);
+    pthread_rwlock_unlock(&dns_shim__log_lock);
 }
 
 /* Sends one message to the handler, or to stderr (the default handler
@@ -197,20 +199,16 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
 ** logs through it too. */
 static void dns_shim__log_level(int32_t level, const char *message)
 {
-    dns_shim_log_handler handler;
-    void *ctx;
-    pthread_mutex_lock(&dns_shim__log_lock);
-    handler = dns_shim__log_handler;
-    ctx = dns_shim__log_ctx;
-    pthread_mutex_unlock(&dns_shim__log_lock);
     if (message == NULL) /* the header promises text */
         message = "";
-    if (handler != NULL) {
-        handler(ctx, level, message);
+    pthread_rwlock_rdlock(&dns_shim__log_lock);
+    if (dns_shim__log_handler != NULL) {
+        dns_shim__log_handler(dns_shim__log_ctx, level, message);
     } else if (level <= DNS_SHIM_LOG_WARNING) {
         fprintf(stderr, "dnsshim: %s\n", message);
         fflush(stderr);
     }
+    pthread_rwlock_unlock(&dns_shim__log_lock);
 }
 
 static void dns_shim__log(const char *message)
