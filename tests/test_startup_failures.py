@@ -273,6 +273,45 @@ def test_another_installation_of_the_same_minor_is_said_and_used(built, message)
     assert os.path.exists(libpython)
 
 
+def test_an_installation_path_that_is_not_utf8_reaches_the_log_handler_as_text(built, message,
+                                                                              tmp_path):
+    """The warning naming another installation under a directory whose name
+    is not UTF-8 (q\\xff): the handler gets UTF-8 text with the octet written
+    \\xff, as the start-up lines write it, never NULL (it was a SIGSEGV)."""
+    debian = f"/usr/bin/python{TAG}"
+    if not os.path.exists(debian):
+        pytest.skip(f"no {debian} on this machine")
+    if os.path.realpath(sys.base_prefix) == "/usr":
+        pytest.skip(f"the library is built with {debian}'s installation: there is no other")
+    home = os.path.join(os.fsencode(tmp_path), b"q\xff")
+    os.makedirs(os.path.join(home, b"bin"))
+    os.makedirs(os.path.join(home, b"lib"))
+    python = os.path.join(home, b"bin", os.fsencode(f"python{TAG}"))
+    shutil.copy(debian, python)  # a copy: a symlink's installation is the target's
+    os.symlink(os.fsencode(f"/usr/lib/python{TAG}"), os.path.join(home, b"lib",
+                                                                  os.fsencode(f"python{TAG}")))
+    result = subprocess.run([str(built.dir / "dnsshim_test"), "--log", str(message)],
+                            capture_output=True, env={**ENV, "DNS_SHIM_PYTHON": python},
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    # Only the warning's line is checked as UTF-8 here: the start-up failure
+    # after it names DNS_SHIM_PYTHON's octets as they are.
+    logs = [line for line in result.stdout.splitlines() if line.startswith(b"log 4: ")]
+    assert len(logs) == 1
+    logs = [logs[0].decode("utf-8")]
+    shown = f"{tmp_path}/q\\xff"
+    assert logs[0] == (
+        f"log 4: runs on the CPython installation at {shown} with libpython "
+        f"{sys.version.split()[0]} ({os.path.realpath(_libpython())}), not on the one it was "
+        f"built with, {os.path.realpath(sys.base_prefix)} with {sys.version.split()[0]}: the "
+        "same minor version, so it goes on; rebuild the library with this Python to silence "
+        "this")
+
+
+def _libpython() -> str:
+    return os.path.join(sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME"))
+
+
 def test_dump_check_says_it_works(built):
     result = run(built.dump_prog, "--check")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -821,12 +821,18 @@ static int dns_shim__check_requirements(const char *python, const char *origin)
             warning = PyObject_CallFunction(drift, "sss", PY_VERSION, DNS_SHIM_BUILD_PREFIX,
                                             info.dli_fname);
         if (warning != NULL && PyUnicode_Check(warning) && PyUnicode_GetLength(warning) > 0) {
-            /* A path that is not UTF-8 comes as surrogates: escaped, so the
-            ** handler gets text, never NULL. */
-            PyObject *utf8 = PyUnicode_AsEncodedString(warning, "utf-8", "backslashreplace");
+            /* A path that is not UTF-8 comes as surrogates: its octets are
+            ** written \xNN, as the start-up lines write them, so that the
+            ** handler gets UTF-8 text, never NULL. */
+            PyObject *raw = PyUnicode_AsEncodedString(warning, "utf-8", "surrogateescape");
+            PyObject *text = raw ? PyUnicode_DecodeUTF8(PyBytes_AS_STRING(raw),
+                                                        PyBytes_GET_SIZE(raw),
+                                                        "backslashreplace") : NULL;
+            const char *utf8 = text ? PyUnicode_AsUTF8(text) : NULL;
             if (utf8 != NULL)
-                dns_shim__log_level(DNS_SHIM_LOG_WARNING, PyBytes_AsString(utf8));
-            Py_XDECREF(utf8);
+                dns_shim__log_level(DNS_SHIM_LOG_WARNING, utf8);
+            Py_XDECREF(text);
+            Py_XDECREF(raw);
         }
         Py_XDECREF(warning);
         PyErr_Clear();
