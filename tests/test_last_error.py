@@ -15,7 +15,7 @@ import pytest
 import malformed
 import mismatch
 import shim
-from conftest import run_test_prog, split_log
+from conftest import require_program, run_test_prog, split_log
 from shim.status import DnsShimError, Status, reason_of, strerror
 
 
@@ -213,3 +213,14 @@ def test_a_callback_that_reenters_and_succeeds_leaves_the_outer_failure(abi):
     assert lib.dns_shim_process(malformed.GOOD, len(malformed.GOOD), cb) == Status.ERR_CALLBACK
     assert _detail(abi) == (b"DNS_SHIM_ERR_CALLBACK: on_a returned 3 for record 0 of the "
                             b"answer section (example.com, type 1)")
+
+
+def test_six_threads_each_read_their_own_detail_under_valgrind(built):
+    """Six threads fail at once, each with its own length: each reads its
+    own text, and another call on one thread changes only that thread's."""
+    require_program("valgrind", "valgrind")
+    result = subprocess.run(["valgrind", "-q", "--error-exitcode=99",
+                             str(built.dir / "audit_edges"), "threads"],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr[-5000:]
+    assert result.stdout.splitlines() == [f"thread {i}: its own detail" for i in range(6)]
