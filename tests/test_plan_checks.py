@@ -16,7 +16,9 @@ is wrong, and nothing of it is copied (ares_every_parser prints no field).
 (with c-ares's headers) ares_every_parser into
 ``where`` (env: e.g. CFLAGS/LDFLAGS for an ASan/UBSan build, which
 build_ffi.py honours), so the same cases can run against another build
-(``check_all(out, files, runner)``).
+(``check_all(out, files, runner, extra_env)``, ``check_all_ares``):
+test_every_corruption_under_asan_and_ubsan does so with
+-fsanitize=address,undefined.
 """
 
 import os
@@ -152,14 +154,14 @@ def files(tmp_path_factory):
     return paths
 
 
-def check_all(out, files, runner=()):
+def check_all(out, files, runner=(), extra_env=None):
     """Every corruption, one message each, in one run of dnsshim_test (under
     runner, e.g. valgrind): a good plan first and last, which must pass."""
     cases = [("none", files["every_type"], None)]
     cases += [(k, files["every_type"], d) for k, d in EVERY_TYPE.items()]
     cases += [(k, files["edns_options"], d) for k, d in EDNS_OPTIONS.items()]
     cases += [("none", files["every_type"], None)]
-    env = {"PATH": "/usr/bin:/bin",
+    env = {"PATH": "/usr/bin:/bin", **(extra_env or {}),
            "DNS_SHIM_TEST_CORRUPT": ",".join(kind for kind, _, _ in cases)}
     result = subprocess.run([*runner, str(out / "dnsshim_test"), "--no-other", "--detail",
                              *(str(path) for _, path, _ in cases)],
@@ -198,14 +200,14 @@ def test_shipped_build_has_no_corruption_hook():
     assert "DNS_SHIM_TEST_CORRUPT" not in open(shim.glue.__file__).read()
 
 
-def check_all_ares(out, files, runner=()):
+def check_all_ares(out, files, runner=(), extra_env=None):
     """Every corruption of a c-ares result, each on its own call, in one run
     of ares_every_parser (under runner)."""
-    env = {"PATH": "/usr/bin:/bin",
+    env = {"PATH": "/usr/bin:/bin", **(extra_env or {}),
            "DNS_SHIM_TEST_CORRUPT_ARES": ",".join(f"{k}:{c}" for k, c, _, _ in ARES)}
     clean = subprocess.run([str(out / "ares_every_parser"), str(files["ares"])],
-                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
-                           timeout=300)
+                           capture_output=True, text=True,
+                           env={"PATH": "/usr/bin:/bin", **(extra_env or {})}, timeout=300)
     result = subprocess.run([*runner, str(out / "ares_every_parser"), str(files["ares"])],
                             capture_output=True, text=True, env=env, timeout=1800)
     assert clean.returncode == 0 and result.returncode == 0, result.stderr[-5000:]
@@ -234,3 +236,38 @@ def test_every_ares_corruption_under_valgrind_memcheck(corrupting, files):
                             ["valgrind", "--error-exitcode=99", "--leak-check=full",
                              "--errors-for-leak-kinds=definite,indirect"])
     assert "ERROR SUMMARY: 0 errors from 0 contexts" in result.stderr
+
+
+SANITIZE = "-fsanitize=address,undefined -fno-sanitize-recover"
+
+
+@pytest.fixture(scope="module")
+def sanitized(tmp_path_factory):
+    """The corrupting build with AddressSanitizer and UBSan (the programs too:
+    build_ffi.py and cprograms honour CFLAGS and LDFLAGS)."""
+    flags = {"CFLAGS": SANITIZE, "LDFLAGS": SANITIZE}
+    saved = {k: os.environ.get(k) for k in flags}
+    os.environ.update(flags)
+    try:
+        return corrupting_build(tmp_path_factory.mktemp("plan-checks-asan"), flags)
+    except subprocess.CalledProcessError as e:
+        pytest.skip(f"no ASan/UBSan build here: {e}")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+#: CPython keeps its memory at exit by design: leaks are valgrind's business.
+ASAN_ENV = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
+            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
+
+
+def test_every_corruption_under_asan_and_ubsan(sanitized, files):
+    result = check_all(sanitized, files, extra_env=ASAN_ENV)
+    assert "ERROR: AddressSanitizer" not in result.stderr and "runtime error" not in result.stderr
+    if cprograms.cares_flags() is not None:
+        result = check_all_ares(sanitized, files, extra_env=ASAN_ENV)
+        assert "ERROR: AddressSanitizer" not in result.stderr
