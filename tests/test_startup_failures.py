@@ -277,7 +277,8 @@ def test_an_installation_path_that_is_not_utf8_reaches_the_log_handler_as_text(b
                                                                               tmp_path):
     """The warning naming another installation under a directory whose name
     is not UTF-8 (q\\xff): the handler gets UTF-8 text with the octet written
-    \\xff, as the start-up lines write it, never NULL (it was a SIGSEGV)."""
+    \\xff, never NULL (it was a SIGSEGV); so do the start-up failure's line
+    and dns_shim_last_error."""
     debian = f"/usr/bin/python{TAG}"
     if not os.path.exists(debian):
         pytest.skip(f"no {debian} on this machine")
@@ -290,16 +291,18 @@ def test_an_installation_path_that_is_not_utf8_reaches_the_log_handler_as_text(b
     shutil.copy(debian, python)  # a copy: a symlink's installation is the target's
     os.symlink(os.fsencode(f"/usr/lib/python{TAG}"), os.path.join(home, b"lib",
                                                                   os.fsencode(f"python{TAG}")))
-    result = subprocess.run([str(built.dir / "dnsshim_test"), "--log", str(message)],
+    result = subprocess.run([str(built.dir / "dnsshim_test"), "--log", "--detail", str(message)],
                             capture_output=True, env={**ENV, "DNS_SHIM_PYTHON": python},
                             timeout=300)
     assert result.returncode == 0, result.stderr
-    # Only the warning's line is checked as UTF-8 here: the start-up failure
-    # after it names DNS_SHIM_PYTHON's octets as they are.
-    logs = [line for line in result.stdout.splitlines() if line.startswith(b"log 4: ")]
-    assert len(logs) == 1
-    logs = [logs[0].decode("utf-8")]
+    lines = result.stdout.decode("utf-8").splitlines()  # strict: all of it is UTF-8
+    logs = [line for line in lines if line.startswith("log ")]
     shown = f"{tmp_path}/q\\xff"
+    # What the runtime then says of that installation names its python the
+    # same way, in the log and in dns_shim_last_error.
+    errors = [line for line in logs if line.startswith("log 3: ")]
+    assert len(errors) == 1 and f"{shown}/bin/python{TAG} (from DNS_SHIM_PYTHON)" in errors[0]
+    assert lines[-1] == f"detail DNS_SHIM_ERR_INIT: {errors[0][len('log 3: '):]}"
     assert logs[0] == (
         f"log 4: runs on the CPython installation at {shown} with libpython "
         f"{sys.version.split()[0]} ({os.path.realpath(_libpython())}), not on the one it was "

@@ -395,6 +395,52 @@ static char dns_shim__start_error[2048]; /* why the runtime did not start: one l
 /* The runtime cannot start: one line, what was tried and the fix, logged
 ** once and kept for every call that returns DNS_SHIM_ERR_INIT.  A detail
 ** (a traceback) goes to the log at debug level after it. */
+/* The length of the UTF-8 character at p (n octets left), or 0 when the
+** octets there are not one. */
+static size_t dns_shim__utf8_char(const unsigned char *p, size_t n)
+{
+    size_t len, i;
+    if (p[0] < 0x80)
+        return 1;
+    len = p[0] >= 0xC2 && p[0] <= 0xDF ? 2 : p[0] >= 0xE0 && p[0] <= 0xEF ? 3
+        : p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : 0;
+    if (len == 0 || len > n)
+        return 0;
+    for (i = 1; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    return len;
+}
+
+/* text in place, with each octet that is not part of a UTF-8 character
+** written \xNN (a path from the environment may be any octets; the log
+** handler and dns_shim_last_error promise UTF-8), cut whole at size. */
+static void dns_shim__escape_utf8(char *text, size_t size)
+{
+    char out[sizeof dns_shim__start_error];
+    size_t i = 0, o = 0, n = strlen(text), len;
+    if (size > sizeof out)
+        size = sizeof out;
+    while (i < n) {
+        len = dns_shim__utf8_char((const unsigned char *)text + i, n - i);
+        if (len == 0) {
+            if (o + 4 >= size)
+                break;
+            snprintf(out + o, 5, "\\x%02x", (unsigned char)text[i]);
+            o += 4;
+            i += 1;
+        } else {
+            if (o + len >= size)
+                break;
+            memcpy(out + o, text + i, len);
+            o += len;
+            i += len;
+        }
+    }
+    out[o] = '\0';
+    memcpy(text, out, o + 1);
+}
+
 static void dns_shim__cannot_start(const char *detail, const char *fmt, ...)
 {
     va_list ap;
@@ -403,6 +449,7 @@ static void dns_shim__cannot_start(const char *detail, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(dns_shim__start_error, sizeof dns_shim__start_error, fmt, ap);
     va_end(ap);
+    dns_shim__escape_utf8(dns_shim__start_error, sizeof dns_shim__start_error);
     dns_shim__log(dns_shim__start_error);
     if (detail != NULL && detail[0])
         dns_shim__log_level(DNS_SHIM_LOG_DEBUG, detail);
