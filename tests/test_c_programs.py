@@ -345,3 +345,14 @@ def test_valgrind_1_0_callbacks_and_the_query_in_exact_size_heap_blocks(built, t
         f"1.0 callbacks in {size10} bytes: 0, 1 callbacks",
         "registered: 0, 1 callbacks",
         "query in 32 bytes: 0, 1 callbacks"]
+
+
+def test_struct_size_flipped_by_another_thread_is_taken_once(built):
+    """Another thread flips the callbacks set's struct_size between its size
+    and 65536 while it is registered: each call reads it once, so it either
+    takes the set (0) or refuses it; it never copies the 65536 bytes it
+    refused (test_plan_checks runs this under ASan too)."""
+    result = subprocess.run([str(built.dir / "audit_edges"), "flip", "1000000"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.stdout == "flip: each call 0 or refused\n"

@@ -29,6 +29,7 @@ import dns.message
 import pytest
 
 import cprograms
+import malformed
 import plan_corruption
 import vectors
 from conftest import require_cares, require_program
@@ -249,7 +250,9 @@ def sanitized(tmp_path_factory):
     saved = {k: os.environ.get(k) for k in flags}
     os.environ.update(flags)
     try:
-        return corrupting_build(tmp_path_factory.mktemp("plan-checks-asan"), flags)
+        out = corrupting_build(tmp_path_factory.mktemp("plan-checks-asan"), flags)
+        cprograms.build(out, ["audit_edges"])
+        return out
     except subprocess.CalledProcessError as e:
         pytest.skip(f"no ASan/UBSan build here: {e}")
     finally:
@@ -270,4 +273,18 @@ def test_every_corruption_under_asan_and_ubsan(sanitized, files):
     assert "ERROR: AddressSanitizer" not in result.stderr and "runtime error" not in result.stderr
     if cprograms.cares_flags() is not None:
         result = check_all_ares(sanitized, files, extra_env=ASAN_ENV)
+        assert "ERROR: AddressSanitizer" not in result.stderr
+
+
+def test_struct_size_flips_and_exact_size_structs_under_asan(sanitized, tmp_path):
+    """audit_edges (tests/test_c_programs.py) on the ASan/UBSan build: the
+    callbacks' struct_size read once while another thread flips it; 1.0's
+    struct and the query in exact-size heap blocks."""
+    env = {"PATH": "/usr/bin:/bin", **ASAN_ENV}
+    good = tmp_path / "good.bin"
+    good.write_bytes(malformed.GOOD)
+    for args in (["flip", "1000000"], ["sizes", str(good)]):
+        result = subprocess.run([str(sanitized / "audit_edges"), *args], capture_output=True,
+                                text=True, env=env, timeout=600)
+        assert result.returncode == 0, result.stdout + result.stderr[-5000:]
         assert "ERROR: AddressSanitizer" not in result.stderr

@@ -8,6 +8,12 @@
 **   audit_edges threads       six threads, each failing with its own length
 **                             at once: each reads its own detail, and
 **                             another call on one changes only that thread's
+**   audit_edges flip N        a thread flips struct_size of a callbacks set,
+**                             in a heap block of exactly its size, between
+**                             its size and 65536 while this one registers it
+**                             N times: each call takes one size, checked
+**                             and copied (0 or DNS_SHIM_ERR_BAD_ARGUMENT),
+**                             and never copies 65536 bytes (ASan says so)
 **
 ** Prints one line per step; exit status 0, or 1 when a check failed.
 */
@@ -123,12 +129,53 @@ static int threads(void)
     return failed;
 }
 
+static volatile int flipping = 1;
+
+static void *flipper(void *arg)
+{
+    volatile uint32_t *size = arg;
+    while (flipping) {
+        *size = 65536;
+        *size = (uint32_t)sizeof(dns_shim_callbacks);
+    }
+    return NULL;
+}
+
+static int flip(long n)
+{
+    dns_shim_callbacks *cb = calloc(1, sizeof *cb);
+    pthread_t t;
+    long i, ok = 0, refused = 0, other = 0;
+    if (cb == NULL)
+        return 1;
+    cb->struct_size = sizeof *cb;
+    if (pthread_create(&t, NULL, flipper, &cb->struct_size) != 0)
+        return 1;
+    for (i = 0; i < n; i++) {
+        int32_t rc = dns_shim_register_callbacks(cb);
+        if (rc == DNS_SHIM_OK)
+            ok++;
+        else if (rc == DNS_SHIM_ERR_BAD_ARGUMENT)
+            refused++;
+        else
+            other++;
+    }
+    flipping = 0;
+    pthread_join(t, NULL);
+    dns_shim_register_callbacks(NULL);
+    free(cb);
+    printf("flip: %s\n", other == 0 && ok + refused == n ? "each call 0 or refused" : "other");
+    return other != 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "flip") == 0)
+        return flip(strtol(argv[2], NULL, 10));
     if (argc == 3 && strcmp(argv[1], "sizes") == 0)
         return sizes(argv[2]);
     if (argc == 2 && strcmp(argv[1], "threads") == 0)
         return threads();
-    fprintf(stderr, "usage: %s sizes FILE | threads\n", argv[0]);
+    fprintf(stderr, "usage: %s sizes FILE | threads | flip N\n", argv[0]);
     return 2;
 }
