@@ -598,8 +598,11 @@ typedef void (*dns_shim_log_handler)(void *ctx, int32_t level, const char *messa
 ** the library started itself, Python's warnings and unraisable exceptions.
 ** A handler gets every level.  NULL restores the default: errors and
 ** warnings to stderr, each message on its own line, prefixed "dnsshim: "
-** and flushed at once; info and debug messages are dropped.  Takes effect
-** for messages logged after it returns.  Never starts the runtime.
+** and flushed at once; info and debug messages are dropped.  When it
+** returns, every call of the handler it replaced that had started has
+** returned, and none starts after: the old ctx may be freed then.  (So it
+** waits for the handler calls in progress: a handler must not call it.)
+** Never starts the runtime.
 */
 DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx);
 
@@ -617,13 +620,16 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
 **
 ** the same detail the Python API's exception carries for the same input.
 ** process_dns_response, dns_shim_process, dns_shim_process_reply,
-** dns_shim_register_callbacks and dns_shim_init set it for the calling
-** thread: "" after a call that returned DNS_SHIM_OK, the reason after one
-** that failed; the other functions leave it as it is.  Returns thread-local
-** text, never NULL, NUL-terminated UTF-8 (at most 2047 octets, cut there),
-** valid until this thread's next call of one of those five; copy it to keep
-** it.  Never starts the runtime.  For people and logs, not to be parsed:
-** the status is what a program decides on.
+** dns_shim_register_callbacks, dns_shim_init, dns_shim_set_allocator and
+** dns_shim_set_memory_limit set it for the calling thread: "" after a call
+** that returned DNS_SHIM_OK, the reason after one that failed; the other
+** functions leave it as it is.  What a callback's own calls into the library
+** set is replaced when the call that made the callback returns: it says
+** that call's outcome.  Returns thread-local text, never NULL,
+** NUL-terminated UTF-8 (at most 2047 octets, cut before the first character
+** that does not fit whole), valid until this thread's next call of one of
+** those seven; copy it to keep it.  Never starts the runtime.  For people
+** and logs, not to be parsed: the status is what a program decides on.
 */
 DNS_SHIM_API const char *dns_shim_last_error(void);
 

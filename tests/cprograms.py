@@ -68,6 +68,7 @@ def programs() -> dict:
         "dnsshim_stress": Program(c / "dnsshim_stress.c"),
         "dnsshim_bench": Program(bench / "dnsshim_bench.c"),
         "memory_limit": Program(c / "memory_limit.c"),
+        "audit_edges": Program(c / "audit_edges.c"),
     }
     if cares_flags() is not None:
         found["dnsshim_bench"] = Program(bench / "dnsshim_bench.c", cares=True,
@@ -76,7 +77,7 @@ def programs() -> dict:
         # (linked before -lcares): its libdnsshim_ares column.
         found["dnsshim_bench_ares"] = Program(bench / "dnsshim_bench.c",
                                               ("dnsshim_ares", "dnsshim"), True, _BENCH_CARES)
-        for name in ("ares_every_parser", "ares_sip_locate"):
+        for name in ("ares_every_parser", "ares_sip_locate", "ares_addrttls"):
             found[name] = Program(c / f"{name}.c", ("dnsshim_ares",), True)
             found[f"{name}_cares"] = Program(c / f"{name}.c", (), True)
         # Both libraries in one program, ours first so that its definitions win.

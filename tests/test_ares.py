@@ -331,6 +331,27 @@ def test_valgrind_good_and_malformed(progs, tmp_path):
     assert " rc=0 " in result.stdout and " rc=10" in result.stdout
 
 
+def test_valgrind_addrttls_capacities_from_int_max_to_int_min(progs, tmp_path):
+    """Each addrttls array in a heap block of exactly its capacity (none for
+    0 and below): min(capacity, addresses) entries are written, none beyond,
+    and a capacity of 0 or less is 0 entries."""
+    _require_valgrind()
+    a = tmp_path / "a.bin"
+    a.write_bytes(_msg("x.example.", [("x.example.", 300, "A", "192.0.2.1"),
+                                      ("x.example.", 300, "A", "192.0.2.2")]))
+    aaaa = tmp_path / "aaaa.bin"
+    aaaa.write_bytes(_msg("x.example.", [("x.example.", 300, "AAAA", "2001:db8::1"),
+                                         ("x.example.", 300, "AAAA", "2001:db8::2")], "AAAA"))
+    result = subprocess.run([*VALGRIND, str(progs / "ares_addrttls"), a, aaaa],
+                            capture_output=True, text=True, errors="replace", timeout=900)
+    assert result.returncode == 0, result.stderr[-5000:]
+    expected = []
+    for cap in (2**31 - 1, 3, 2, 1, 0, -1, -2, -2**31 + 1, -2**31):
+        for fn in ("a", "aaaa"):
+            expected.append(f"{fn} capacity {cap}: rc=0 naddrttls={min(max(cap, 0), 2)}")
+    assert result.stdout.splitlines() == expected
+
+
 # ---- living beside c-ares; threads ---------------------------------------------------
 
 def test_both_libraries_in_one_program_under_valgrind(progs):

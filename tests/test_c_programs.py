@@ -329,3 +329,30 @@ def test_dump_rejects_malformed_with_strerror(built, vector_files):
                             capture_output=True, text=True)
     assert result.returncode == 1
     assert f"{STRERROR[Status.ERR_BAD_NAME]} (-6)" in result.stderr
+
+
+def test_valgrind_1_0_callbacks_and_the_query_in_exact_size_heap_blocks(built, tmp_path):
+    """A program built against 1.0's header: its callbacks struct ends at
+    on_other, and the library reads nothing past it (nor past the query)."""
+    _require_valgrind()
+    path = tmp_path / "good.bin"
+    path.write_bytes(malformed.GOOD)
+    result = subprocess.run([*VALGRIND, str(built.dir / "audit_edges"), "sizes", str(path)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr[-5000:]
+    size10 = 15 * 8  # struct_size, sections, ctx and 13 callbacks on LP64
+    assert result.stdout.splitlines() == [
+        f"1.0 callbacks in {size10} bytes: 0, 1 callbacks",
+        "registered: 0, 1 callbacks",
+        "query in 32 bytes: 0, 1 callbacks"]
+
+
+def test_struct_size_flipped_by_another_thread_is_taken_once(built):
+    """Another thread flips the callbacks set's struct_size between its size
+    and 65536 while it is registered: each call reads it once, so it either
+    takes the set (0) or refuses it; it never copies the 65536 bytes it
+    refused (test_plan_checks runs this under ASan too)."""
+    result = subprocess.run([str(built.dir / "audit_edges"), "flip", "1000000"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.stdout == "flip: each call 0 or refused\n"

@@ -15,7 +15,7 @@ import pytest
 import malformed
 import mismatch
 import shim
-from conftest import run_test_prog, split_log
+from conftest import require_program, run_test_prog, split_log
 from shim.status import DnsShimError, Status, reason_of, strerror
 
 
@@ -170,3 +170,76 @@ def test_counts_of_octets_read_as_english(built, tmp_path):
     logs = _detail_logs(built, tmp_path, {name: wire for name, (wire, _) in COUNTED.items()})
     assert {name: lines[-1] for name, lines in logs.items()} == {
         name: f"detail {text}" for name, (_, text) in COUNTED.items()}
+
+
+# ---- in this process, through the C ABI ------------------------------------------
+
+
+def _detail(abi) -> bytes:
+    ffi, lib = abi
+    return ffi.string(lib.dns_shim_last_error())
+
+
+@pytest.mark.parametrize("char", ["é", "€", "😀"])
+@pytest.mark.parametrize("pad", [0, 1, 2, 3])
+def test_a_detail_cut_at_its_size_keeps_whole_characters(abi, library_modules, monkeypatch,
+                                                        char, pad):
+    """2,047 octets at most, cut before a character that does not fit."""
+    glue = library_modules["shim.glue"]
+    text = "x" * pad + char * 2100
+
+    def failing(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None):
+        glue.failure(text)
+        return Status.ERR_BAD_NAME
+    monkeypatch.setattr(glue, "plan", failing)
+    ffi, lib = abi
+    assert lib.process_dns_response(malformed.GOOD, len(malformed.GOOD)) == Status.ERR_BAD_NAME
+    detail = _detail(abi)
+    width = len(char.encode())
+    whole = (2047 - pad) // width
+    assert detail == ("x" * pad + char * whole).encode()
+    assert 2047 - width < len(detail) <= 2047
+
+
+def test_a_callback_that_reenters_and_fails_leaves_no_detail_after_success(abi):
+    """The outer call returned 0: its detail is "", whatever a call made from
+    one of its callbacks said."""
+    ffi, lib = abi
+    inner = []
+
+    @ffi.callback("int32_t(void *, const dns_shim_a *)")
+    def on_a(ctx, rec):
+        inner.append(lib.dns_shim_process(malformed.GOOD, -1, ffi.NULL))
+        inner.append(_detail(abi))
+        return 0
+    cb = ffi.new("dns_shim_callbacks *", {"struct_size": ffi.sizeof("dns_shim_callbacks"),
+                                          "sections": 7, "on_a": on_a})
+    assert lib.dns_shim_process(malformed.GOOD, len(malformed.GOOD), cb) == Status.OK
+    assert inner == [Status.ERR_BAD_LENGTH,
+                     b"DNS_SHIM_ERR_BAD_LENGTH: the length is -1, not 0 to 65535"]
+    assert _detail(abi) == b""
+
+
+def test_a_callback_that_reenters_and_succeeds_leaves_the_outer_failure(abi):
+    ffi, lib = abi
+
+    @ffi.callback("int32_t(void *, const dns_shim_a *)")
+    def on_a(ctx, rec):
+        assert lib.process_dns_response(malformed.GOOD, len(malformed.GOOD)) == 0
+        return 3
+    cb = ffi.new("dns_shim_callbacks *", {"struct_size": ffi.sizeof("dns_shim_callbacks"),
+                                          "sections": 7, "on_a": on_a})
+    assert lib.dns_shim_process(malformed.GOOD, len(malformed.GOOD), cb) == Status.ERR_CALLBACK
+    assert _detail(abi) == (b"DNS_SHIM_ERR_CALLBACK: on_a returned 3 for record 0 of the "
+                            b"answer section (example.com, type 1)")
+
+
+def test_six_threads_each_read_their_own_detail_under_valgrind(built):
+    """Six threads fail at once, each with its own length: each reads its
+    own text, and another call on one thread changes only that thread's."""
+    require_program("valgrind", "valgrind")
+    result = subprocess.run(["valgrind", "-q", "--error-exitcode=99",
+                             str(built.dir / "audit_edges"), "threads"],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr[-5000:]
+    assert result.stdout.splitlines() == [f"thread {i}: its own detail" for i in range(6)]

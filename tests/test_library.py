@@ -201,7 +201,11 @@ def test_plan_naming_no_callback_is_internal(abi, glue, monkeypatch, capfd):
     rec = Recorder(abi[0])
     assert process(abi, malformed.GOOD, rec) == Status.ERR_INTERNAL
     assert rec.calls == []
-    assert "planned a call to no callback" in capfd.readouterr().err
+    assert capfd.readouterr().err == ("dnsshim: DNS_SHIM_ERR_INTERNAL: the parser planned step 0 "
+                                      "to no callback (offset 3)\n")
+    assert abi[0].string(abi[1].dns_shim_last_error()) == (
+        b"DNS_SHIM_ERR_INTERNAL: the parser planned step 0 to no "
+        b"callback (offset 3)")
 
 
 @pytest.mark.parametrize("stop_at", [0, 1, 3])
@@ -246,6 +250,47 @@ def test_internal_error_goes_to_the_log_handler(abi, glue, monkeypatch, capfd):
     # NULL restored stderr.
     assert process(abi, malformed.GOOD, Recorder(ffi)) == Status.ERR_INTERNAL
     assert "dnsshim: DNS_SHIM_ERR_INTERNAL: unexpected error" in capfd.readouterr().err
+
+
+def test_set_log_handler_waits_for_the_old_handlers_calls(abi, glue):
+    """Once dns_shim_set_log_handler returns, the handler it replaced has
+    finished every call it had started and gets no other."""
+    import threading
+    ffi, lib = abi
+    events, entered, release = [], threading.Event(), threading.Event()
+
+    @ffi.callback("void(void *, int32_t, const char *)")
+    def slow(ctx, level, message):
+        events.append(("slow", ffi.string(message).decode()))
+        entered.set()
+        release.wait(10)
+        events.append("slow returns")
+
+    @ffi.callback("void(void *, int32_t, const char *)")
+    def fast(ctx, level, message):
+        events.append(("fast", ffi.string(message).decode()))
+
+    lib.dns_shim_set_log_handler(slow, ffi.NULL)
+    try:
+        logger = threading.Thread(target=glue.log, args=(glue.LOG_ERROR, "in flight"))
+        logger.start()
+        assert entered.wait(10)
+
+        def replace():
+            lib.dns_shim_set_log_handler(fast, ffi.NULL)
+            events.append("set returns")
+        setter = threading.Thread(target=replace)
+        setter.start()
+        setter.join(0.5)
+        assert setter.is_alive(), "it returned while the old handler ran"
+        release.set()
+        setter.join(10)
+        logger.join(10)
+        glue.log(glue.LOG_ERROR, "after")
+    finally:
+        release.set()
+        lib.dns_shim_set_log_handler(ffi.NULL, ffi.NULL)
+    assert events == [("slow", "in flight"), "slow returns", "set returns", ("fast", "after")]
 
 
 def test_warnings_and_unraisable_hooks():

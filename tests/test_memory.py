@@ -155,3 +155,34 @@ def test_the_allocators_arguments(program):
         "NULL 0: ",
         "init 0",
         "allocations seen no"]
+
+
+def test_a_sweep_of_limits_from_one_byte_to_64_mb(built, big_and_small):
+    """At every limit, each call either parses whole (status 0, its callback
+    made) or fails with DNS_SHIM_ERR_NO_MEMORY having made none; what the
+    runtime holds does not grow from round to round; a small response that
+    parses under one limit parses under every higher one; and the 64 KiB one
+    parses once the limit is out of the way."""
+    big, small = big_and_small
+    program = built.dir / "memory_limit"
+    limits = [1, 2**10, 2**12, 2**14, 2**16, 2**18, 2**20, 2**22, 2**24, 2**26]
+    small_parsed = []
+    for limit in limits:
+        lines = _run(program, "limit", limit, big, small, 2, check=False)
+        assert lines[:3] == ["set_allocator 0", "set_memory_limit 0", "init 0"], lines
+        calls = [re.fullmatch(r"round \d: (big|small) (-?\d+) \((\d+) callbacks\)(.*)", line)
+                 for line in lines[3:]]
+        assert len(calls) == 4 and all(calls), lines
+        for m in calls:
+            status, seen = int(m.group(2)), int(m.group(3))
+            assert (status, seen) in ((0, 1), (-13, 0)), (limit, m.group(0))
+            if m.group(1) == "small":
+                assert re.fullmatch(r", held [+-]\d+ bytes since round 0", m.group(4))
+                assert int(m.group(4).split()[2]) <= 0, (limit, m.group(0))
+        smalls = {int(m.group(2)) for m in calls if m.group(1) == "small"}
+        assert len(smalls) == 1, (limit, lines)   # the same in both rounds
+        small_parsed.append(smalls == {0})
+    assert small_parsed == sorted(small_parsed), list(zip(limits, small_parsed))
+    assert small_parsed[-1]
+    lines = _run(program, "limit", 0, big, small, 1)
+    assert re.fullmatch(r"round 0: big 0 \(1 callbacks\)", lines[3]), lines

@@ -273,6 +273,48 @@ def test_another_installation_of_the_same_minor_is_said_and_used(built, message)
     assert os.path.exists(libpython)
 
 
+def test_an_installation_path_that_is_not_utf8_reaches_the_log_handler_as_text(built, message,
+                                                                              tmp_path):
+    """The warning naming another installation under a directory whose name
+    is not UTF-8 (q\\xff): the handler gets UTF-8 text with the octet written
+    \\xff, never NULL (it was a SIGSEGV); so do the start-up failure's line
+    and dns_shim_last_error."""
+    debian = f"/usr/bin/python{TAG}"
+    if not os.path.exists(debian):
+        pytest.skip(f"no {debian} on this machine")
+    if os.path.realpath(sys.base_prefix) == "/usr":
+        pytest.skip(f"the library is built with {debian}'s installation: there is no other")
+    home = os.path.join(os.fsencode(tmp_path), b"q\xff")
+    os.makedirs(os.path.join(home, b"bin"))
+    os.makedirs(os.path.join(home, b"lib"))
+    python = os.path.join(home, b"bin", os.fsencode(f"python{TAG}"))
+    shutil.copy(debian, python)  # a copy: a symlink's installation is the target's
+    os.symlink(os.fsencode(f"/usr/lib/python{TAG}"), os.path.join(home, b"lib",
+                                                                  os.fsencode(f"python{TAG}")))
+    result = subprocess.run([str(built.dir / "dnsshim_test"), "--log", "--detail", str(message)],
+                            capture_output=True, env={**ENV, "DNS_SHIM_PYTHON": python},
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode("utf-8").splitlines()  # strict: all of it is UTF-8
+    logs = [line for line in lines if line.startswith("log ")]
+    shown = f"{tmp_path}/q\\xff"
+    # What the runtime then says of that installation names its python the
+    # same way, in the log and in dns_shim_last_error.
+    errors = [line for line in logs if line.startswith("log 3: ")]
+    assert len(errors) == 1 and f"{shown}/bin/python{TAG} (from DNS_SHIM_PYTHON)" in errors[0]
+    assert lines[-1] == f"detail DNS_SHIM_ERR_INIT: {errors[0][len('log 3: '):]}"
+    assert logs[0] == (
+        f"log 4: runs on the CPython installation at {shown} with libpython "
+        f"{sys.version.split()[0]} ({os.path.realpath(_libpython())}), not on the one it was "
+        f"built with, {os.path.realpath(sys.base_prefix)} with {sys.version.split()[0]}: the "
+        "same minor version, so it goes on; rebuild the library with this Python to silence "
+        "this")
+
+
+def _libpython() -> str:
+    return os.path.join(sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME"))
+
+
 def test_dump_check_says_it_works(built):
     result = run(built.dump_prog, "--check")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -129,6 +129,59 @@ static int dnsshim_ares__unreadable(int32_t kind)
                                                      : DNSSHIM_ARES_EBADRESP;
 }
 
+/* One byte string of a result: absent (NULL, 0), or data[len] is its NUL
+** and len is within a message's 65,535 octets. */
+static const char *dnsshim_ares__check_bytes(const dnsshim_ares_bytes *b)
+{
+    if (b->data == NULL)
+        return b->len == 0 ? NULL : "a NULL string with a length";
+    if (b->len > 65535)
+        return "a string longer than a message";
+    if (b->data[b->len] != '\0')
+        return "a string without its NUL at data[len]";
+    return NULL;
+}
+
+/* What the Python side filled, checked whole before C copies a byte of it:
+** counts within a message's sizes, arrays present for their counts, the
+** address length the family's (4 for A, 16 for AAAA; no addresses for the
+** other kinds), an expanded encoding within the message.  Returns NULL, or
+** what is wrong. */
+static const char *dnsshim_ares__check_result(int32_t kind, const dnsshim_ares_result *r,
+                                              int len, int offset)
+{
+    size_t i, k;
+    const char *why;
+
+    if ((why = dnsshim_ares__check_bytes(&r->name)) != NULL)
+        return why;
+    if (r->naliases > 65535 || (r->naliases > 0 && r->aliases == NULL))
+        return "an alias count without its aliases";
+    for (i = 0; i < r->naliases; i++)
+        if ((why = dnsshim_ares__check_bytes(&r->aliases[i])) != NULL)
+            return why;
+    if (r->naddrs > 0) {
+        size_t want = kind == DNSSHIM_ARES_KIND_A ? 4 : kind == DNSSHIM_ARES_KIND_AAAA ? 16 : 0;
+        if (want == 0)
+            return "addresses for a kind without any";
+        if (r->addrlen != want)
+            return "an address length that is not its family's";
+        if (r->naddrs > 65535 / want || r->addrs == NULL || r->ttls == NULL)
+            return "an address count without its addresses";
+    }
+    if (r->nitems > 65535 || (r->nitems > 0 && r->items == NULL))
+        return "an item count without its items";
+    for (i = 0; i < r->nitems; i++)
+        for (k = 0; k < 4; k++)
+            if ((why = dnsshim_ares__check_bytes(&r->items[i].str[k])) != NULL)
+                return why;
+    if (r->status == DNSSHIM_ARES_SUCCESS &&
+        (kind == DNSSHIM_ARES_KIND_EXPAND_NAME || kind == DNSSHIM_ARES_KIND_EXPAND_STRING) &&
+        (r->nitems != 1 || r->items[0].num[0] < 1 || r->items[0].num[0] > (int64_t)len - offset))
+        return "an encoding length beyond the message";
+    return NULL;
+}
+
 /* One call into Python.  On return *r holds the result (r->status the
 ** code) and *token names its memory (release it with
 ** dnsshim_ares__py_release once copied). */
@@ -141,8 +194,23 @@ static int dnsshim_ares__compute(int32_t kind, const unsigned char *buf, int len
     if (!dnsshim_ares__ready)
         return r->status = DNSSHIM_ARES_ENOTINITIALIZED;
     switch (dnsshim_ares__py_parse(kind, buf, len, offset, flags, r, token)) {
-    case DNSSHIM_ARES__PY_DONE:
+    case DNSSHIM_ARES__PY_DONE: {
+        const char *why = dnsshim_ares__check_result(kind, r, len, offset);
+        if (why != NULL) {
+            /* A bug on the Python side: nothing of it is copied. */
+            char line[256];
+            snprintf(line, sizeof line, "the parser's result has %s; returning %s", why,
+                     kind == DNSSHIM_ARES_KIND_EXPAND_NAME ? "ARES_EBADNAME"
+                     : kind == DNSSHIM_ARES_KIND_EXPAND_STRING ? "ARES_EBADSTR" : "ARES_EBADRESP");
+            dnsshim_ares__log(line);
+            if (*token != 0)
+                dnsshim_ares__py_release(*token);
+            memset(r, 0, sizeof *r);
+            *token = 0;
+            return r->status = dnsshim_ares__unreadable(kind);
+        }
         return r->status;
+    }
     case 0:
         /* cffi could not run the Python function: it is not attached. */
         dnsshim_ares__log("the parser is not attached to the library");

@@ -186,16 +186,18 @@ static const uint32_t dns_shim__known_query_sizes[] = {
 /* ------------------------------------------------------------------ */
 /* Logging                                                              */
 
-static pthread_mutex_t dns_shim__log_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Readers: the messages in flight, each for the whole of its handler's
+** call; the writer: dns_shim_set_log_handler, which so waits for them. */
+static pthread_rwlock_t dns_shim__log_lock = PTHREAD_RWLOCK_INITIALIZER;
 static dns_shim_log_handler dns_shim__log_handler = NULL;
 static void *dns_shim__log_ctx = NULL;
 
 DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx)
 {
-    pthread_mutex_lock(&dns_shim__log_lock);
+    pthread_rwlock_wrlock(&dns_shim__log_lock);
     dns_shim__log_handler = handler;
     dns_shim__log_ctx = handler ? ctx : NULL;
-    pthread_mutex_unlock(&dns_shim__log_lock);
+    pthread_rwlock_unlock(&dns_shim__log_lock);
 }
 
 /* Sends one message to the handler, or to stderr (the default handler
@@ -203,18 +205,16 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
 ** logs through it too. */
 static void dns_shim__log_level(int32_t level, const char *message)
 {
-    dns_shim_log_handler handler;
-    void *ctx;
-    pthread_mutex_lock(&dns_shim__log_lock);
-    handler = dns_shim__log_handler;
-    ctx = dns_shim__log_ctx;
-    pthread_mutex_unlock(&dns_shim__log_lock);
-    if (handler != NULL) {
-        handler(ctx, level, message);
+    if (message == NULL) /* the header promises text */
+        message = "";
+    pthread_rwlock_rdlock(&dns_shim__log_lock);
+    if (dns_shim__log_handler != NULL) {
+        dns_shim__log_handler(dns_shim__log_ctx, level, message);
     } else if (level <= DNS_SHIM_LOG_WARNING) {
         fprintf(stderr, "dnsshim: %s\n", message);
         fflush(stderr);
     }
+    pthread_rwlock_unlock(&dns_shim__log_lock);
 }
 
 static void dns_shim__log(const char *message)
@@ -250,6 +250,24 @@ static int32_t dns_shim__ok(void)
     return DNS_SHIM_OK;
 }
 
+/* The detail was cut at its last octet: drop a UTF-8 character left
+** incomplete there, so the text stays valid UTF-8. */
+static void dns_shim__cut_whole(void)
+{
+    size_t n = strlen(dns_shim__error), i = n, need;
+    unsigned char lead;
+    if (n < sizeof dns_shim__error - 1)
+        return;
+    while (i > 0 && ((unsigned char)dns_shim__error[i - 1] & 0xC0) == 0x80 && n - i < 3)
+        i--;
+    if (i == 0)
+        return;
+    lead = (unsigned char)dns_shim__error[i - 1];
+    need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (n - (i - 1) < need)
+        dns_shim__error[i - 1] = '\0';
+}
+
 /* A call fails with status: "<its name>: <detail>" for this thread.
 ** Returns status. */
 static int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
@@ -263,6 +281,7 @@ static int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(dns_shim__error + n, sizeof dns_shim__error - n, fmt, ap);
     va_end(ap);
+    dns_shim__cut_whole();
     return status;
 }
 
@@ -270,6 +289,7 @@ static int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
 static void dns_shim__set_error(const char *text)
 {
     snprintf(dns_shim__error, sizeof dns_shim__error, "%s", text);
+    dns_shim__cut_whole();
 }
 
 /* ------------------------------------------------------------------ */
@@ -297,14 +317,17 @@ static int dns_shim__known_size(uint32_t size, const uint32_t *known, size_t n)
 ** caller's memory).  Returns a status (and says why it failed). */
 static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_callbacks *out)
 {
-    size_t size, i, n = sizeof dns_shim__known_sizes / sizeof dns_shim__known_sizes[0];
+    uint32_t size;
+    size_t i, n = sizeof dns_shim__known_sizes / sizeof dns_shim__known_sizes[0];
     char known[256];
     int used = 0;
 
     if (in == NULL)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the callbacks set is NULL");
-    size = in->struct_size;
-    if (!DNS_SHIM__KNOWN(in->struct_size, dns_shim__known_sizes)) {
+    /* Read once: the caller's memory may change while we look (another
+    ** thread), and the size checked must be the size copied. */
+    size = *(const volatile uint32_t *)&in->struct_size;
+    if (!DNS_SHIM__KNOWN(size, dns_shim__known_sizes)) {
         /* "%u for 1.0, ..., %u for 1.N and later", from the tables above */
         known[0] = '\0';
         for (i = 0; i < n && used >= 0 && (size_t)used < sizeof known; i++)
@@ -313,16 +336,16 @@ static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_c
                              dns_shim__known_size_releases[i], i + 1 == n ? " and later" : "");
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
                               "the callbacks set's struct_size is %u, not one this library knows "
-                              "(%s)", (unsigned)in->struct_size, known);
+                              "(%s)", (unsigned)size, known);
     }
-    if (in->sections & ~(uint32_t)DNS_SHIM__ALL_SECTIONS)
-        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
-                              "the callbacks set's sections mask 0x%x has bits other than "
-                              "DNS_SHIM_SECTION_ANSWER, _AUTHORITY and _ADDITIONAL (0x%x)",
-                              (unsigned)in->sections, (unsigned)DNS_SHIM__ALL_SECTIONS);
     memset(out, 0, sizeof(*out));
     memcpy(out, in, size);
     out->struct_size = (uint32_t)sizeof(*out);
+    if (out->sections & ~(uint32_t)DNS_SHIM__ALL_SECTIONS)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
+                              "the callbacks set's sections mask 0x%x has bits other than "
+                              "DNS_SHIM_SECTION_ANSWER, _AUTHORITY and _ADDITIONAL (0x%x)",
+                              (unsigned)out->sections, (unsigned)DNS_SHIM__ALL_SECTIONS);
     return DNS_SHIM_OK;
 }
 
@@ -330,15 +353,17 @@ static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_c
 ** DNS_SHIM_ERR_BAD_ARGUMENT.  The qname's syntax is checked in Python. */
 static int32_t dns_shim__copy_query(const dns_shim_query *in, dns_shim_query *out)
 {
+    uint32_t size;
+
     if (in == NULL)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the query is NULL");
-    if (!DNS_SHIM__KNOWN(in->struct_size, dns_shim__known_query_sizes))
+    size = *(const volatile uint32_t *)&in->struct_size; /* read once, as for callbacks */
+    if (!DNS_SHIM__KNOWN(size, dns_shim__known_query_sizes))
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
                               "the query's struct_size is %u, not one this library knows (%u)",
-                              (unsigned)in->struct_size,
-                              (unsigned)dns_shim__known_query_sizes[0]);
+                              (unsigned)size, (unsigned)dns_shim__known_query_sizes[0]);
     memset(out, 0, sizeof(*out));
-    memcpy(out, in, in->struct_size);
+    memcpy(out, in, size);
     out->struct_size = (uint32_t)sizeof(*out);
     if (out->flags & ~(uint32_t)DNS_SHIM__KNOWN_QUERY_FLAGS)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
@@ -384,6 +409,52 @@ static char dns_shim__start_error[2048]; /* why the runtime did not start: one l
 /* The runtime cannot start: one line, what was tried and the fix, logged
 ** once and kept for every call that returns DNS_SHIM_ERR_INIT.  A detail
 ** (a traceback) goes to the log at debug level after it. */
+/* The length of the UTF-8 character at p (n octets left), or 0 when the
+** octets there are not one. */
+static size_t dns_shim__utf8_char(const unsigned char *p, size_t n)
+{
+    size_t len, i;
+    if (p[0] < 0x80)
+        return 1;
+    len = p[0] >= 0xC2 && p[0] <= 0xDF ? 2 : p[0] >= 0xE0 && p[0] <= 0xEF ? 3
+        : p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : 0;
+    if (len == 0 || len > n)
+        return 0;
+    for (i = 1; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    return len;
+}
+
+/* text in place, with each octet that is not part of a UTF-8 character
+** written \xNN (a path from the environment may be any octets; the log
+** handler and dns_shim_last_error promise UTF-8), cut whole at size. */
+static void dns_shim__escape_utf8(char *text, size_t size)
+{
+    char out[sizeof dns_shim__start_error];
+    size_t i = 0, o = 0, n = strlen(text), len;
+    if (size > sizeof out)
+        size = sizeof out;
+    while (i < n) {
+        len = dns_shim__utf8_char((const unsigned char *)text + i, n - i);
+        if (len == 0) {
+            if (o + 4 >= size)
+                break;
+            snprintf(out + o, 5, "\\x%02x", (unsigned char)text[i]);
+            o += 4;
+            i += 1;
+        } else {
+            if (o + len >= size)
+                break;
+            memcpy(out + o, text + i, len);
+            o += len;
+            i += len;
+        }
+    }
+    out[o] = '\0';
+    memcpy(text, out, o + 1);
+}
+
 static void dns_shim__cannot_start(const char *detail, const char *fmt, ...)
 {
     va_list ap;
@@ -392,6 +463,7 @@ static void dns_shim__cannot_start(const char *detail, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(dns_shim__start_error, sizeof dns_shim__start_error, fmt, ap);
     va_end(ap);
+    dns_shim__escape_utf8(dns_shim__start_error, sizeof dns_shim__start_error);
     dns_shim__log(dns_shim__start_error);
     if (detail != NULL && detail[0])
         dns_shim__log_level(DNS_SHIM_LOG_DEBUG, detail);
@@ -809,8 +881,20 @@ static int dns_shim__check_requirements(const char *python, const char *origin)
         if (drift != NULL)
             warning = PyObject_CallFunction(drift, "sss", PY_VERSION, DNS_SHIM_BUILD_PREFIX,
                                             info.dli_fname);
-        if (warning != NULL && PyUnicode_Check(warning) && PyUnicode_GetLength(warning) > 0)
-            dns_shim__log_level(DNS_SHIM_LOG_WARNING, PyUnicode_AsUTF8(warning));
+        if (warning != NULL && PyUnicode_Check(warning) && PyUnicode_GetLength(warning) > 0) {
+            /* A path that is not UTF-8 comes as surrogates: its octets are
+            ** written \xNN, as the start-up lines write them, so that the
+            ** handler gets UTF-8 text, never NULL. */
+            PyObject *raw = PyUnicode_AsEncodedString(warning, "utf-8", "surrogateescape");
+            PyObject *text = raw ? PyUnicode_DecodeUTF8(PyBytes_AS_STRING(raw),
+                                                        PyBytes_GET_SIZE(raw),
+                                                        "backslashreplace") : NULL;
+            const char *utf8 = text ? PyUnicode_AsUTF8(text) : NULL;
+            if (utf8 != NULL)
+                dns_shim__log_level(DNS_SHIM_LOG_WARNING, utf8);
+            Py_XDECREF(text);
+            Py_XDECREF(raw);
+        }
         Py_XDECREF(warning);
         PyErr_Clear();
     }
@@ -1221,6 +1305,160 @@ static int32_t dns_shim__callback_failed(const dns_shim__step *step, int32_t res
     return dns_shim__fail(DNS_SHIM_ERR_CALLBACK, "%s returned %" PRId32, name, result);
 }
 
+/* The longest text a name can have (255 octets, each label octet escaped
+** as \DDD, and the dots), and the most steps one message can plan (a
+** record takes at least 11 octets of its 65,535, an EDNS option 4). */
+#define DNS_SHIM__NAME_TEXT_MAX 1024
+#define DNS_SHIM__STEPS_MAX 65536
+
+/* A string of the plan: not NULL, NUL-terminated within the longest name. */
+static int32_t dns_shim__check_text(size_t i, const char *what, const char *text)
+{
+    if (text == NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose %s is NULL",
+                              i, what);
+    if (strnlen(text, DNS_SHIM__NAME_TEXT_MAX + 1) > DNS_SHIM__NAME_TEXT_MAX)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose %s is not "
+                              "NUL-terminated within %d bytes", i, what, DNS_SHIM__NAME_TEXT_MAX);
+    return DNS_SHIM_OK;
+}
+
+/* A byte string of the plan: data not NULL, len within a message's 65,535,
+** and the NUL the header promises at data[len]. */
+static int32_t dns_shim__check_bytes(size_t i, const char *what, const dns_shim_bytes *b)
+{
+    if (b->data == NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose %s is NULL",
+                              i, what);
+    if (b->len > 65535)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose %s has "
+                              "%zu bytes, more than a message holds", i, what, b->len);
+    if (b->data[b->len] != '\0')
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose %s has "
+                              "no NUL at data[len]", i, what);
+    return DNS_SHIM_OK;
+}
+
+/* A list of byte strings (a TXT record's): 1 to 65,535 of them, the array
+** there, each one whole. */
+static int32_t dns_shim__check_strings(size_t i, size_t count, const dns_shim_bytes *strings)
+{
+    size_t k;
+    int32_t rc = DNS_SHIM_OK;
+    if (count == 0 || count > 65535)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose "
+                              "strings count is %zu, not 1 to 65535", i, count);
+    if (strings == NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose "
+                              "strings are NULL", i);
+    for (k = 0; k < count && rc == DNS_SHIM_OK; k++)
+        rc = dns_shim__check_bytes(i, "string", &strings[k]);
+    return rc;
+}
+
+/* The whole plan, before its first call: every step names a callback
+** member within the set's struct_size whose pointer is set, and every
+** struct it hands over is whole (strings terminated, counts and lengths
+** within what a message can hold).  A plan that is not is a bug on the
+** Python side: DNS_SHIM_ERR_INTERNAL, no callback runs. */
+static int32_t dns_shim__check_plan(const dns_shim_callbacks *cb, const dns_shim__step *steps,
+                                    size_t count)
+{
+    size_t i;
+    int32_t rc = DNS_SHIM_OK;
+
+    if (count > DNS_SHIM__STEPS_MAX)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned %zu calls, more than a "
+                              "message can hold", count);
+    if (count > 0 && (steps == NULL || cb == NULL))
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned %zu calls without %s",
+                              count, steps == NULL ? "steps" : "callbacks");
+    for (i = 0; i < count && rc == DNS_SHIM_OK; i++) {
+        const dns_shim__step *step = &steps[i];
+        const void *arg = step->arg;
+        void (*fn)(void);
+        int is_record = 0;
+        const char *name = dns_shim__callback_name(step->member, &is_record);
+
+        if (name == NULL || step->member > cb->struct_size - sizeof fn)
+            return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu to no "
+                                  "callback (offset %zu)", i, step->member);
+        memcpy(&fn, (const char *)cb + step->member, sizeof fn);
+        if (fn == NULL)
+            return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu to %s, "
+                                  "which is NULL", i, name);
+        if (arg == NULL)
+            return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu to %s "
+                                  "with a NULL struct", i, name);
+        if (is_record) {
+            const dns_shim_rr *rr = (const dns_shim_rr *)arg;
+            rc = dns_shim__check_text(i, "owner", rr->owner);
+            if (rc == DNS_SHIM_OK && (rr->section == 0 || rr->section > DNS_SHIM__ALL_SECTIONS ||
+                                      (rr->section & (rr->section - 1)) != 0))
+                return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned step %zu whose "
+                                      "section is %" PRIu32 ", no DNS_SHIM_SECTION_* value", i,
+                                      rr->section);
+        }
+        if (rc != DNS_SHIM_OK)
+            break;
+        switch (step->member) {
+        case offsetof(dns_shim_callbacks, on_header): {
+            const dns_shim_header *h = arg;
+            if (h->qname != NULL)
+                rc = dns_shim__check_text(i, "qname", h->qname);
+            break;
+        }
+        /* The typed kinds: each field by its style, from the table of kinds
+        ** (numbers and addresses have nothing to check). */
+#define DNS_SHIM__CHECK_IPV4(k, field)
+#define DNS_SHIM__CHECK_IPV6(k, field)
+#define DNS_SHIM__CHECK_U16(k, field)
+#define DNS_SHIM__CHECK_U32(k, field)
+#define DNS_SHIM__CHECK_NAME(k, field) \
+            if (rc == DNS_SHIM_OK) rc = dns_shim__check_text(i, #field, k->field);
+#define DNS_SHIM__CHECK_BYTES(k, field) \
+            if (rc == DNS_SHIM_OK) rc = dns_shim__check_bytes(i, #field, &k->field);
+#define DNS_SHIM__CHECK_STRINGS(k, field) \
+            if (rc == DNS_SHIM_OK) rc = dns_shim__check_strings(i, k->count, k->field);
+#define DNS_SHIM__CHECK_FIELD(type, field, style) DNS_SHIM__CHECK_##style(k, field)
+#define DNS_SHIM__CHECK_KIND(rdtype, member, type, kind)              \
+        case offsetof(dns_shim_callbacks, member): {                  \
+            const type *k = arg;                                      \
+            (void)k;                                                  \
+            DNS_SHIM__KIND_FIELDS_##member(DNS_SHIM__CHECK_FIELD)     \
+            break;                                                    \
+        }
+        DNS_SHIM__KINDS(DNS_SHIM__CHECK_KIND)
+#undef DNS_SHIM__CHECK_KIND
+#undef DNS_SHIM__CHECK_FIELD
+#undef DNS_SHIM__CHECK_STRINGS
+#undef DNS_SHIM__CHECK_BYTES
+#undef DNS_SHIM__CHECK_NAME
+#undef DNS_SHIM__CHECK_U32
+#undef DNS_SHIM__CHECK_U16
+#undef DNS_SHIM__CHECK_IPV6
+#undef DNS_SHIM__CHECK_IPV4
+        case offsetof(dns_shim_callbacks, on_other):
+            rc = dns_shim__check_bytes(i, "rdata", &((const dns_shim_raw *)arg)->rdata);
+            break;
+        case offsetof(dns_shim_callbacks, on_edns_option): {
+            const dns_shim_edns_option *o = arg;
+            rc = dns_shim__check_bytes(i, "option data", &o->data);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_bytes(i, "EDE text", &o->ede_text);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_bytes(i, "client cookie", &o->cookie_client);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_bytes(i, "server cookie", &o->cookie_server);
+            if (rc == DNS_SHIM_OK)
+                rc = dns_shim__check_bytes(i, "ECS address", &o->ecs_address);
+            break;
+        }
+        }
+    }
+    return rc;
+}
+
 static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
                              const dns_shim_callbacks *callbacks)
 {
@@ -1261,9 +1499,15 @@ static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_que
             dns_shim__fail(rc, "%s", dns_shim_strerror(rc));
         return rc;
     }
-    /* The message is good and every struct is built: call the callbacks,
-    ** in order, without the interpreter's lock. */
-    rc = dns_shim__ok();
+    /* The message is good and every struct is built: check the plan whole,
+    ** then call the callbacks, in order, without the interpreter's lock. */
+    rc = dns_shim__check_plan(callbacks, steps, count);
+    if (rc != DNS_SHIM_OK) {
+        dns_shim__log(dns_shim__error);
+        dns_shim__finished(token);
+        return rc;
+    }
+    rc = DNS_SHIM_OK;
     for (i = 0; i < count; i++) {
         int32_t result = 0;
         if (dns_shim__call(callbacks, &steps[i], &result) != 0) {
@@ -1277,7 +1521,9 @@ static int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_que
         }
     }
     dns_shim__finished(token);
-    return rc;
+    /* Set after the callbacks: one that called into the library on this
+    ** thread left that call's detail behind. */
+    return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
 }
 
 static int32_t dns_shim__check_buffer(const uint8_t *buf, int32_t len)

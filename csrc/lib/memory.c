@@ -178,22 +178,31 @@ static pthread_mutex_t dns_shim__memory_lock = PTHREAD_MUTEX_INITIALIZER;
 DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 {
     int32_t rc = DNS_SHIM_OK;
+    uint32_t size = 0;
+    dns_shim_allocator copy;
+    /* Each member is read once (struct_size, then the whole struct into
+    ** copy): what is checked is what is used, whatever the caller's memory
+    ** does meanwhile. */
+    if (allocator != NULL)
+        size = *(const volatile uint32_t *)&allocator->struct_size;
+    if (allocator != NULL && size == sizeof copy) {
+        memcpy(&copy, (const void *)allocator, sizeof copy);
+    }
     pthread_mutex_lock(&dns_shim__memory_lock);
     if (dns_shim__memory_started) {
         rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the runtime has started: an allocator "
                             "is set before the first call that starts it");
     } else if (allocator == NULL) {
         memset(&dns_shim__host, 0, sizeof dns_shim__host);
-    } else if (allocator->struct_size != sizeof *allocator) {
+    } else if (size != sizeof copy) {
         rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the allocator's struct_size is %u, not "
-                            "one this library knows (%u)", (unsigned)allocator->struct_size,
-                            (unsigned)sizeof *allocator);
-    } else if (allocator->malloc == NULL || allocator->realloc == NULL ||
-               allocator->free == NULL) {
+                            "one this library knows (%u)", (unsigned)size, (unsigned)sizeof copy);
+    } else if (copy.malloc == NULL || copy.realloc == NULL || copy.free == NULL) {
         rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the allocator's malloc, realloc and free "
                             "are required (calloc may be NULL)");
     } else {
-        dns_shim__host = *allocator;
+        copy.struct_size = size;
+        dns_shim__host = copy;
     }
     pthread_mutex_unlock(&dns_shim__memory_lock);
     return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
