@@ -600,9 +600,11 @@ typedef void (*dns_shim_log_handler)(void *ctx, int32_t level, const char *messa
 ** warnings to stderr, each message on its own line, prefixed "dnsshim: "
 ** and flushed at once; info and debug messages are dropped.  When it
 ** returns, every call of the handler it replaced that had started has
-** returned, and none starts after: the old ctx may be freed then.  (So it
-** waits for the handler calls in progress: a handler must not call it.)
-** Never starts the runtime.
+** returned, and none starts after: the old ctx may be freed then (it waits
+** for those calls).  Called from within a handler it does not wait (it
+** would wait for itself): the new handler takes the messages logged after
+** it returns, and calls of the old one on other threads may still be
+** running.  Never starts the runtime.
 */
 DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx);
 

@@ -293,6 +293,35 @@ def test_set_log_handler_waits_for_the_old_handlers_calls(abi, glue):
     assert events == [("slow", "in flight"), "slow returns", "set returns", ("fast", "after")]
 
 
+def test_a_handler_that_replaces_itself_does_not_wait_for_itself(abi, glue):
+    """A handler may set the handler: its own call is not waited for (that
+    would never end), and the messages after it go to the new one."""
+    import threading
+    ffi, lib = abi
+    events = []
+
+    @ffi.callback("void(void *, int32_t, const char *)")
+    def second(ctx, level, message):
+        events.append(("second", ffi.string(message).decode()))
+
+    @ffi.callback("void(void *, int32_t, const char *)")
+    def first(ctx, level, message):
+        events.append(("first", ffi.string(message).decode()))
+        lib.dns_shim_set_log_handler(second, ffi.NULL)
+        events.append("replaced")
+
+    lib.dns_shim_set_log_handler(first, ffi.NULL)
+    try:
+        logger = threading.Thread(target=lambda: (glue.log(glue.LOG_ERROR, "one"),
+                                                  glue.log(glue.LOG_ERROR, "two")))
+        logger.start()
+        logger.join(10)
+        assert not logger.is_alive(), "the handler that set the handler never returned"
+    finally:
+        lib.dns_shim_set_log_handler(ffi.NULL, ffi.NULL)
+    assert events == [("first", "one"), "replaced", ("second", "two")]
+
+
 def test_warnings_and_unraisable_hooks():
     import gc
     import warnings

@@ -186,18 +186,29 @@ static const uint32_t dns_shim__known_query_sizes[] = {
 /* ------------------------------------------------------------------ */
 /* Logging                                                              */
 
-/* Readers: the messages in flight, each for the whole of its handler's
-** call; the writer: dns_shim_set_log_handler, which so waits for them. */
-static pthread_rwlock_t dns_shim__log_lock = PTHREAD_RWLOCK_INITIALIZER;
+/* The handler and its ctx, read and written together under the mutex.
+** The messages in flight hold the rwlock for reading for the whole of
+** their handler's call; dns_shim_set_log_handler takes it for writing
+** after the swap, and so returns only once every call of the old handler
+** has returned.  A handler that sets the handler itself (this thread is in
+** a handler: dns_shim__in_handler) does not wait: it would wait for its
+** own call. */
+static pthread_mutex_t dns_shim__log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t dns_shim__log_calls = PTHREAD_RWLOCK_INITIALIZER;
 static dns_shim_log_handler dns_shim__log_handler = NULL;
 static void *dns_shim__log_ctx = NULL;
+static __thread unsigned dns_shim__in_handler = 0;
 
 DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx)
 {
-    pthread_rwlock_wrlock(&dns_shim__log_lock);
+    pthread_mutex_lock(&dns_shim__log_lock);
     dns_shim__log_handler = handler;
     dns_shim__log_ctx = handler ? ctx : NULL;
-    pthread_rwlock_unlock(&dns_shim__log_lock);
+    pthread_mutex_unlock(&dns_shim__log_lock);
+    if (dns_shim__in_handler == 0) {
+        pthread_rwlock_wrlock(&dns_shim__log_calls);
+        pthread_rwlock_unlock(&dns_shim__log_calls);
+    }
 }
 
 /* Sends one message to the handler, or to stderr (the default handler
@@ -205,16 +216,25 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
 ** logs through it too. */
 static void dns_shim__log_level(int32_t level, const char *message)
 {
+    dns_shim_log_handler handler;
+    void *ctx;
+
     if (message == NULL) /* the header promises text */
         message = "";
-    pthread_rwlock_rdlock(&dns_shim__log_lock);
-    if (dns_shim__log_handler != NULL) {
-        dns_shim__log_handler(dns_shim__log_ctx, level, message);
+    pthread_rwlock_rdlock(&dns_shim__log_calls);
+    pthread_mutex_lock(&dns_shim__log_lock);
+    handler = dns_shim__log_handler;
+    ctx = dns_shim__log_ctx;
+    pthread_mutex_unlock(&dns_shim__log_lock);
+    if (handler != NULL) {
+        dns_shim__in_handler++;
+        handler(ctx, level, message);
+        dns_shim__in_handler--;
     } else if (level <= DNS_SHIM_LOG_WARNING) {
         fprintf(stderr, "dnsshim: %s\n", message);
         fflush(stderr);
     }
-    pthread_rwlock_unlock(&dns_shim__log_lock);
+    pthread_rwlock_unlock(&dns_shim__log_calls);
 }
 
 static void dns_shim__log(const char *message)
