@@ -144,9 +144,10 @@ except BaseException as e:
            f"({type(e).__name__}: {e}); every parse returns ARES_ENOTINITIALIZED")
     logged = 0
     try:
-        from shim import glue
-        glue.log(glue.LOG_ERROR, why)
-        glue.log(glue.LOG_DEBUG, traceback.format_exc().rstrip())
+        from shim import embedded, glue
+        log = embedded.runtime().log
+        log(glue.LOG_ERROR, why)
+        log(glue.LOG_DEBUG, traceback.format_exc().rstrip())
         logged = 1
     except BaseException:
         pass
