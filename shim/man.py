@@ -39,119 +39,11 @@ from pathlib import Path
 
 __all__ = ["write_pages", "pages", "pages_from_tree", "api_functions"]
 
-MANUALS = {"1": "User Commands", "3": "Library Functions Manual",
-           "7": "Miscellaneous Information Manual"}
-CODE_WIDTH = 66          # columns for code in .EX blocks (page body indent: 7)
+from shim.man_markdown import markdown_section, markdown_to_roff
+from shim.man_roff import (Inline, _finish, _line_safe, _quote_arg, _sentences, _split_top, _th,
+                           code_block, esc, wrap_decl)
+
 INCLUDE = "dns_shim.h"
-
-
-# ---------------------------------------------------------------------------
-# roff escaping
-
-
-def _hyphen_is_minus(text: str, i: int) -> bool:
-    """Whether text[i] == '-' is meant as a minus (an option's dash, a
-    negative number, a command or file name) rather than a word's hyphen."""
-    prev = text[i - 1] if i > 0 else " "
-    nxt = text[i + 1] if i + 1 < len(text) else " "
-    if not prev.isalnum() or prev == "-" or nxt == "-":
-        return True
-    if i == 1 or not text[i - 2].isalnum():      # c-ares, x-foo: a name
-        return True
-    start = max(text.rfind(" ", 0, i), text.rfind("(", 0, i)) + 1
-    end = len(text)
-    for stop in (" ", ")"):
-        j = text.find(stop, i)
-        if j != -1:
-            end = min(end, j)
-    token = text[start:end]
-    return (any(c in token for c in "/_=") or token.startswith(("dnsshim", "lib", "python"))
-            or bool(re.search(r"\.\w", token)))
-
-
-def esc(text: str, code: bool = False) -> str:
-    """Text for a roff text line (or a macro argument without quotes):
-    backslashes, minus signs, non-ASCII characters.  In code every '-' is a
-    minus sign."""
-    out = []
-    for i, c in enumerate(text):
-        if c == "\\":
-            out.append("\\e")
-        elif c == "-":
-            out.append("\\-" if code or _hyphen_is_minus(text, i) else "-")
-        elif ord(c) > 126 or (ord(c) < 32 and c != "\t"):
-            out.append(f"\\[u{ord(c):04X}]")
-        else:
-            out.append(c)
-    return "".join(out)
-
-
-def _line_safe(line: str) -> str:
-    """A text line that roff does not take for a request or a blank line."""
-    line = line.rstrip()
-    if line.startswith((".", "'")):
-        return "\\&" + line
-    if line.startswith(" ") and line.strip():
-        return line   # in no-fill mode: wanted
-    return line
-
-
-def _quote_arg(text: str) -> str:
-    """A macro argument in double quotes."""
-    return '"' + text.replace('"', "\\(dq") + '"'
-
-
-def _sentences(text: str) -> list:
-    """One input line per sentence (the header's sentences end with two
-    spaces), so that roff spaces sentences itself and no line is too long."""
-    parts = re.split(r"(?<=[.!?:;])\s{2,}|(?<=[.!?][)\"'])\s{2,}", text.strip())
-    return [re.sub(r"\s+", " ", p).strip() for p in parts if p.strip()]
-
-
-class Inline:
-    """Inline markup to roff fonts: `code` (italic in the header, where it
-    marks a parameter or member; bold in Markdown), **bold**, [text](link),
-    and the library's functions (bold), name() or bare."""
-
-    def __init__(self, functions=(), backtick_font="I", markdown=False):
-        self.functions = set(functions)
-        self.backtick_font = backtick_font
-        self.markdown = markdown
-        pattern = [r"`(?P<code>[^`]+)`", r"\*\*(?P<bold>.+?)\*\*",
-                   r"\b(?P<call>\w+)\(\)"]
-        if self.functions:
-            names = "|".join(sorted(map(re.escape, self.functions), key=len, reverse=True))
-            pattern.append(rf"\b(?P<name>{names})\b(?!\()")
-        if markdown:
-            pattern.append(r"\[(?P<link>[^\]]+)\]\([^)]*\)")
-        self.pattern = re.compile("|".join(pattern))
-
-    def __call__(self, text: str) -> str:
-        out = []
-        pos = 0
-        for m in self.pattern.finditer(text):
-            out.append(esc(text[pos:m.start()]))
-            g = m.groupdict()
-            if g["code"] is not None:
-                inner = g["code"]
-                name = inner[:-2] if inner.endswith("()") else inner
-                if name in self.functions:
-                    out.append(f"\\fB{esc(name)}\\fP" + ("()" if inner.endswith("()") else ""))
-                else:
-                    out.append(f"\\f{self.backtick_font}{esc(inner, code=True)}\\fP")
-            elif g["bold"] is not None:
-                out.append(f"\\fB{self(g['bold'])}\\fP")
-            elif g["call"] is not None:
-                name = g["call"]
-                out.append(f"\\fB{esc(name)}\\fP()" if name in self.functions or
-                           name.startswith(("dns_shim_", "ares_")) else esc(m.group(0)))
-            elif g.get("name") is not None:
-                out.append(f"\\fB{esc(g['name'])}\\fP")
-            else:
-                out.append(self(g["link"]))
-            pos = m.end()
-        out.append(esc(text[pos:]))
-        return "".join(out)
 
 
 # ---------------------------------------------------------------------------
@@ -298,73 +190,6 @@ def render_blocks(bs: list, inline: Inline, params=()) -> list:
                 out.append(", ".join(f"\\f{font}{esc(n)}\\fP" for n in names.split(", ")))
                 out += [_line_safe(inline(s)) for s in _sentences(text)]
     return out
-
-
-def code_block(lines: list) -> list:
-    out = [".PP", ".in +4n", ".EX"]
-    for line in lines:
-        for piece in wrap_decl(line.rstrip()):
-            out.append(_line_safe(esc(piece, code=True)) if piece.strip() else "")
-    out += [".EE", ".in"]
-    # roff treats an empty line as a blank line: write it as \& instead.
-    return [l if l else "\\&" for l in out]
-
-
-def _split_top(text: str, sep: str = ",") -> list:
-    parts, depth, cur = [], 0, ""
-    for c in text:
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        if c == sep and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += c
-    parts.append(cur)
-    return parts
-
-
-def wrap_decl(line: str, width: int = CODE_WIDTH) -> list:
-    """A C declaration line longer than width, broken after commas of its
-    last parameter list and aligned on its opening parenthesis."""
-    if len(line) > width and line.startswith("#define") and "," not in line:
-        words, lines, cur = line.split(" "), [], ""
-        for w in words:
-            if cur and len(cur) + 1 + len(w) > width - 2:
-                lines.append(cur + " \\")
-                cur = "    " + w
-            else:
-                cur = f"{cur} {w}" if cur else w
-        return lines + [cur]
-    if len(line) <= width or not line.rstrip().endswith((");", ")", ");")):
-        return [line]
-    close = line.rstrip().rfind(")")
-    depth, open_ = 0, -1
-    for i in range(close, -1, -1):
-        if line[i] == ")":
-            depth += 1
-        elif line[i] == "(":
-            depth -= 1
-            if depth == 0:
-                open_ = i
-                break
-    if open_ < 0:
-        return [line]
-    params = [p.strip() for p in _split_top(line[open_ + 1:close])]
-    head, tail = line[:open_ + 1], line[close:]
-    indent = " " * (open_ + 1)
-    lines, cur = [], head
-    for n, p in enumerate(params):
-        piece = p + ("," if n < len(params) - 1 else tail)
-        if cur in (head, indent) or len(cur) + 1 + len(piece) <= width:
-            cur = cur + ("" if cur in (head, indent) else " ") + piece
-        else:
-            lines.append(cur)
-            cur = indent + piece
-    lines.append(cur)
-    return lines
 
 
 # ---------------------------------------------------------------------------
@@ -584,15 +409,6 @@ def _decl_code(code: str) -> list:
 
 # ---------------------------------------------------------------------------
 # Pages
-
-
-def _th(name: str, section: str, version: str) -> list:
-    # the date field is empty on purpose: reproducible builds
-    return [f".TH {esc(name, code=True)} {section} \"\" "
-            f"{_quote_arg('dnsshim ' + version)} {_quote_arg(MANUALS[section])}",
-            # identifiers are not hyphenated (HY: an-ext's .EE and .YS
-            # restore hyphenation from it), lines are not justified
-            ".nr HY 0", ".nh", ".ad l"]
 
 
 def short_summary(text: str, limit: int = 60) -> str:
@@ -866,106 +682,6 @@ def map_nodes(map_text: str) -> dict:
     return nodes
 
 
-def markdown_section(readme: str, heading_prefix: str) -> tuple:
-    """(title, body) of the '## ' section whose title starts with the prefix."""
-    m = re.search(rf"^## ({re.escape(heading_prefix)}.*)$", readme, re.M)
-    if not m:
-        raise ValueError(f"README has no section '## {heading_prefix}...'")
-    nxt = re.search(r"^## ", readme[m.end():], re.M)
-    body = readme[m.end(): m.end() + nxt.start() if nxt else len(readme)]
-    return m.group(1).strip(), body
-
-
-def markdown_to_roff(md: str, inline: Inline) -> list:
-    """A Markdown subset (paragraphs, '- ' lists, fenced code, tables,
-    ### headings, inline code, bold, links) as roff."""
-    out = []
-    lines = md.strip("\n").split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            i += 1
-            continue
-        if line.startswith("```"):
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"):
-                j += 1
-            out += code_block(lines[i + 1:j])
-            i = j + 1
-            continue
-        if line.startswith("#"):
-            out.append(f".SS {_quote_arg(re.sub(r'[`*]', '', line.lstrip('#').strip()))}")
-            i += 1
-            continue
-        if line.startswith("|"):
-            rows = []
-            while i < len(lines) and lines[i].startswith("|"):
-                cells = [c.strip() for c in _split_md_row(lines[i])]
-                if not all(re.fullmatch(r":?-+:?", c) for c in cells):
-                    rows.append(cells)
-                i += 1
-            head, body = rows[0], rows[1:]
-            for row in body:
-                out += [".TP", _line_safe(inline(row[0]))]
-                for h, c in zip(head[1:], row[1:]):
-                    out.append(_line_safe(f"\\fI{esc(h)}\\fP: {inline(c)}"))
-                    out.append(".br")
-                if out[-1] == ".br":
-                    out.pop()
-            continue
-        if line.startswith("- "):
-            while i < len(lines) and lines[i].startswith("- "):
-                item = [lines[i][2:]]
-                i += 1
-                while i < len(lines) and lines[i].startswith("  ") and lines[i].strip():
-                    item.append(lines[i].strip())
-                    i += 1
-                out += [".IP \\(bu 2"] + [_line_safe(inline(s)) for s in _md_sentences(" ".join(item))]
-                while i < len(lines) and not lines[i].strip():
-                    i += 1
-            continue
-        para = []
-        while i < len(lines) and lines[i].strip() and not lines[i].startswith(("```", "|", "- ", "#")):
-            para.append(lines[i].strip())
-            i += 1
-        out.append(".PP")
-        out += [_line_safe(inline(s)) for s in _md_sentences(" ".join(para))]
-    return out
-
-
-def _split_md_row(line: str) -> list:
-    """The cells of a Markdown table row ('|' inside `code` does not split)."""
-    cells, cur, code = [], "", False
-    for c in line.strip().strip("|"):
-        if c == "`":
-            code = not code
-        if c == "|" and not code:
-            cells.append(cur)
-            cur = ""
-        else:
-            cur += c
-    cells.append(cur)
-    return cells
-
-
-def _md_sentences(text: str) -> list:
-    """Markdown sentences end with one space; split there, outside `code`."""
-    parts, cur, code = [], "", False
-    for n, c in enumerate(text):
-        if c == "`":
-            code = not code
-        cur += c
-        if (not code and c == " " and re.search(r"[A-Za-z0-9)][.!?]\)? $", cur)
-                and n + 1 < len(text) and (text[n + 1].isupper() or text[n + 1] in "`*")
-                and not re.search(r"\b(e\.g|i\.e|etc|vs)\. $", cur)):
-            parts.append(cur.strip())
-            cur = ""
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
-
-
 def ares_page(map_text: str, readme: str, version: str, description: str | None,
               functions: list, heading: str = "libdnsshim_ares") -> str:
     symbols = [s for names in map_nodes(map_text).values() for s in names]
@@ -1161,27 +877,6 @@ def tool_page(name: str, help_text: str, version: str, others=()) -> str:
 
 
 # ---------------------------------------------------------------------------
-
-
-def _finish(lines: list) -> str:
-    out = []
-    for line in lines:
-        if line is None:
-            continue
-        line = line.rstrip()
-        if not line:
-            continue          # a blank line is a blank output line in roff
-        out.append(line)
-    # .PP right after a section heading, or twice, is redundant
-    clean = []
-    for line in out:
-        if line == ".PP" and clean and (clean[-1].startswith((".SH", ".SS", ".PP", ".TP"))):
-            continue
-        clean.append(line)
-    text = "\n".join(clean) + "\n"
-    if "\n.TS" in text:
-        text = "'\\\" t\n" + text
-    return text
 
 
 def _default_nodes(header: Header) -> tuple:
