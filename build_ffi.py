@@ -336,7 +336,13 @@ def header_defines(path: Path, prefix: str) -> dict:
 def version_nodes(library: Library = DNSSHIM) -> dict:
     """``{node: [function, ...]}`` of a library's export file, in its order;
     an export list without nodes (c-ares's names) is the node ``""``."""
-    text = re.sub(r"/\*.*?\*/", "", library.exports.read_text(encoding="utf-8"), flags=re.S)
+    return export_nodes(library.exports.read_text(encoding="utf-8"))
+
+
+def export_nodes(text: str) -> dict:
+    """version_nodes() of an export file's text (shim/man.py reads a given
+    tree's files)."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     nodes = {}
     for node, body in re.findall(r"([\w.]*)\s*\{(.*?)\}[^;]*;", text, re.S):
         exported = body.split("local:")[0].replace("global:", "")

@@ -22,7 +22,10 @@ Each function's symbol version comes from ``csrc/lib/libdnsshim.map``; a
 
 Every page is ASCII, has no date (``.TH``'s date field is empty: builds are
 reproducible), no blank line and no trailing whitespace, and renders without
-a warning from ``man --warnings`` or ``groff -ww``.  Standard library only.
+a warning from ``man --warnings`` or ``groff -ww``.  The header's version
+and the version scripts are read by ``build_ffi.py``'s readers, the build's
+own; otherwise standard library only.  :mod:`shim.man_roff` writes the
+roff, :mod:`shim.man_markdown` converts the README's Markdown.
 
 ``python -m shim.man --out DIR [--tool NAME=HELPFILE]`` writes the pages of
 this source tree into ``DIR/manN/``, to look at them.
@@ -671,20 +674,9 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
 # --- the c-ares layer --------------------------------------------------------
 
 
-def map_nodes(map_text: str) -> dict:
-    """{node: [symbol, ...]} of a linker version script, in its order; an
-    anonymous node (an export list without versions) is ""."""
-    text = re.sub(r"/\*.*?\*/", "", map_text, flags=re.S)
-    nodes = {}
-    for node, body in re.findall(r"([\w.]*)\s*\{(.*?)\}[^;]*;", text, re.S):
-        exported = body.split("local:")[0].replace("global:", "")
-        nodes[node] = [s.strip() for s in exported.split(";") if s.strip()]
-    return nodes
-
-
 def ares_page(map_text: str, readme: str, version: str, description: str | None,
               functions: list, heading: str = "libdnsshim_ares") -> str:
-    symbols = [s for names in map_nodes(map_text).values() for s in names]
+    symbols = [s for names in _build_ffi().export_nodes(map_text).values() for s in names]
     title, body = markdown_section(readme, heading)
     inline = Inline(list(functions) + symbols, backtick_font="B", markdown=True)
     summary = description or title.split(":", 1)[-1].strip()
@@ -930,15 +922,29 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     return out
 
 
+SOURCE_ROOT = Path(__file__).resolve().parent.parent    # the tree holding shim/
+
+
+def _build_ffi():
+    """build_ffi.py of the tree holding shim/: the one reader of the
+    header's facts and the version scripts, shared with the build."""
+    if str(SOURCE_ROOT) not in sys.path:
+        sys.path.append(str(SOURCE_ROOT))
+    import build_ffi
+
+    return build_ffi
+
+
 def pages_from_tree(root, version: str | None = None, tools: dict | None = None) -> dict:
     """pages() from a project tree: csrc/dns_shim.h, the version scripts,
     README.md and csrc/ares/dnsshim-ares.pc.in's Description."""
     root = Path(root)
+    build_ffi = _build_ffi()
     header = (root / "csrc" / "dns_shim.h").read_text(encoding="utf-8")
     if version is None:
-        version = ".".join(re.search(rf"#define DNS_SHIM_VERSION_{p}\s+(\d+)", header).group(1)
-                           for p in ("MAJOR", "MINOR", "PATCH"))
-    nodes = map_nodes((root / "csrc" / "lib" / "libdnsshim.map").read_text(encoding="utf-8"))
+        version = build_ffi.header_version(root / "csrc" / "dns_shim.h")
+    nodes = build_ffi.export_nodes(
+        (root / "csrc" / "lib" / "libdnsshim.map").read_text(encoding="utf-8"))
     symbol_versions = {s: node for node, syms in nodes.items() for s in syms}
     pc = (root / "csrc" / "ares" / "dnsshim-ares.pc.in").read_text(encoding="utf-8")
     m = re.search(r"^Description:\s*(.*)$", pc, re.M)
@@ -948,7 +954,6 @@ def pages_from_tree(root, version: str | None = None, tools: dict | None = None)
                  ares_description=m.group(1) if m else None)
 
 
-SOURCE_ROOT = Path(__file__).resolve().parent.parent    # the tree holding shim/
 
 
 def write_pages(mandir: Path, tools: dict[str, str], root: Path | None = None) -> list[Path]:
