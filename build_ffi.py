@@ -316,8 +316,13 @@ def header_statuses(path: Path = HEADER) -> dict:
 
 def header_functions(path: Path = HEADER) -> set:
     """The functions the header exports (DNS_SHIM_API)."""
-    text = Path(path).read_text(encoding="utf-8")
-    return set(re.findall(r"^DNS_SHIM_API\s[^;(]*?\b(\w+)\s*\(", text, re.M))
+    return set(api_functions(Path(path).read_text(encoding="utf-8")))
+
+
+def api_functions(text: str) -> list:
+    """The functions a header's text exports (DNS_SHIM_API), in its order
+    (shim/man.py reads a given header's text)."""
+    return re.findall(r"^DNS_SHIM_API\s[^;(]*?\b(\w+)\s*\(", text, re.M)
 
 
 def header_version(path: Path = HEADER) -> str:

@@ -390,8 +390,9 @@ def parse_header(text: str) -> Header:
 
 
 def api_functions(header_text: str) -> list:
-    """The functions the header declares with DNS_SHIM_API, in its order."""
-    return [c.names[0] for c in parse_header(header_text).functions()]
+    """The functions the header declares with DNS_SHIM_API, in its order
+    (build_ffi.py's reading, the build's)."""
+    return _build_ffi().api_functions(header_text)
 
 
 def _decl_code(code: str) -> list:
@@ -894,6 +895,9 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     header = parse_header(header_text)
     funcs = header.functions()
     names = [c.names[0] for c in funcs]
+    if names != api_functions(header_text):
+        raise ValueError(f"the pages' reading of the header's functions ({names}) is not the "
+                         f"build's ({api_functions(header_text)})")
     prefix, first_node = _default_nodes(header)
     see_tools = [(t, "1") for t in tools]
     extra = [("dnsshim_ares", "3")] if ares_map and readme else []
