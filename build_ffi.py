@@ -308,7 +308,12 @@ def make_ffi(library: Library = DNSSHIM) -> cffi.FFI:
 
 def header_statuses(path: Path = HEADER) -> dict:
     """``{enumerator: value}`` of ``enum dns_shim_status`` in the header."""
-    text = Path(path).read_text(encoding="utf-8")
+    return statuses(Path(path).read_text(encoding="utf-8"))
+
+
+def statuses(text: str) -> dict:
+    """header_statuses() of a header's text (shim/man.py reads a given
+    header's text)."""
     body = re.search(r"enum dns_shim_status\s*\{(.*?)\}", text, re.S).group(1)
     body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
     return {name: int(value) for name, value in re.findall(r"(DNS_SHIM_\w+)\s*=\s*(-?\d+)", body)}

@@ -570,10 +570,16 @@ def function_page(header: Header, chunk: Chunk, version: str, node: str,
     return _finish(out)
 
 
-def _status_table(enum: Chunk) -> list:
+def _status_table(enum: Chunk, values: dict) -> list:
+    """The status codes' table: each enumerator's documentation, and its
+    value as the build reads it (``values``: build_ffi.statuses)."""
+    documented = {m.name: m.decl.split("=", 1)[1].strip() for m in enum.members}
+    if documented != {name: str(value) for name, value in values.items()}:
+        raise ValueError(f"the pages' reading of enum dns_shim_status ({documented}) is not "
+                         f"the build's ({values})")
     out = [".TS", "tab(\t);", "lB r lx.", "\\fIcode\\fP\t\\fIvalue\\fP\t\\fImeaning\\fP", "_"]
     for m in enum.members:
-        value = m.decl.split("=", 1)[1].strip()
+        value = str(values[m.name])
         text = "\n".join(_line_safe(Inline()(s)) for s in _sentences(m.comment))
         out.append(f"{esc(m.name, code=True)}\t{esc(value, code=True)}\tT{{\n{text}\nT}}")
     out.append(".TE")
@@ -590,7 +596,9 @@ def _member_list(enum: Chunk, inline: Inline) -> list:
 
 
 def overview_page(header: Header, version: str, functions: list, summaries: dict,
-                  extra_see_also=()) -> str:
+                  extra_see_also=(), statuses: dict | None = None) -> str:
+    """dnsshim.7; ``statuses``: the status codes' values as the build reads
+    them (build_ffi.statuses), for the header's enum dns_shim_status."""
     inline = Inline(functions)
     out = _th("dnsshim", "7", version)
 
@@ -629,7 +637,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
             if b.title.lower() == "status" and status_enum is not None:
                 out += [".SS \"Status codes\""]
                 out += render_blocks(classify(status_enum.comment), inline)
-                out += [".PP"] + _status_table(status_enum)
+                out += [".PP"] + _status_table(status_enum, statuses)
         else:
             out += render_blocks([b], inline)
     if log_enum is not None:
@@ -918,7 +926,10 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
         m = re.match(rf"^{re.escape(name)}\s*(?:\(\d+\.\d+\))?\s*:\s*(.*)$", first, re.S)
         summaries[name] = _sentences(m.group(1))[0] if m else ""
         out[f"{name}.3"] = function_page(header, c, version, node, names)
-    out["dnsshim.7"] = overview_page(header, version, names, summaries, extra + see_tools)
+    statuses = (_build_ffi().statuses(header_text) if header.chunk("dns_shim_status")
+                else None)
+    out["dnsshim.7"] = overview_page(header, version, names, summaries, extra + see_tools,
+                                     statuses)
     if ares_map and readme:
         out["dnsshim_ares.3"] = ares_page(ares_map, readme, version, ares_description, names)
     for t, text in tools.items():
