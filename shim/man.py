@@ -43,8 +43,8 @@ from pathlib import Path
 __all__ = ["write_pages", "pages", "pages_from_tree", "api_functions"]
 
 from shim.man_markdown import markdown_section, markdown_to_roff
-from shim.man_roff import (Inline, _finish, _line_safe, _quote_arg, _sentences, _split_top, _th,
-                           code_block, esc, wrap_decl)
+from shim.man_roff import (Inline, code_block, esc, finish, line_safe, quote_arg, sentence_lines,
+                           split_top, title_lines, wrap_decl)
 
 INCLUDE = "dns_shim.h"
 
@@ -183,7 +183,7 @@ def render_blocks(bs: list, inline: Inline, params=()) -> list:
     for b in bs:
         if b.kind in ("para", "section"):
             out.append(".PP")
-            out += [_line_safe(inline(s)) for s in _sentences(b.text)]
+            out += [line_safe(inline(s)) for s in sentence_lines(b.text)]
         elif b.kind == "code":
             out += code_block(b.lines)
         elif b.kind == "items":
@@ -191,7 +191,7 @@ def render_blocks(bs: list, inline: Inline, params=()) -> list:
                 out.append(".TP")
                 font = "I" if (not params or all(n in params for n in names.split(", "))) else "B"
                 out.append(", ".join(f"\\f{font}{esc(n)}\\fP" for n in names.split(", ")))
-                out += [_line_safe(inline(s)) for s in _sentences(text)]
+                out += [line_safe(inline(s)) for s in sentence_lines(text)]
     return out
 
 
@@ -459,7 +459,7 @@ def _synopsis_prototype(prototype: str) -> list:
 def _params(prototype: str) -> list:
     inner = prototype[prototype.index("(") + 1:prototype.rindex(")")]
     names = []
-    for p in _split_top(inner):
+    for p in split_top(inner):
         m = (re.search(r"\(\s*\*\s*(\w+)\s*\)\s*\(", p)
              or re.search(r"(\w+)\s*(?:\[[^\]]*\])?\s*$", p.strip()))
         if m and m.group(1) != "void":
@@ -474,7 +474,7 @@ def _marker(text: str):
 
 def _type_section(chunk: Chunk, inline: Inline, title: str) -> list:
     """A data type: its comment, its declaration, its members' comments."""
-    out = [f".SS {_quote_arg(title)}"]
+    out = [f".SS {quote_arg(title)}"]
     out += render_blocks(classify(chunk.comment), inline)
     decl = _decl_code(chunk.code)
     if decl:
@@ -485,7 +485,7 @@ def _type_section(chunk: Chunk, inline: Inline, title: str) -> list:
         skip = set()
         for m in chunk.members:
             if m.heading:
-                out += [".PP", _line_safe(inline(m.heading))]
+                out += [".PP", line_safe(inline(m.heading))]
             if m.comment and m.name not in skip:
                 names = [m.name] + ([m.shared_with] if m.shared_with else [])
                 skip.update(names)
@@ -493,7 +493,7 @@ def _type_section(chunk: Chunk, inline: Inline, title: str) -> list:
                 text = m.comment
                 if re.fullmatch(r"\d+\.\d+", text):
                     text = f"Added in {text}."
-                out += [_line_safe(inline(s)) for s in _sentences(text)]
+                out += [line_safe(inline(s)) for s in sentence_lines(text)]
     return out
 
 
@@ -507,7 +507,7 @@ def function_page(header: Header, chunk: Chunk, version: str, node: str,
     m = re.match(rf"^{re.escape(name)}\s*(?:\((\d+\.\d+)\))?\s*:\s*(.*)$", first, re.S)
     summary_rest = ""
     if m:
-        sentences = _sentences(m.group(2))
+        sentences = sentence_lines(m.group(2))
         summary = sentences[0]
         summary_rest = "  ".join(sentences[1:])
     else:
@@ -525,14 +525,14 @@ def function_page(header: Header, chunk: Chunk, version: str, node: str,
             ret.append(b)
             continue
         keep, moved = [], []
-        for s in _sentences(b.text):
+        for s in sentence_lines(b.text):
             (moved if s.startswith("Returns ") else keep).append(s)
         if keep:
             desc.append(Block("para", text="  ".join(keep)))
         if moved:
             ret.append(Block("para", text="  ".join(moved)))
 
-    out = _th(name, "3", version) + _name_section([name], summary)
+    out = title_lines(name, "3", version) + _name_section([name], summary)
     out += [".SH SYNOPSIS", ".nf", f".B #include <{INCLUDE}>", ".PP"]
     out += _synopsis_prototype(chunk.prototype)
     out += [".fi", ".PP", "Link with", ".IR \\-ldnsshim ."]
@@ -567,7 +567,7 @@ def function_page(header: Header, chunk: Chunk, version: str, node: str,
 
     mentioned = [f for f in functions if f != name and re.search(rf"\b{f}\b", "\n".join(chunk.comment))]
     out += _see_also([(f, "3") for f in mentioned] + [("dnsshim", "7")] + list(extra_see_also))
-    return _finish(out)
+    return finish(out)
 
 
 def _status_table(enum: Chunk, values: dict) -> list:
@@ -580,7 +580,7 @@ def _status_table(enum: Chunk, values: dict) -> list:
     out = [".TS", "tab(\t);", "lB r lx.", "\\fIcode\\fP\t\\fIvalue\\fP\t\\fImeaning\\fP", "_"]
     for m in enum.members:
         value = str(values[m.name])
-        text = "\n".join(_line_safe(Inline()(s)) for s in _sentences(m.comment))
+        text = "\n".join(line_safe(Inline()(s)) for s in sentence_lines(m.comment))
         out.append(f"{esc(m.name, code=True)}\t{esc(value, code=True)}\tT{{\n{text}\nT}}")
     out.append(".TE")
     return out
@@ -591,7 +591,7 @@ def _member_list(enum: Chunk, inline: Inline) -> list:
     for m in enum.members:
         value = m.decl.split("=", 1)[1].strip() if "=" in m.decl else ""
         out += [".TP", f"\\fB{esc(m.name, code=True)}\\fP" + (f" ({esc(value, code=True)})" if value else "")]
-        out += [_line_safe(inline(s)) for s in _sentences(m.comment)] or ["\\&"]
+        out += [line_safe(inline(s)) for s in sentence_lines(m.comment)] or ["\\&"]
     return out
 
 
@@ -600,7 +600,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
     """dnsshim.7; ``statuses``: the status codes' values as the build reads
     them (build_ffi.statuses), for the header's enum dns_shim_status."""
     inline = Inline(functions)
-    out = _th("dnsshim", "7", version)
+    out = title_lines("dnsshim", "7", version)
 
     top = classify(_dedent_sections(header.top), sections=True)
     # the header's own first line ("dns_shim.h: the public interface ...")
@@ -610,7 +610,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
             intro, rest = top[:n], top[n:]
             break
     lead = next((b.text for b in intro if b.kind == "para" and not b.text.startswith(INCLUDE)), "")
-    summary = _sentences(lead)[0] if lead else "DNS response parsing"
+    summary = sentence_lines(lead)[0] if lead else "DNS response parsing"
     summary = re.sub(r"^libdnsshim\s+", "", summary)
     out += _name_section(["dnsshim", "libdnsshim"], summary)
     out += [".SH SYNOPSIS", ".nf", f".B #include <{INCLUDE}>", ".fi", ".PP", "Link with",
@@ -619,7 +619,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
     out += [".PP", "The functions:"]
     for f in functions:
         out += [".TP", f".BR {esc(f, code=True)} (3)",
-                _line_safe(inline(short_summary(summaries.get(f, ""))))]
+                line_safe(inline(short_summary(summaries.get(f, ""))))]
 
     status_enum = header.chunk("dns_shim_status")
     log_enum = header.chunk("dns_shim_log_level")
@@ -632,7 +632,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
                 environment = render_blocks([Block("para", text=b.text)], inline)
                 out += [".SS Environment", "See", ".B ENVIRONMENT", "below."]
                 continue
-            out.append(f".SS {_quote_arg(b.title)}")
+            out.append(f".SS {quote_arg(b.title)}")
             out += render_blocks([Block("para", text=b.text)], inline)
             if b.title.lower() == "status" and status_enum is not None:
                 out += [".SS \"Status codes\""]
@@ -656,7 +656,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
             if b.kind == "heading":
                 out.append(f".SH {b.title}")
             elif b.kind == "section":
-                out.append(f".SS {_quote_arg(b.title)}")
+                out.append(f".SS {quote_arg(b.title)}")
                 out += render_blocks([Block("para", text=b.text)], inline)
             else:
                 out += render_blocks([b], inline)
@@ -677,7 +677,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
     if environment:
         out += [".SH ENVIRONMENT"] + environment[1:] if environment[0] == ".PP" else environment
     out += _see_also([(f, "3") for f in functions] + list(extra_see_also))
-    return _finish(out)
+    return finish(out)
 
 
 # --- the c-ares layer --------------------------------------------------------
@@ -689,7 +689,7 @@ def ares_page(map_text: str, readme: str, version: str, description: str | None,
     title, body = markdown_section(readme, heading)
     inline = Inline(list(functions) + symbols, backtick_font="B", markdown=True)
     summary = description or title.split(":", 1)[-1].strip()
-    out = _th("dnsshim_ares", "3", version)
+    out = title_lines("dnsshim_ares", "3", version)
     out += _name_section(["dnsshim_ares", "libdnsshim_ares"], summary)
     out += [".SH SYNOPSIS", ".nf", ".B #include <ares.h>", ".PP"]
     out += [f"\\fB{esc(s, code=True)}\\fP()" for s in symbols]
@@ -701,7 +701,7 @@ def ares_page(map_text: str, readme: str, version: str, description: str | None,
     out += markdown_to_roff(body, inline)
     out += _see_also([("dnsshim", "7"), ("process_dns_response", "3")]
                      + [(s, "3") for s in symbols if s.startswith("ares_parse_")][:1])
-    return _finish(out)
+    return finish(out)
 
 
 # --- tools: section 1 from --help ----------------------------------------------
@@ -839,20 +839,21 @@ def tool_page(name: str, help_text: str, version: str, others=()) -> str:
         first = desc[0]
         first = re.sub(rf"^{re.escape(name)}:\s*", "", first)
         desc[0] = first[:1].upper() + first[1:]
-        summary = _sentences(first)[0] if _sentences(first) else first
+        summary = sentence_lines(first)[0] if sentence_lines(first) else first
         summary = summary.split(": ")[0].rstrip(".")
         if summary[:1].isupper() and summary[1:2].islower():
             summary = summary[0].lower() + summary[1:]
-    out = _th(name, "1", version) + _name_section([name], summary or name)
+    out = title_lines(name, "1", version) + _name_section([name], summary or name)
     out.append(".SH SYNOPSIS")
     for u in h["usages"] or [name]:
         rest = u[len(name):].strip() if u.startswith(name) else u
         out += [f".SY {esc(name, code=True)}", _usage_roff(rest) or "\\&", ".YS"]
     out.append(".SH DESCRIPTION")
     for d in desc:
-        out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(d)]
+        out += [".PP"] + [line_safe(inline(s)) for s in sentence_lines(d)]
     for n in h["notes"]:
-        out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(n[:1].upper() + n[1:] + ".")]
+        out += [".PP"] + [line_safe(inline(s))
+                          for s in sentence_lines(n[:1].upper() + n[1:] + ".")]
     exit_status, rest = [], []
     for a in h["after"]:
         (exit_status if re.match(r"(?i)exit status", a) else rest).append(a)
@@ -860,21 +861,21 @@ def tool_page(name: str, help_text: str, version: str, others=()) -> str:
         out.append(".SH OPTIONS")
         for heading, items in h["options"]:
             if len(h["options"]) > 1 or heading not in ("options", "optional arguments"):
-                out.append(f".SS {_quote_arg(heading[:1].upper() + heading[1:])}")
+                out.append(f".SS {quote_arg(heading[:1].upper() + heading[1:])}")
             for spec, text in items:
                 out += [".TP", _option_tag(spec)]
-                out += [_line_safe(inline(s)) for s in _sentences(text[:1].upper() + text[1:])] or ["\\&"]
+                out += [line_safe(inline(s)) for s in sentence_lines(text[:1].upper() + text[1:])] or ["\\&"]
     if exit_status:
         out.append(".SH \"EXIT STATUS\"")
         for a in exit_status:
             a = re.sub(r"(?i)^exit status:\s*", "", a)
-            out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(a)]
+            out += [".PP"] + [line_safe(inline(s)) for s in sentence_lines(a)]
     if rest:
         out.append(".SH NOTES")
         for a in rest:
-            out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(a)]
+            out += [".PP"] + [line_safe(inline(s)) for s in sentence_lines(a)]
     out += _see_also([(o, "1") for o in others if o != name] + [("dnsshim", "7")])
-    return _finish(out)
+    return finish(out)
 
 
 # ---------------------------------------------------------------------------
@@ -924,7 +925,7 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
             node = given
         first = _join(blocks(c.comment)[0]) if c.comment else ""
         m = re.match(rf"^{re.escape(name)}\s*(?:\(\d+\.\d+\))?\s*:\s*(.*)$", first, re.S)
-        summaries[name] = _sentences(m.group(1))[0] if m else ""
+        summaries[name] = sentence_lines(m.group(1))[0] if m else ""
         out[f"{name}.3"] = function_page(header, c, version, node, names)
     statuses = (_build_ffi().statuses(header_text) if header.chunk("dns_shim_status")
                 else None)

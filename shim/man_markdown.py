@@ -6,7 +6,7 @@ Standard library only.
 
 import re
 
-from shim.man_roff import Inline, _line_safe, _quote_arg, code_block, esc
+from shim.man_roff import Inline, code_block, esc, line_safe, quote_arg
 
 
 def markdown_section(readme: str, heading_prefix: str) -> tuple:
@@ -38,7 +38,7 @@ def markdown_to_roff(md: str, inline: Inline) -> list:
             i = j + 1
             continue
         if line.startswith("#"):
-            out.append(f".SS {_quote_arg(re.sub(r'[`*]', '', line.lstrip('#').strip()))}")
+            out.append(f".SS {quote_arg(re.sub(r'[`*]', '', line.lstrip('#').strip()))}")
             i += 1
             continue
         if line.startswith("|"):
@@ -50,9 +50,9 @@ def markdown_to_roff(md: str, inline: Inline) -> list:
                 i += 1
             head, body = rows[0], rows[1:]
             for row in body:
-                out += [".TP", _line_safe(inline(row[0]))]
+                out += [".TP", line_safe(inline(row[0]))]
                 for h, c in zip(head[1:], row[1:]):
-                    out.append(_line_safe(f"\\fI{esc(h)}\\fP: {inline(c)}"))
+                    out.append(line_safe(f"\\fI{esc(h)}\\fP: {inline(c)}"))
                     out.append(".br")
                 if out[-1] == ".br":
                     out.pop()
@@ -64,7 +64,8 @@ def markdown_to_roff(md: str, inline: Inline) -> list:
                 while i < len(lines) and lines[i].startswith("  ") and lines[i].strip():
                     item.append(lines[i].strip())
                     i += 1
-                out += [".IP \\(bu 2"] + [_line_safe(inline(s)) for s in _md_sentences(" ".join(item))]
+                out += [".IP \\(bu 2"] + [line_safe(inline(s))
+                                          for s in _md_sentences(" ".join(item))]
                 while i < len(lines) and not lines[i].strip():
                     i += 1
             continue
@@ -73,7 +74,7 @@ def markdown_to_roff(md: str, inline: Inline) -> list:
             para.append(lines[i].strip())
             i += 1
         out.append(".PP")
-        out += [_line_safe(inline(s)) for s in _md_sentences(" ".join(para))]
+        out += [line_safe(inline(s)) for s in _md_sentences(" ".join(para))]
     return out
 
 

@@ -53,7 +53,7 @@ def esc(text: str, code: bool = False) -> str:
     return "".join(out)
 
 
-def _line_safe(line: str) -> str:
+def line_safe(line: str) -> str:
     """A text line that roff does not take for a request or a blank line."""
     line = line.rstrip()
     if line.startswith((".", "'")):
@@ -63,12 +63,12 @@ def _line_safe(line: str) -> str:
     return line
 
 
-def _quote_arg(text: str) -> str:
+def quote_arg(text: str) -> str:
     """A macro argument in double quotes."""
     return '"' + text.replace('"', "\\(dq") + '"'
 
 
-def _sentences(text: str) -> list:
+def sentence_lines(text: str) -> list:
     """One input line per sentence (the header's sentences end with two
     spaces), so that roff spaces sentences itself and no line is too long."""
     parts = re.split(r"(?<=[.!?:;])\s{2,}|(?<=[.!?][)\"'])\s{2,}", text.strip())
@@ -125,13 +125,13 @@ def code_block(lines: list) -> list:
     out = [".PP", ".in +4n", ".EX"]
     for line in lines:
         for piece in wrap_decl(line.rstrip()):
-            out.append(_line_safe(esc(piece, code=True)) if piece.strip() else "")
+            out.append(line_safe(esc(piece, code=True)) if piece.strip() else "")
     out += [".EE", ".in"]
     # roff treats an empty line as a blank line: write it as \& instead.
     return [l if l else "\\&" for l in out]
 
 
-def _split_top(text: str, sep: str = ",") -> list:
+def split_top(text: str, sep: str = ",") -> list:
     parts, depth, cur = [], 0, ""
     for c in text:
         if c in "([{":
@@ -173,7 +173,7 @@ def wrap_decl(line: str, width: int = CODE_WIDTH) -> list:
                 break
     if open_ < 0:
         return [line]
-    params = [p.strip() for p in _split_top(line[open_ + 1:close])]
+    params = [p.strip() for p in split_top(line[open_ + 1:close])]
     head, tail = line[:open_ + 1], line[close:]
     indent = " " * (open_ + 1)
     lines, cur = [], head
@@ -188,16 +188,16 @@ def wrap_decl(line: str, width: int = CODE_WIDTH) -> list:
     return lines
 
 
-def _th(name: str, section: str, version: str) -> list:
+def title_lines(name: str, section: str, version: str) -> list:
     # the date field is empty on purpose: reproducible builds
     return [f".TH {esc(name, code=True)} {section} \"\" "
-            f"{_quote_arg('dnsshim ' + version)} {_quote_arg(MANUALS[section])}",
+            f"{quote_arg('dnsshim ' + version)} {quote_arg(MANUALS[section])}",
             # identifiers are not hyphenated (HY: an-ext's .EE and .YS
             # restore hyphenation from it), lines are not justified
             ".nr HY 0", ".nh", ".ad l"]
 
 
-def _finish(lines: list) -> str:
+def finish(lines: list) -> str:
     out = []
     for line in lines:
         if line is None:
