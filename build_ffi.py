@@ -144,9 +144,10 @@ except BaseException as e:
            f"({type(e).__name__}: {e}); every parse returns ARES_ENOTINITIALIZED")
     logged = 0
     try:
-        from shim import glue
-        glue.log(glue.LOG_ERROR, why)
-        glue.log(glue.LOG_DEBUG, traceback.format_exc().rstrip())
+        from shim import embedded, glue
+        log = embedded.runtime().log
+        log(glue.LOG_ERROR, why)
+        log(glue.LOG_DEBUG, traceback.format_exc().rstrip())
         logged = 1
     except BaseException:
         pass
@@ -307,7 +308,12 @@ def make_ffi(library: Library = DNSSHIM) -> cffi.FFI:
 
 def header_statuses(path: Path = HEADER) -> dict:
     """``{enumerator: value}`` of ``enum dns_shim_status`` in the header."""
-    text = Path(path).read_text(encoding="utf-8")
+    return statuses(Path(path).read_text(encoding="utf-8"))
+
+
+def statuses(text: str) -> dict:
+    """header_statuses() of a header's text (shim/man.py reads a given
+    header's text)."""
     body = re.search(r"enum dns_shim_status\s*\{(.*?)\}", text, re.S).group(1)
     body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
     return {name: int(value) for name, value in re.findall(r"(DNS_SHIM_\w+)\s*=\s*(-?\d+)", body)}
@@ -315,8 +321,13 @@ def header_statuses(path: Path = HEADER) -> dict:
 
 def header_functions(path: Path = HEADER) -> set:
     """The functions the header exports (DNS_SHIM_API)."""
-    text = Path(path).read_text(encoding="utf-8")
-    return set(re.findall(r"^DNS_SHIM_API\s[^;(]*?\b(\w+)\s*\(", text, re.M))
+    return set(api_functions(Path(path).read_text(encoding="utf-8")))
+
+
+def api_functions(text: str) -> list:
+    """The functions a header's text exports (DNS_SHIM_API), in its order
+    (shim/man.py reads a given header's text)."""
+    return re.findall(r"^DNS_SHIM_API\s[^;(]*?\b(\w+)\s*\(", text, re.M)
 
 
 def header_version(path: Path = HEADER) -> str:
@@ -335,7 +346,13 @@ def header_defines(path: Path, prefix: str) -> dict:
 def version_nodes(library: Library = DNSSHIM) -> dict:
     """``{node: [function, ...]}`` of a library's export file, in its order;
     an export list without nodes (c-ares's names) is the node ``""``."""
-    text = re.sub(r"/\*.*?\*/", "", library.exports.read_text(encoding="utf-8"), flags=re.S)
+    return export_nodes(library.exports.read_text(encoding="utf-8"))
+
+
+def export_nodes(text: str) -> dict:
+    """version_nodes() of an export file's text (shim/man.py reads a given
+    tree's files)."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     nodes = {}
     for node, body in re.findall(r"([\w.]*)\s*\{(.*?)\}[^;]*;", text, re.S):
         exported = body.split("local:")[0].replace("global:", "")

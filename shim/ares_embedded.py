@@ -6,7 +6,8 @@ started the interpreter by then).  ``_dnsshim_ares_cffi`` is the module cffi
 has created for this library, beside libdnsshim's ``_dnsshim_cffi`` in the
 same interpreter: :func:`attach` gives its two ``extern "Python"`` functions
 their bodies, which are :func:`shim.ares_glue.run` and
-:func:`shim.ares_glue.release`.
+:func:`shim.ares_glue.release`; both report through libdnsshim's
+:class:`shim.glue.Runtime` (:func:`shim.embedded.runtime`), its log.
 
 The C side reads a return of 0 as "cffi could not run this function": a
 finished call returns ``DNSSHIM_ARES__PY_DONE`` (1), whatever the status in
@@ -15,19 +16,23 @@ everything, so this is the last line of defence) returns
 ``DNSSHIM_ARES__PY_FAILED``, reported with its traceback.
 """
 
-from shim import ares_glue, glue
+from shim import ares_glue, embedded, glue
 
 
 def attach():
     from _dnsshim_ares_cffi import ffi, lib
 
     done = lib.DNSSHIM_ARES__PY_DONE
+    runtime = embedded.runtime()
 
-    @ffi.def_extern(error=lib.DNSSHIM_ARES__PY_FAILED, onerror=glue.report_unraisable)
+    def report_unraisable(exc_type, exc, tb):
+        glue.report_unraisable(exc_type, exc, tb, runtime)
+
+    @ffi.def_extern(error=lib.DNSSHIM_ARES__PY_FAILED, onerror=report_unraisable)
     def dnsshim_ares__py_parse(kind, buf, length, offset, flags, out, token):
-        ares_glue.run(ffi, kind, buf, length, offset, flags, out, token)
+        ares_glue.run(ffi, kind, buf, length, offset, flags, out, token, runtime)
         return done
 
-    @ffi.def_extern(onerror=glue.report_unraisable)
+    @ffi.def_extern(onerror=report_unraisable)
     def dnsshim_ares__py_release(token):
         ares_glue.release(token)

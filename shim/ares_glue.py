@@ -396,10 +396,12 @@ _TOKENS = itertools.count(1)
 _UNREADABLE = {EXPAND_NAME: EBADNAME, EXPAND_STRING: EBADSTR}
 
 
-def run(ffi, kind, buf, length, offset, flags, out, out_token) -> None:
+def run(ffi, kind, buf, length, offset, flags, out, out_token, runtime=None) -> None:
     """The library's call: the result of ``kind`` on ``length`` bytes at
     ``buf``, into ``*out``; ``*out_token`` names its memory until
-    :func:`release`.  Never raises."""
+    :func:`release`.  An unexpected failure is reported to the log of
+    ``runtime`` (a :class:`shim.glue.Runtime`; None: the standalone one).
+    Never raises."""
     out_token[0] = 0
     try:
         wire = ffi.buffer(buf, length)[:] if length > 0 else b""
@@ -414,7 +416,7 @@ def run(ffi, kind, buf, length, offset, flags, out, out_token) -> None:
         if not isinstance(e, MemoryError):
             from shim import glue
 
-            glue.report(glue.Status.ERR_INTERNAL, e)
+            glue.report(glue.Status.ERR_INTERNAL, e, runtime)
 
 
 def release(token) -> None:

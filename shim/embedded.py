@@ -16,7 +16,11 @@ into ``DNS_SHIM_OK``.  An exception escaping ``glue.plan`` (it catches
 everything, so this is the last line of defence) returns
 ``DNS_SHIM_ERR_INTERNAL`` and is reported, never 0.
 
-Reports go to the C side's log: the program's handler, or stderr.
+The glue reads how it reaches the C side from the :class:`shim.glue.Runtime`
+:func:`attach` builds and passes to every call: reports go to the C side's
+log (the program's handler, or stderr), a failure's reason to the calling
+thread's ``dns_shim_last_error``, and where the library counts its
+interpreter's memory, each parse runs under :func:`limited`.
 
 In an interpreter the library started itself, :func:`answer_feature_checks`
 first spares the start-up ``importlib.metadata`` (see there), and the cyclic
@@ -48,46 +52,60 @@ def attach():
     from shim import glue
 
     done = lib.DNS_SHIM__PY_DONE
-
-    def log(level, text):
-        lib.dns_shim__log_level(level, text.encode("utf-8", "replace"))
-
-    glue.log = log
-    glue.failure = lambda text: lib.dns_shim__set_error(text.encode("utf-8", "replace"))
+    runtime = glue.Runtime(
+        log=lambda level, text: lib.dns_shim__log_level(level, text.encode("utf-8", "replace")),
+        failure=lambda text: lib.dns_shim__set_error(text.encode("utf-8", "replace")),
+        memory_limit=limited(ffi, lib) if lib.dns_shim__memory_accounted() else None)
+    _attached.append(runtime)
     if owns:
-        install_log_hooks(log)
+        install_log_hooks(runtime.log)
     types = ffi.string(lib.dns_shim__firmware_types()).decode()
     if types:
         from shim import rdtable
 
         rdtable.keep_only(types.split(","))
-    if lib.dns_shim__memory_accounted():
-        glue.plan = limited(ffi, lib, glue.plan)
-    log(glue.LOG_INFO, describe_runtime())
+    runtime.log(glue.LOG_INFO, describe_runtime())
 
-    @ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=glue.report_unraisable)
+    def report_unraisable(exc_type, exc, tb):
+        glue.report_unraisable(exc_type, exc, tb, runtime)
+
+    @ffi.def_extern(error=int(Status.ERR_INTERNAL), onerror=report_unraisable)
     def dns_shim__py_process(buf, length, query, callbacks, finished, n_finished, steps, count,
                              token):
         glue.release_all(finished, n_finished)
-        return glue.plan(ffi, buf, length, callbacks, steps, count, token, query) or done
+        return glue.plan(ffi, buf, length, callbacks, steps, count, token, query, runtime) or done
 
-    @ffi.def_extern(onerror=glue.report_unraisable)
+    @ffi.def_extern(onerror=report_unraisable)
     def dns_shim__py_release(token):
         glue.release(token)
 
 
-def limited(ffi, lib, plan):
-    """glue.plan under the memory limit (dns_shim_set_memory_limit), for an
-    interpreter whose memory the library counts: while a limit is set, it
-    holds in the parsing thread while the message is parsed, and a call it
-    refused an allocation to fails with ERR_NO_MEMORY; its plan, if one was
-    made within the reserve the unwinding gets, is dropped at once, and what
-    the failed parse left in cycles (the exception, its traceback, the
-    frames) is collected, so that the next call starts from the memory the
-    last one started from.  Before the first parse under a limit, what a
-    failure's report needs and what a first big parse leaves behind (the
-    modules it imports, the arenas its long-lived objects pin) are loaded:
-    the limit then counts from where a working runtime stays."""
+#: The glue.Runtime attach() built: the library's log, reasons and limit.
+_attached = []
+
+
+def runtime():
+    """The :class:`shim.glue.Runtime` of libdnsshim in this interpreter (what
+    libdnsshim_ares, which runs on it, reports through): the one attach()
+    built, else the standalone one."""
+    from shim import glue
+
+    return _attached[-1] if _attached else glue.STANDALONE
+
+
+def limited(ffi, lib):
+    """The memory limit (dns_shim_set_memory_limit) of an interpreter whose
+    memory the library counts, as a glue.Runtime's ``memory_limit``: while a
+    limit is set, it holds in the parsing thread while the message is
+    parsed, and a call it refused an allocation to fails with
+    ERR_NO_MEMORY; its plan, if one was made within the reserve the
+    unwinding gets, is dropped at once, and what the failed parse left in
+    cycles (the exception, its traceback, the frames) is collected, so that
+    the next call starts from the memory the last one started from.  Before
+    the first parse under a limit, what a failure's report needs and what a
+    first big parse leaves behind (the modules it imports, the arenas its
+    long-lived objects pin) are loaded: the limit then counts from where a
+    working runtime stays."""
     import gc
 
     from shim import glue
@@ -98,15 +116,15 @@ def limited(ffi, lib, plan):
     no_memory = int(Status.ERR_NO_MEMORY)
     warm = []
 
-    def limited_plan(ffi, buf, length, callbacks, steps, count, token, query=None):
+    def memory_limit(plan, ffi, buf, length, callbacks, steps, count, token, query, runtime):
         if not limited_now():
-            return plan(ffi, buf, length, callbacks, steps, count, token, query)
+            return plan(ffi, buf, length, callbacks, steps, count, token, query, runtime)
         if not warm:
-            warm_up(ffi, plan)
+            warm_up(ffi, plan, runtime)
             warm.append(True)
         enforce(1)
         try:
-            status = plan(ffi, buf, length, callbacks, steps, count, token, query)
+            status = plan(ffi, buf, length, callbacks, steps, count, token, query, runtime)
         finally:
             tripped = enforce(0)
         if tripped:
@@ -118,10 +136,10 @@ def limited(ffi, lib, plan):
             return no_memory
         return status
 
-    return limited_plan
+    return memory_limit
 
 
-def warm_up(ffi, plan):
+def warm_up(ffi, plan, runtime):
     """A failure's report and a 64 KiB response's parse, once, outside the
     limit (limited)."""
     import gc
@@ -143,7 +161,8 @@ def warm_up(ffi, plan):
     callbacks.on_a = ffi.cast("dns_shim_a_cb", 1)  # never called: the plan is released
     steps, count, token = (ffi.new("dns_shim__step **"), ffi.new("size_t *"),
                            ffi.new("uint64_t *"))
-    plan(ffi, ffi.from_buffer(wire), len(wire), callbacks, steps, count, token, ffi.NULL)
+    plan(ffi, ffi.from_buffer(wire), len(wire), callbacks, steps, count, token, ffi.NULL,
+         runtime)
     glue.release(token[0])
     del callbacks, steps, count, token
     gc.collect()

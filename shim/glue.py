@@ -343,12 +343,6 @@ def _decode_for(ffi, buf, length, callbacks, query):
     return decode(ffi.buffer(buf, length)[:], expect)
 
 
-#: Where the reason for a failed call goes, as the text dns_shim_last_error
-#: gives: (text) -> None.  Inside the library, shim.embedded.attach points it
-#: at the calling thread's C side; elsewhere nowhere.
-failure = None
-
-
 def failure_text(status, exc) -> str:
     """The reason for a failure, as ``dns_shim_last_error`` says it: a
     :class:`DnsShimError`'s own text (its status, what was found, the
@@ -360,23 +354,25 @@ def failure_text(status, exc) -> str:
     return f"{status.c_name}: {type(exc).__name__}: {exc} (the traceback is logged)"
 
 
-def _status_of_failure(exc) -> Status:
+def _status_of_failure(exc, runtime) -> Status:
     status = status_of(exc)
     if not isinstance(exc, (DnsShimError, MemoryError)):
-        report(status, exc)
-    if failure is not None:
+        report(status, exc, runtime)
+    if runtime.failure is not None:
         try:
-            failure(failure_text(status, exc))
+            runtime.failure(failure_text(status, exc))
         except BaseException:  # noqa: B902 - the reason must not fail the call
             pass
     return status
 
 
-def process(ffi, buf, length, callbacks, query=None) -> Status:
+def process(ffi, buf, length, callbacks, query=None, runtime=None) -> Status:
     """A whole call, driven from Python: ``length`` bytes at ``buf`` (a
     cdata pointer), with ``callbacks`` (a ``dns_shim_callbacks *``, or NULL
     to parse and check only) and ``query`` (a ``dns_shim_query *`` the
     response must answer, or None/NULL); the callbacks are called from here.
+    ``runtime``: where failures are reported (:class:`Runtime`; None: the
+    standalone one).
     This is the glue on its own, for tests and tools; the library uses plan()
     and calls the callbacks from C.  Never raises."""
     try:
@@ -391,7 +387,7 @@ def process(ffi, buf, length, callbacks, query=None) -> Status:
                 return Status.ERR_CALLBACK
         return Status.OK
     except BaseException as e:  # noqa: B902 - nothing may escape into C
-        return _status_of_failure(e)
+        return _status_of_failure(e, runtime or STANDALONE)
 
 
 # Plans handed to C and not yet released: token -> what their pointers point to.
@@ -399,7 +395,8 @@ _PENDING = {}
 _TOKENS = itertools.count(1)
 
 
-def plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None) -> Status:
+def plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None,
+         runtime=None) -> Status:
     """The library's call: decode, convert, and hand C the list of calls to
     make, so that C calls the callbacks without holding the interpreter's
     lock (one lock hand-over per message rather than one per callback, and
@@ -408,7 +405,21 @@ def plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=Non
     On OK, ``*out_steps`` points to ``*out_count`` dns_shim__step
     {member offset, argument}; everything they point to stays alive until C
     calls release(``*out_token``) (0: nothing to release).  ``query``: the
-    ``dns_shim_query *`` of dns_shim_process_reply, or NULL.  Never raises."""
+    ``dns_shim_query *`` of dns_shim_process_reply, or NULL.  ``runtime``
+    (:class:`Runtime`; None: the standalone one): where failures are
+    reported, and the memory limit the call runs under, if any.  Never
+    raises."""
+    runtime = runtime or STANDALONE
+    if runtime.memory_limit is not None:
+        return runtime.memory_limit(unlimited_plan, ffi, buf, length, callbacks, out_steps,
+                                    out_count, out_token, query, runtime)
+    return unlimited_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query,
+                          runtime)
+
+
+def unlimited_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query,
+                   runtime) -> Status:
+    """plan() itself, whatever the runtime's memory limit.  Never raises."""
     try:
         response = _decode_for(ffi, buf, length, callbacks,
                                ffi.NULL if query is None else query)
@@ -427,7 +438,7 @@ def plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=Non
             out_token[0] = token
         return Status.OK
     except BaseException as e:  # noqa: B902 - nothing may escape into C
-        return _status_of_failure(e)
+        return _status_of_failure(e, runtime)
 
 
 def release(token) -> None:
@@ -455,15 +466,38 @@ def _log_to_stderr(level, text) -> None:
     stream.flush()
 
 
-#: Where reports go: (level, text) -> None.  Inside the library,
-#: shim.embedded.attach points it at the C side's log (the program's handler
-#: or stderr).
-log = _log_to_stderr
+class Runtime:
+    """The host the glue serves, handed explicitly to :func:`plan`,
+    :func:`process` and :func:`report` (never patched into this module):
+
+    ``log``: where reports go, ``(level, text) -> None``;
+    ``failure``: where the reason for a failed call goes, as the text
+    ``dns_shim_last_error`` gives, ``(text) -> None``, or None (nowhere);
+    ``memory_limit``: None, or ``(unlimited_plan, *its arguments) -> Status``,
+    which runs the parse under the library's memory limit.
+
+    :data:`STANDALONE` (stderr, no reason kept, no limit) serves tests and
+    tools; inside the library :func:`shim.embedded.attach` builds the one that
+    reaches the C side (its log, its per-thread reason, its limit).  A plain
+    class, not a dataclass: the library's start-up does not import
+    ``dataclasses``."""
+
+    __slots__ = ("log", "failure", "memory_limit")
+
+    def __init__(self, log=_log_to_stderr, failure=None, memory_limit=None):
+        self.log = log
+        self.failure = failure
+        self.memory_limit = memory_limit
 
 
-def report(status, exc) -> None:
+STANDALONE = Runtime()
+
+
+def report(status, exc, runtime=None) -> None:
     """Log an unexpected failure, with its traceback (without it when even
-    the formatting fails: the line still says what failed)."""
+    the formatting fails: the line still says what failed), to the log of
+    ``runtime`` (None: the standalone one)."""
+    log = (runtime or STANDALONE).log
     head = f"{status.c_name}: unexpected error in the parser"
     try:
         import traceback  # only when something went wrong: keeps start-up light
@@ -478,6 +512,7 @@ def report(status, exc) -> None:
             pass
 
 
-def report_unraisable(exc_type, exc, tb) -> None:
-    """cffi's onerror hook, the last line of defence around process()."""
-    report(Status.ERR_INTERNAL, exc if exc is not None else exc_type())
+def report_unraisable(exc_type, exc, tb, runtime=None) -> None:
+    """cffi's onerror hook, the last line of defence around plan(): reported
+    to the log of ``runtime`` (None: the standalone one)."""
+    report(Status.ERR_INTERNAL, exc if exc is not None else exc_type(), runtime)

@@ -22,7 +22,10 @@ Each function's symbol version comes from ``csrc/lib/libdnsshim.map``; a
 
 Every page is ASCII, has no date (``.TH``'s date field is empty: builds are
 reproducible), no blank line and no trailing whitespace, and renders without
-a warning from ``man --warnings`` or ``groff -ww``.  Standard library only.
+a warning from ``man --warnings`` or ``groff -ww``.  The header's version
+and the version scripts are read by ``build_ffi.py``'s readers, the build's
+own; otherwise standard library only.  :mod:`shim.man_roff` writes the
+roff, :mod:`shim.man_markdown` converts the README's Markdown.
 
 ``python -m shim.man --out DIR [--tool NAME=HELPFILE]`` writes the pages of
 this source tree into ``DIR/manN/``, to look at them.
@@ -39,119 +42,11 @@ from pathlib import Path
 
 __all__ = ["write_pages", "pages", "pages_from_tree", "api_functions"]
 
-MANUALS = {"1": "User Commands", "3": "Library Functions Manual",
-           "7": "Miscellaneous Information Manual"}
-CODE_WIDTH = 66          # columns for code in .EX blocks (page body indent: 7)
+from shim.man_markdown import markdown_section, markdown_to_roff
+from shim.man_roff import (Inline, code_block, esc, finish, line_safe, quote_arg, sentence_lines,
+                           split_top, title_lines, wrap_decl)
+
 INCLUDE = "dns_shim.h"
-
-
-# ---------------------------------------------------------------------------
-# roff escaping
-
-
-def _hyphen_is_minus(text: str, i: int) -> bool:
-    """Whether text[i] == '-' is meant as a minus (an option's dash, a
-    negative number, a command or file name) rather than a word's hyphen."""
-    prev = text[i - 1] if i > 0 else " "
-    nxt = text[i + 1] if i + 1 < len(text) else " "
-    if not prev.isalnum() or prev == "-" or nxt == "-":
-        return True
-    if i == 1 or not text[i - 2].isalnum():      # c-ares, x-foo: a name
-        return True
-    start = max(text.rfind(" ", 0, i), text.rfind("(", 0, i)) + 1
-    end = len(text)
-    for stop in (" ", ")"):
-        j = text.find(stop, i)
-        if j != -1:
-            end = min(end, j)
-    token = text[start:end]
-    return (any(c in token for c in "/_=") or token.startswith(("dnsshim", "lib", "python"))
-            or bool(re.search(r"\.\w", token)))
-
-
-def esc(text: str, code: bool = False) -> str:
-    """Text for a roff text line (or a macro argument without quotes):
-    backslashes, minus signs, non-ASCII characters.  In code every '-' is a
-    minus sign."""
-    out = []
-    for i, c in enumerate(text):
-        if c == "\\":
-            out.append("\\e")
-        elif c == "-":
-            out.append("\\-" if code or _hyphen_is_minus(text, i) else "-")
-        elif ord(c) > 126 or (ord(c) < 32 and c != "\t"):
-            out.append(f"\\[u{ord(c):04X}]")
-        else:
-            out.append(c)
-    return "".join(out)
-
-
-def _line_safe(line: str) -> str:
-    """A text line that roff does not take for a request or a blank line."""
-    line = line.rstrip()
-    if line.startswith((".", "'")):
-        return "\\&" + line
-    if line.startswith(" ") and line.strip():
-        return line   # in no-fill mode: wanted
-    return line
-
-
-def _quote_arg(text: str) -> str:
-    """A macro argument in double quotes."""
-    return '"' + text.replace('"', "\\(dq") + '"'
-
-
-def _sentences(text: str) -> list:
-    """One input line per sentence (the header's sentences end with two
-    spaces), so that roff spaces sentences itself and no line is too long."""
-    parts = re.split(r"(?<=[.!?:;])\s{2,}|(?<=[.!?][)\"'])\s{2,}", text.strip())
-    return [re.sub(r"\s+", " ", p).strip() for p in parts if p.strip()]
-
-
-class Inline:
-    """Inline markup to roff fonts: `code` (italic in the header, where it
-    marks a parameter or member; bold in Markdown), **bold**, [text](link),
-    and the library's functions (bold), name() or bare."""
-
-    def __init__(self, functions=(), backtick_font="I", markdown=False):
-        self.functions = set(functions)
-        self.backtick_font = backtick_font
-        self.markdown = markdown
-        pattern = [r"`(?P<code>[^`]+)`", r"\*\*(?P<bold>.+?)\*\*",
-                   r"\b(?P<call>\w+)\(\)"]
-        if self.functions:
-            names = "|".join(sorted(map(re.escape, self.functions), key=len, reverse=True))
-            pattern.append(rf"\b(?P<name>{names})\b(?!\()")
-        if markdown:
-            pattern.append(r"\[(?P<link>[^\]]+)\]\([^)]*\)")
-        self.pattern = re.compile("|".join(pattern))
-
-    def __call__(self, text: str) -> str:
-        out = []
-        pos = 0
-        for m in self.pattern.finditer(text):
-            out.append(esc(text[pos:m.start()]))
-            g = m.groupdict()
-            if g["code"] is not None:
-                inner = g["code"]
-                name = inner[:-2] if inner.endswith("()") else inner
-                if name in self.functions:
-                    out.append(f"\\fB{esc(name)}\\fP" + ("()" if inner.endswith("()") else ""))
-                else:
-                    out.append(f"\\f{self.backtick_font}{esc(inner, code=True)}\\fP")
-            elif g["bold"] is not None:
-                out.append(f"\\fB{self(g['bold'])}\\fP")
-            elif g["call"] is not None:
-                name = g["call"]
-                out.append(f"\\fB{esc(name)}\\fP()" if name in self.functions or
-                           name.startswith(("dns_shim_", "ares_")) else esc(m.group(0)))
-            elif g.get("name") is not None:
-                out.append(f"\\fB{esc(g['name'])}\\fP")
-            else:
-                out.append(self(g["link"]))
-            pos = m.end()
-        out.append(esc(text[pos:]))
-        return "".join(out)
 
 
 # ---------------------------------------------------------------------------
@@ -288,7 +183,7 @@ def render_blocks(bs: list, inline: Inline, params=()) -> list:
     for b in bs:
         if b.kind in ("para", "section"):
             out.append(".PP")
-            out += [_line_safe(inline(s)) for s in _sentences(b.text)]
+            out += [line_safe(inline(s)) for s in sentence_lines(b.text)]
         elif b.kind == "code":
             out += code_block(b.lines)
         elif b.kind == "items":
@@ -296,75 +191,8 @@ def render_blocks(bs: list, inline: Inline, params=()) -> list:
                 out.append(".TP")
                 font = "I" if (not params or all(n in params for n in names.split(", "))) else "B"
                 out.append(", ".join(f"\\f{font}{esc(n)}\\fP" for n in names.split(", ")))
-                out += [_line_safe(inline(s)) for s in _sentences(text)]
+                out += [line_safe(inline(s)) for s in sentence_lines(text)]
     return out
-
-
-def code_block(lines: list) -> list:
-    out = [".PP", ".in +4n", ".EX"]
-    for line in lines:
-        for piece in wrap_decl(line.rstrip()):
-            out.append(_line_safe(esc(piece, code=True)) if piece.strip() else "")
-    out += [".EE", ".in"]
-    # roff treats an empty line as a blank line: write it as \& instead.
-    return [l if l else "\\&" for l in out]
-
-
-def _split_top(text: str, sep: str = ",") -> list:
-    parts, depth, cur = [], 0, ""
-    for c in text:
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        if c == sep and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += c
-    parts.append(cur)
-    return parts
-
-
-def wrap_decl(line: str, width: int = CODE_WIDTH) -> list:
-    """A C declaration line longer than width, broken after commas of its
-    last parameter list and aligned on its opening parenthesis."""
-    if len(line) > width and line.startswith("#define") and "," not in line:
-        words, lines, cur = line.split(" "), [], ""
-        for w in words:
-            if cur and len(cur) + 1 + len(w) > width - 2:
-                lines.append(cur + " \\")
-                cur = "    " + w
-            else:
-                cur = f"{cur} {w}" if cur else w
-        return lines + [cur]
-    if len(line) <= width or not line.rstrip().endswith((");", ")", ");")):
-        return [line]
-    close = line.rstrip().rfind(")")
-    depth, open_ = 0, -1
-    for i in range(close, -1, -1):
-        if line[i] == ")":
-            depth += 1
-        elif line[i] == "(":
-            depth -= 1
-            if depth == 0:
-                open_ = i
-                break
-    if open_ < 0:
-        return [line]
-    params = [p.strip() for p in _split_top(line[open_ + 1:close])]
-    head, tail = line[:open_ + 1], line[close:]
-    indent = " " * (open_ + 1)
-    lines, cur = [], head
-    for n, p in enumerate(params):
-        piece = p + ("," if n < len(params) - 1 else tail)
-        if cur in (head, indent) or len(cur) + 1 + len(piece) <= width:
-            cur = cur + ("" if cur in (head, indent) else " ") + piece
-        else:
-            lines.append(cur)
-            cur = indent + piece
-    lines.append(cur)
-    return lines
 
 
 # ---------------------------------------------------------------------------
@@ -562,8 +390,9 @@ def parse_header(text: str) -> Header:
 
 
 def api_functions(header_text: str) -> list:
-    """The functions the header declares with DNS_SHIM_API, in its order."""
-    return [c.names[0] for c in parse_header(header_text).functions()]
+    """The functions the header declares with DNS_SHIM_API, in its order
+    (build_ffi.py's reading, the build's)."""
+    return _build_ffi().api_functions(header_text)
 
 
 def _decl_code(code: str) -> list:
@@ -584,15 +413,6 @@ def _decl_code(code: str) -> list:
 
 # ---------------------------------------------------------------------------
 # Pages
-
-
-def _th(name: str, section: str, version: str) -> list:
-    # the date field is empty on purpose: reproducible builds
-    return [f".TH {esc(name, code=True)} {section} \"\" "
-            f"{_quote_arg('dnsshim ' + version)} {_quote_arg(MANUALS[section])}",
-            # identifiers are not hyphenated (HY: an-ext's .EE and .YS
-            # restore hyphenation from it), lines are not justified
-            ".nr HY 0", ".nh", ".ad l"]
 
 
 def short_summary(text: str, limit: int = 60) -> str:
@@ -639,7 +459,7 @@ def _synopsis_prototype(prototype: str) -> list:
 def _params(prototype: str) -> list:
     inner = prototype[prototype.index("(") + 1:prototype.rindex(")")]
     names = []
-    for p in _split_top(inner):
+    for p in split_top(inner):
         m = (re.search(r"\(\s*\*\s*(\w+)\s*\)\s*\(", p)
              or re.search(r"(\w+)\s*(?:\[[^\]]*\])?\s*$", p.strip()))
         if m and m.group(1) != "void":
@@ -654,7 +474,7 @@ def _marker(text: str):
 
 def _type_section(chunk: Chunk, inline: Inline, title: str) -> list:
     """A data type: its comment, its declaration, its members' comments."""
-    out = [f".SS {_quote_arg(title)}"]
+    out = [f".SS {quote_arg(title)}"]
     out += render_blocks(classify(chunk.comment), inline)
     decl = _decl_code(chunk.code)
     if decl:
@@ -665,7 +485,7 @@ def _type_section(chunk: Chunk, inline: Inline, title: str) -> list:
         skip = set()
         for m in chunk.members:
             if m.heading:
-                out += [".PP", _line_safe(inline(m.heading))]
+                out += [".PP", line_safe(inline(m.heading))]
             if m.comment and m.name not in skip:
                 names = [m.name] + ([m.shared_with] if m.shared_with else [])
                 skip.update(names)
@@ -673,7 +493,7 @@ def _type_section(chunk: Chunk, inline: Inline, title: str) -> list:
                 text = m.comment
                 if re.fullmatch(r"\d+\.\d+", text):
                     text = f"Added in {text}."
-                out += [_line_safe(inline(s)) for s in _sentences(text)]
+                out += [line_safe(inline(s)) for s in sentence_lines(text)]
     return out
 
 
@@ -687,7 +507,7 @@ def function_page(header: Header, chunk: Chunk, version: str, node: str,
     m = re.match(rf"^{re.escape(name)}\s*(?:\((\d+\.\d+)\))?\s*:\s*(.*)$", first, re.S)
     summary_rest = ""
     if m:
-        sentences = _sentences(m.group(2))
+        sentences = sentence_lines(m.group(2))
         summary = sentences[0]
         summary_rest = "  ".join(sentences[1:])
     else:
@@ -705,14 +525,14 @@ def function_page(header: Header, chunk: Chunk, version: str, node: str,
             ret.append(b)
             continue
         keep, moved = [], []
-        for s in _sentences(b.text):
+        for s in sentence_lines(b.text):
             (moved if s.startswith("Returns ") else keep).append(s)
         if keep:
             desc.append(Block("para", text="  ".join(keep)))
         if moved:
             ret.append(Block("para", text="  ".join(moved)))
 
-    out = _th(name, "3", version) + _name_section([name], summary)
+    out = title_lines(name, "3", version) + _name_section([name], summary)
     out += [".SH SYNOPSIS", ".nf", f".B #include <{INCLUDE}>", ".PP"]
     out += _synopsis_prototype(chunk.prototype)
     out += [".fi", ".PP", "Link with", ".IR \\-ldnsshim ."]
@@ -747,14 +567,20 @@ def function_page(header: Header, chunk: Chunk, version: str, node: str,
 
     mentioned = [f for f in functions if f != name and re.search(rf"\b{f}\b", "\n".join(chunk.comment))]
     out += _see_also([(f, "3") for f in mentioned] + [("dnsshim", "7")] + list(extra_see_also))
-    return _finish(out)
+    return finish(out)
 
 
-def _status_table(enum: Chunk) -> list:
+def _status_table(enum: Chunk, values: dict) -> list:
+    """The status codes' table: each enumerator's documentation, and its
+    value as the build reads it (``values``: build_ffi.statuses)."""
+    documented = {m.name: m.decl.split("=", 1)[1].strip() for m in enum.members}
+    if documented != {name: str(value) for name, value in values.items()}:
+        raise ValueError(f"the pages' reading of enum dns_shim_status ({documented}) is not "
+                         f"the build's ({values})")
     out = [".TS", "tab(\t);", "lB r lx.", "\\fIcode\\fP\t\\fIvalue\\fP\t\\fImeaning\\fP", "_"]
     for m in enum.members:
-        value = m.decl.split("=", 1)[1].strip()
-        text = "\n".join(_line_safe(Inline()(s)) for s in _sentences(m.comment))
+        value = str(values[m.name])
+        text = "\n".join(line_safe(Inline()(s)) for s in sentence_lines(m.comment))
         out.append(f"{esc(m.name, code=True)}\t{esc(value, code=True)}\tT{{\n{text}\nT}}")
     out.append(".TE")
     return out
@@ -765,14 +591,16 @@ def _member_list(enum: Chunk, inline: Inline) -> list:
     for m in enum.members:
         value = m.decl.split("=", 1)[1].strip() if "=" in m.decl else ""
         out += [".TP", f"\\fB{esc(m.name, code=True)}\\fP" + (f" ({esc(value, code=True)})" if value else "")]
-        out += [_line_safe(inline(s)) for s in _sentences(m.comment)] or ["\\&"]
+        out += [line_safe(inline(s)) for s in sentence_lines(m.comment)] or ["\\&"]
     return out
 
 
 def overview_page(header: Header, version: str, functions: list, summaries: dict,
-                  extra_see_also=()) -> str:
+                  extra_see_also=(), statuses: dict | None = None) -> str:
+    """dnsshim.7; ``statuses``: the status codes' values as the build reads
+    them (build_ffi.statuses), for the header's enum dns_shim_status."""
     inline = Inline(functions)
-    out = _th("dnsshim", "7", version)
+    out = title_lines("dnsshim", "7", version)
 
     top = classify(_dedent_sections(header.top), sections=True)
     # the header's own first line ("dns_shim.h: the public interface ...")
@@ -782,7 +610,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
             intro, rest = top[:n], top[n:]
             break
     lead = next((b.text for b in intro if b.kind == "para" and not b.text.startswith(INCLUDE)), "")
-    summary = _sentences(lead)[0] if lead else "DNS response parsing"
+    summary = sentence_lines(lead)[0] if lead else "DNS response parsing"
     summary = re.sub(r"^libdnsshim\s+", "", summary)
     out += _name_section(["dnsshim", "libdnsshim"], summary)
     out += [".SH SYNOPSIS", ".nf", f".B #include <{INCLUDE}>", ".fi", ".PP", "Link with",
@@ -791,7 +619,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
     out += [".PP", "The functions:"]
     for f in functions:
         out += [".TP", f".BR {esc(f, code=True)} (3)",
-                _line_safe(inline(short_summary(summaries.get(f, ""))))]
+                line_safe(inline(short_summary(summaries.get(f, ""))))]
 
     status_enum = header.chunk("dns_shim_status")
     log_enum = header.chunk("dns_shim_log_level")
@@ -804,12 +632,12 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
                 environment = render_blocks([Block("para", text=b.text)], inline)
                 out += [".SS Environment", "See", ".B ENVIRONMENT", "below."]
                 continue
-            out.append(f".SS {_quote_arg(b.title)}")
+            out.append(f".SS {quote_arg(b.title)}")
             out += render_blocks([Block("para", text=b.text)], inline)
             if b.title.lower() == "status" and status_enum is not None:
                 out += [".SS \"Status codes\""]
                 out += render_blocks(classify(status_enum.comment), inline)
-                out += [".PP"] + _status_table(status_enum)
+                out += [".PP"] + _status_table(status_enum, statuses)
         else:
             out += render_blocks([b], inline)
     if log_enum is not None:
@@ -828,7 +656,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
             if b.kind == "heading":
                 out.append(f".SH {b.title}")
             elif b.kind == "section":
-                out.append(f".SS {_quote_arg(b.title)}")
+                out.append(f".SS {quote_arg(b.title)}")
                 out += render_blocks([Block("para", text=b.text)], inline)
             else:
                 out += render_blocks([b], inline)
@@ -849,130 +677,19 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
     if environment:
         out += [".SH ENVIRONMENT"] + environment[1:] if environment[0] == ".PP" else environment
     out += _see_also([(f, "3") for f in functions] + list(extra_see_also))
-    return _finish(out)
+    return finish(out)
 
 
 # --- the c-ares layer --------------------------------------------------------
 
 
-def map_nodes(map_text: str) -> dict:
-    """{node: [symbol, ...]} of a linker version script, in its order; an
-    anonymous node (an export list without versions) is ""."""
-    text = re.sub(r"/\*.*?\*/", "", map_text, flags=re.S)
-    nodes = {}
-    for node, body in re.findall(r"([\w.]*)\s*\{(.*?)\}[^;]*;", text, re.S):
-        exported = body.split("local:")[0].replace("global:", "")
-        nodes[node] = [s.strip() for s in exported.split(";") if s.strip()]
-    return nodes
-
-
-def markdown_section(readme: str, heading_prefix: str) -> tuple:
-    """(title, body) of the '## ' section whose title starts with the prefix."""
-    m = re.search(rf"^## ({re.escape(heading_prefix)}.*)$", readme, re.M)
-    if not m:
-        raise ValueError(f"README has no section '## {heading_prefix}...'")
-    nxt = re.search(r"^## ", readme[m.end():], re.M)
-    body = readme[m.end(): m.end() + nxt.start() if nxt else len(readme)]
-    return m.group(1).strip(), body
-
-
-def markdown_to_roff(md: str, inline: Inline) -> list:
-    """A Markdown subset (paragraphs, '- ' lists, fenced code, tables,
-    ### headings, inline code, bold, links) as roff."""
-    out = []
-    lines = md.strip("\n").split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            i += 1
-            continue
-        if line.startswith("```"):
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"):
-                j += 1
-            out += code_block(lines[i + 1:j])
-            i = j + 1
-            continue
-        if line.startswith("#"):
-            out.append(f".SS {_quote_arg(re.sub(r'[`*]', '', line.lstrip('#').strip()))}")
-            i += 1
-            continue
-        if line.startswith("|"):
-            rows = []
-            while i < len(lines) and lines[i].startswith("|"):
-                cells = [c.strip() for c in _split_md_row(lines[i])]
-                if not all(re.fullmatch(r":?-+:?", c) for c in cells):
-                    rows.append(cells)
-                i += 1
-            head, body = rows[0], rows[1:]
-            for row in body:
-                out += [".TP", _line_safe(inline(row[0]))]
-                for h, c in zip(head[1:], row[1:]):
-                    out.append(_line_safe(f"\\fI{esc(h)}\\fP: {inline(c)}"))
-                    out.append(".br")
-                if out[-1] == ".br":
-                    out.pop()
-            continue
-        if line.startswith("- "):
-            while i < len(lines) and lines[i].startswith("- "):
-                item = [lines[i][2:]]
-                i += 1
-                while i < len(lines) and lines[i].startswith("  ") and lines[i].strip():
-                    item.append(lines[i].strip())
-                    i += 1
-                out += [".IP \\(bu 2"] + [_line_safe(inline(s)) for s in _md_sentences(" ".join(item))]
-                while i < len(lines) and not lines[i].strip():
-                    i += 1
-            continue
-        para = []
-        while i < len(lines) and lines[i].strip() and not lines[i].startswith(("```", "|", "- ", "#")):
-            para.append(lines[i].strip())
-            i += 1
-        out.append(".PP")
-        out += [_line_safe(inline(s)) for s in _md_sentences(" ".join(para))]
-    return out
-
-
-def _split_md_row(line: str) -> list:
-    """The cells of a Markdown table row ('|' inside `code` does not split)."""
-    cells, cur, code = [], "", False
-    for c in line.strip().strip("|"):
-        if c == "`":
-            code = not code
-        if c == "|" and not code:
-            cells.append(cur)
-            cur = ""
-        else:
-            cur += c
-    cells.append(cur)
-    return cells
-
-
-def _md_sentences(text: str) -> list:
-    """Markdown sentences end with one space; split there, outside `code`."""
-    parts, cur, code = [], "", False
-    for n, c in enumerate(text):
-        if c == "`":
-            code = not code
-        cur += c
-        if (not code and c == " " and re.search(r"[A-Za-z0-9)][.!?]\)? $", cur)
-                and n + 1 < len(text) and (text[n + 1].isupper() or text[n + 1] in "`*")
-                and not re.search(r"\b(e\.g|i\.e|etc|vs)\. $", cur)):
-            parts.append(cur.strip())
-            cur = ""
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
-
-
 def ares_page(map_text: str, readme: str, version: str, description: str | None,
               functions: list, heading: str = "libdnsshim_ares") -> str:
-    symbols = [s for names in map_nodes(map_text).values() for s in names]
+    symbols = [s for names in _build_ffi().export_nodes(map_text).values() for s in names]
     title, body = markdown_section(readme, heading)
     inline = Inline(list(functions) + symbols, backtick_font="B", markdown=True)
     summary = description or title.split(":", 1)[-1].strip()
-    out = _th("dnsshim_ares", "3", version)
+    out = title_lines("dnsshim_ares", "3", version)
     out += _name_section(["dnsshim_ares", "libdnsshim_ares"], summary)
     out += [".SH SYNOPSIS", ".nf", ".B #include <ares.h>", ".PP"]
     out += [f"\\fB{esc(s, code=True)}\\fP()" for s in symbols]
@@ -984,7 +701,7 @@ def ares_page(map_text: str, readme: str, version: str, description: str | None,
     out += markdown_to_roff(body, inline)
     out += _see_also([("dnsshim", "7"), ("process_dns_response", "3")]
                      + [(s, "3") for s in symbols if s.startswith("ares_parse_")][:1])
-    return _finish(out)
+    return finish(out)
 
 
 # --- tools: section 1 from --help ----------------------------------------------
@@ -1122,20 +839,21 @@ def tool_page(name: str, help_text: str, version: str, others=()) -> str:
         first = desc[0]
         first = re.sub(rf"^{re.escape(name)}:\s*", "", first)
         desc[0] = first[:1].upper() + first[1:]
-        summary = _sentences(first)[0] if _sentences(first) else first
+        summary = sentence_lines(first)[0] if sentence_lines(first) else first
         summary = summary.split(": ")[0].rstrip(".")
         if summary[:1].isupper() and summary[1:2].islower():
             summary = summary[0].lower() + summary[1:]
-    out = _th(name, "1", version) + _name_section([name], summary or name)
+    out = title_lines(name, "1", version) + _name_section([name], summary or name)
     out.append(".SH SYNOPSIS")
     for u in h["usages"] or [name]:
         rest = u[len(name):].strip() if u.startswith(name) else u
         out += [f".SY {esc(name, code=True)}", _usage_roff(rest) or "\\&", ".YS"]
     out.append(".SH DESCRIPTION")
     for d in desc:
-        out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(d)]
+        out += [".PP"] + [line_safe(inline(s)) for s in sentence_lines(d)]
     for n in h["notes"]:
-        out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(n[:1].upper() + n[1:] + ".")]
+        out += [".PP"] + [line_safe(inline(s))
+                          for s in sentence_lines(n[:1].upper() + n[1:] + ".")]
     exit_status, rest = [], []
     for a in h["after"]:
         (exit_status if re.match(r"(?i)exit status", a) else rest).append(a)
@@ -1143,45 +861,24 @@ def tool_page(name: str, help_text: str, version: str, others=()) -> str:
         out.append(".SH OPTIONS")
         for heading, items in h["options"]:
             if len(h["options"]) > 1 or heading not in ("options", "optional arguments"):
-                out.append(f".SS {_quote_arg(heading[:1].upper() + heading[1:])}")
+                out.append(f".SS {quote_arg(heading[:1].upper() + heading[1:])}")
             for spec, text in items:
                 out += [".TP", _option_tag(spec)]
-                out += [_line_safe(inline(s)) for s in _sentences(text[:1].upper() + text[1:])] or ["\\&"]
+                out += [line_safe(inline(s)) for s in sentence_lines(text[:1].upper() + text[1:])] or ["\\&"]
     if exit_status:
         out.append(".SH \"EXIT STATUS\"")
         for a in exit_status:
             a = re.sub(r"(?i)^exit status:\s*", "", a)
-            out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(a)]
+            out += [".PP"] + [line_safe(inline(s)) for s in sentence_lines(a)]
     if rest:
         out.append(".SH NOTES")
         for a in rest:
-            out += [".PP"] + [_line_safe(inline(s)) for s in _sentences(a)]
+            out += [".PP"] + [line_safe(inline(s)) for s in sentence_lines(a)]
     out += _see_also([(o, "1") for o in others if o != name] + [("dnsshim", "7")])
-    return _finish(out)
+    return finish(out)
 
 
 # ---------------------------------------------------------------------------
-
-
-def _finish(lines: list) -> str:
-    out = []
-    for line in lines:
-        if line is None:
-            continue
-        line = line.rstrip()
-        if not line:
-            continue          # a blank line is a blank output line in roff
-        out.append(line)
-    # .PP right after a section heading, or twice, is redundant
-    clean = []
-    for line in out:
-        if line == ".PP" and clean and (clean[-1].startswith((".SH", ".SS", ".PP", ".TP"))):
-            continue
-        clean.append(line)
-    text = "\n".join(clean) + "\n"
-    if "\n.TS" in text:
-        text = "'\\\" t\n" + text
-    return text
 
 
 def _default_nodes(header: Header) -> tuple:
@@ -1207,6 +904,9 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     header = parse_header(header_text)
     funcs = header.functions()
     names = [c.names[0] for c in funcs]
+    if names != api_functions(header_text):
+        raise ValueError(f"the pages' reading of the header's functions ({names}) is not the "
+                         f"build's ({api_functions(header_text)})")
     prefix, first_node = _default_nodes(header)
     see_tools = [(t, "1") for t in tools]
     extra = [("dnsshim_ares", "3")] if ares_map and readme else []
@@ -1225,9 +925,12 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
             node = given
         first = _join(blocks(c.comment)[0]) if c.comment else ""
         m = re.match(rf"^{re.escape(name)}\s*(?:\(\d+\.\d+\))?\s*:\s*(.*)$", first, re.S)
-        summaries[name] = _sentences(m.group(1))[0] if m else ""
+        summaries[name] = sentence_lines(m.group(1))[0] if m else ""
         out[f"{name}.3"] = function_page(header, c, version, node, names)
-    out["dnsshim.7"] = overview_page(header, version, names, summaries, extra + see_tools)
+    statuses = (_build_ffi().statuses(header_text) if header.chunk("dns_shim_status")
+                else None)
+    out["dnsshim.7"] = overview_page(header, version, names, summaries, extra + see_tools,
+                                     statuses)
     if ares_map and readme:
         out["dnsshim_ares.3"] = ares_page(ares_map, readme, version, ares_description, names)
     for t, text in tools.items():
@@ -1235,15 +938,29 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     return out
 
 
+SOURCE_ROOT = Path(__file__).resolve().parent.parent    # the tree holding shim/
+
+
+def _build_ffi():
+    """build_ffi.py of the tree holding shim/: the one reader of the
+    header's facts and the version scripts, shared with the build."""
+    if str(SOURCE_ROOT) not in sys.path:
+        sys.path.append(str(SOURCE_ROOT))
+    import build_ffi
+
+    return build_ffi
+
+
 def pages_from_tree(root, version: str | None = None, tools: dict | None = None) -> dict:
     """pages() from a project tree: csrc/dns_shim.h, the version scripts,
     README.md and csrc/ares/dnsshim-ares.pc.in's Description."""
     root = Path(root)
+    build_ffi = _build_ffi()
     header = (root / "csrc" / "dns_shim.h").read_text(encoding="utf-8")
     if version is None:
-        version = ".".join(re.search(rf"#define DNS_SHIM_VERSION_{p}\s+(\d+)", header).group(1)
-                           for p in ("MAJOR", "MINOR", "PATCH"))
-    nodes = map_nodes((root / "csrc" / "lib" / "libdnsshim.map").read_text(encoding="utf-8"))
+        version = build_ffi.header_version(root / "csrc" / "dns_shim.h")
+    nodes = build_ffi.export_nodes(
+        (root / "csrc" / "lib" / "libdnsshim.map").read_text(encoding="utf-8"))
     symbol_versions = {s: node for node, syms in nodes.items() for s in syms}
     pc = (root / "csrc" / "ares" / "dnsshim-ares.pc.in").read_text(encoding="utf-8")
     m = re.search(r"^Description:\s*(.*)$", pc, re.M)
@@ -1253,7 +970,6 @@ def pages_from_tree(root, version: str | None = None, tools: dict | None = None)
                  ares_description=m.group(1) if m else None)
 
 
-SOURCE_ROOT = Path(__file__).resolve().parent.parent    # the tree holding shim/
 
 
 def write_pages(mandir: Path, tools: dict[str, str], root: Path | None = None) -> list[Path]:

@@ -16,9 +16,10 @@ from shim import glue, rdtable
 from shim.status import Status
 
 
-def run(ffi, wire, recorder):
+def run(ffi, wire, recorder, runtime=None):
     buf = ffi.new("uint8_t[]", wire) if wire else ffi.new("uint8_t[1]")
-    return glue.process(ffi, buf, len(wire), recorder.struct if recorder else ffi.NULL)
+    return glue.process(ffi, buf, len(wire), recorder.struct if recorder else ffi.NULL,
+                        runtime=runtime)
 
 
 def test_order_and_sections(header_ffi):
@@ -109,9 +110,9 @@ def test_memory_error_while_converting_is_no_memory(header_ffi, monkeypatch, cap
         self.new = failing_new
     monkeypatch.setattr(glue._Converter, "__init__", init)
     failures = []
-    monkeypatch.setattr(glue, "failure", failures.append)
     rec = Recorder(header_ffi)
-    assert run(header_ffi, vectors.wire("every_type"), rec) == Status.ERR_NO_MEMORY
+    assert run(header_ffi, vectors.wire("every_type"), rec,
+               glue.Runtime(failure=failures.append)) == Status.ERR_NO_MEMORY
     assert count[0] == 3
     assert rec.calls == [], "all or nothing: no callback before every struct is built"
     assert failures == ["DNS_SHIM_ERR_NO_MEMORY: memory ran out inside the library"]
@@ -229,3 +230,24 @@ def test_svcb_and_https_verbatim_on_every_accepted_mutant():
                 assert rec.rdata_wire == rec.rdata.to_wire(), (n, rec)
                 checked += 1
     assert checked > 1000
+
+
+def test_unexpected_failure_goes_to_the_runtime_passed_in(header_ffi, monkeypatch, capfd):
+    def broken(wire, expect=None):
+        raise RuntimeError("injected: for the runtime")
+    monkeypatch.setattr(glue, "decode", broken)
+    logged, failures = [], []
+    runtime = glue.Runtime(log=lambda level, text: logged.append((level, text)),
+                           failure=failures.append)
+    assert run(header_ffi, vectors.wire("every_type"), Recorder(header_ffi),
+               runtime) == Status.ERR_INTERNAL
+    assert [level for level, _ in logged] == [glue.LOG_ERROR]
+    assert "injected: for the runtime" in logged[0][1] and "Traceback" in logged[0][1]
+    assert failures == ["DNS_SHIM_ERR_INTERNAL: RuntimeError: injected: for the runtime "
+                        "(the traceback is logged)"]
+    assert capfd.readouterr().err == "", "the runtime's log, not the standalone stderr"
+    # Without a runtime: the standalone one, stderr and no reason kept.
+    assert run(header_ffi, vectors.wire("every_type"), Recorder(header_ffi)) == \
+        Status.ERR_INTERNAL
+    assert "injected: for the runtime" in capfd.readouterr().err
+    assert len(failures) == 1

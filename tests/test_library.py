@@ -192,7 +192,8 @@ def test_out_of_range_python_result_is_internal(abi, glue, monkeypatch):
 def test_plan_naming_no_callback_is_internal(abi, glue, monkeypatch, capfd):
     kept = []
 
-    def bad_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None):
+    def bad_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None,
+                 runtime=None):
         steps = ffi.new("dns_shim__step[]", [(3, ffi.NULL)])  # offset 3: no member
         kept.append(steps)
         out_steps[0], out_count[0], out_token[0] = steps, 1, 0

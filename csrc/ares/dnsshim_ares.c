@@ -53,7 +53,8 @@ static void dnsshim_ares__log(const char *message)
 }
 
 /* The init code could not attach this library's module: why, and whether
-** it went to libdnsshim's log already (through shim.glue.log). */
+** it went to libdnsshim's log already (through the log of libdnsshim's
+** shim.glue.Runtime). */
 static void dnsshim_ares__report_start_failure(const char *why, int32_t logged)
 {
     dnsshim_ares__start_failed = 1;
