@@ -103,8 +103,10 @@ _KINDS = {
 }
 
 
-def plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None):
-    status = _real_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query)
+def plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None,
+         runtime=None):
+    status = _real_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token, query,
+                        runtime)
     kind = _CORRUPT_KINDS.pop(0) if _CORRUPT_KINDS else "none"
     if status == Status.OK and kind != "none":
         out = [out_steps[0], out_count[0]]

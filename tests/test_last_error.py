@@ -188,8 +188,9 @@ def test_a_detail_cut_at_its_size_keeps_whole_characters(abi, library_modules, m
     glue = library_modules["shim.glue"]
     text = "x" * pad + char * 2100
 
-    def failing(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None):
-        glue.failure(text)
+    def failing(ffi, buf, length, callbacks, out_steps, out_count, out_token, query=None,
+                runtime=None):
+        runtime.failure(text)
         return Status.ERR_BAD_NAME
     monkeypatch.setattr(glue, "plan", failing)
     ffi, lib = abi

@@ -253,11 +253,12 @@ def test_internal_error_goes_to_the_log_handler(abi, glue, monkeypatch, capfd):
     assert "dnsshim: DNS_SHIM_ERR_INTERNAL: unexpected error" in capfd.readouterr().err
 
 
-def test_set_log_handler_waits_for_the_old_handlers_calls(abi, glue):
+def test_set_log_handler_waits_for_the_old_handlers_calls(abi, library_modules):
     """Once dns_shim_set_log_handler returns, the handler it replaced has
     finished every call it had started and gets no other."""
     import threading
     ffi, lib = abi
+    log, LOG_ERROR = library_modules["shim.embedded"].runtime().log, 3
     events, entered, release = [], threading.Event(), threading.Event()
 
     @ffi.callback("void(void *, int32_t, const char *)")
@@ -273,7 +274,7 @@ def test_set_log_handler_waits_for_the_old_handlers_calls(abi, glue):
 
     lib.dns_shim_set_log_handler(slow, ffi.NULL)
     try:
-        logger = threading.Thread(target=glue.log, args=(glue.LOG_ERROR, "in flight"))
+        logger = threading.Thread(target=log, args=(LOG_ERROR, "in flight"))
         logger.start()
         assert entered.wait(10)
 
@@ -287,18 +288,19 @@ def test_set_log_handler_waits_for_the_old_handlers_calls(abi, glue):
         release.set()
         setter.join(10)
         logger.join(10)
-        glue.log(glue.LOG_ERROR, "after")
+        log(LOG_ERROR, "after")
     finally:
         release.set()
         lib.dns_shim_set_log_handler(ffi.NULL, ffi.NULL)
     assert events == [("slow", "in flight"), "slow returns", "set returns", ("fast", "after")]
 
 
-def test_a_handler_that_replaces_itself_does_not_wait_for_itself(abi, glue):
+def test_a_handler_that_replaces_itself_does_not_wait_for_itself(abi, library_modules):
     """A handler may set the handler: its own call is not waited for (that
     would never end), and the messages after it go to the new one."""
     import threading
     ffi, lib = abi
+    log, LOG_ERROR = library_modules["shim.embedded"].runtime().log, 3
     events = []
 
     @ffi.callback("void(void *, int32_t, const char *)")
@@ -313,8 +315,7 @@ def test_a_handler_that_replaces_itself_does_not_wait_for_itself(abi, glue):
 
     lib.dns_shim_set_log_handler(first, ffi.NULL)
     try:
-        logger = threading.Thread(target=lambda: (glue.log(glue.LOG_ERROR, "one"),
-                                                  glue.log(glue.LOG_ERROR, "two")))
+        logger = threading.Thread(target=lambda: (log(LOG_ERROR, "one"), log(LOG_ERROR, "two")))
         logger.start()
         logger.join(10)
         assert not logger.is_alive(), "the handler that set the handler never returned"
