@@ -1,6 +1,6 @@
 """Builds libdnsshim into the package at install time.
 
-``pip install .`` (or building a wheel) runs build_ffi.py's install() into the
+``pip install .`` (or building a wheel) runs dnsshim_build.install.package_tree() into the
 package's build directory: shim/lib/libdnsshim.so.N (and libdnsshim.so),
 shim/lib/libdnsshim.a, libdnsshim_ares.so.1 and .a beside them,
 shim/lib/pkgconfig/dnsshim.pc and dnsshim-ares.pc, and
@@ -12,8 +12,8 @@ that ``dnsshim-config`` and ``python -m shim`` answer there too (the tests
 and build_ffi.py build their own copies).
 """
 
+import importlib.util
 import os
-import sys
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -25,17 +25,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 class BuildPyWithLibrary(build_py):
     def run(self):
-        sys.path.insert(0, HERE)
-        import build_ffi
+        # build_ffi.py, loaded by its path, puts this tree first on sys.path.
+        spec = importlib.util.spec_from_file_location("build_ffi",
+                                                      os.path.join(HERE, "build_ffi.py"))
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        from dnsshim_build import install, pipeline
 
         # A missing compiler, Python.h or libpython stops the build here,
         # with one line saying what to install, before anything runs.
-        build_ffi.check_prerequisites()
+        pipeline.check_prerequisites()
         super().run()
         if getattr(self, "editable_mode", False):
-            build_ffi.install(os.path.join(HERE, "shim"), build_ffi.Mode.SOURCE_TREE)
+            install.package_tree(os.path.join(HERE, "shim"), pipeline.Mode.SOURCE_TREE)
         else:
-            build_ffi.install(os.path.join(self.build_lib, "shim"), build_ffi.Mode.PACKAGE)
+            install.package_tree(os.path.join(self.build_lib, "shim"), pipeline.Mode.PACKAGE)
 
 
 class BinaryDistribution(Distribution):

@@ -22,10 +22,12 @@ The package is the Python half of ``libdnsshim.so``:
   is compiled into the library); :mod:`shim.requirements`: the floors it
   checks before it starts;
 * :mod:`shim.config`: ``dnsshim-config``, the flags a C build needs;
-  :mod:`shim.bundle`: the self-contained folder for devices (with
-  :mod:`shim.elf`, which edits the ELF files it copies);
 * :mod:`shim.sample`: sample responses (the README's, the bundler's probe's);
   :mod:`shim.dump`: ``python -m shim dump``.
+
+The build (the libraries, the installers, the bundle, the firmware object,
+the manual) is not here: it lives in the source tree's ``dnsshim_build/``,
+which is never installed and never imported by this package.
 
 ``import shim`` stays light (the library imports it at start-up): the API's
 names are loaded on first use.

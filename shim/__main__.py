@@ -15,8 +15,9 @@ Run from the project's clone, where ``python -m`` imports the source tree's
 ``shim/``, it answers for the installed package, or says exactly why there
 is none.  The second form prints responses as dnsshim-dump does, with the
 Python API (shim.parse_response): no C, no cffi.  The third writes a
-self-contained folder for a device (shim/bundle.py), the fourth the whole
-parser as one object file for a firmware image (shim/firmware.py).
+self-contained folder for a device, the fourth the whole parser as one
+object file for a firmware image: both are the build's (build_ffi.py's
+subcommands, from a source checkout).
 """
 
 from __future__ import annotations
@@ -45,12 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "dump":
         from shim.dump import main as dump_main
         return dump_main(argv[1:])
-    if argv and argv[0] == "bundle":
-        from shim.bundle import main as bundle_main
-        return bundle_main(argv[1:])
-    if argv and argv[0] == "firmware":
-        from shim.firmware import main as firmware_main
-        return firmware_main(argv[1:])
+    if argv and argv[0] in ("bundle", "firmware"):
+        return config.build_command(argv[0], argv[1:], f"python -m shim {argv[0]}")
     parser = config.parser("python -m shim", epilog="python -m shim dump --help: the dump; "
                            "python -m shim bundle --help: the bundle; python -m shim firmware "
                            "--help: the firmware object")

@@ -169,6 +169,24 @@ def _source_root(package: Path) -> Path | None:
     return None
 
 
+def build_command(name: str, argv: list, prog: str) -> int:
+    """``bundle`` or ``firmware``: build_ffi.py's subcommand of that name, run
+    from the source tree this package sits in (the build code is there, never
+    in the installed package); exits with its status.  Outside a source
+    checkout, one line saying where to run it."""
+    root = _source_root(HERE)
+    if root is None or not (root / "dnsshim_build").is_dir():
+        print(f"{prog}: the {name} is built from the sources, and {HERE} is an installed "
+              f"package, which carries no build code: run it in a source checkout (python "
+              f"build_ffi.py {name}, or {prog} after pip install -e .)", file=sys.stderr)
+        return 2
+    import subprocess
+
+    sys.stdout.flush()
+    return subprocess.run([sys.executable, str(root / "build_ffi.py"), "--prog", prog, name,
+                           *argv]).returncode
+
+
 def _other_packages() -> list[Path]:
     """``shim`` packages on sys.path other than this one: the installed one
     that the current directory hides from ``python -m shim``."""
@@ -286,15 +304,11 @@ def run(args: argparse.Namespace, p: argparse.ArgumentParser,
 
 def main(argv: list[str] | None = None, installation: Installation | None = None) -> int:
     """The dnsshim-config command (``bundle``: the self-contained folder of
-    shim/bundle.py, as ``python -m shim bundle``).  installation: the one it
+    dnsshim_build/bundle.py, as ``python -m shim bundle``).  installation: the one it
     answers for (a prefix install's dnsshim-config gives its own)."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "bundle":
-        from shim.bundle import main as bundle_main
-        return bundle_main(argv[1:], prog="dnsshim-config bundle")
-    if argv and argv[0] == "firmware":
-        from shim.firmware import main as firmware_main
-        return firmware_main(argv[1:], prog="dnsshim-config firmware")
+    if argv and argv[0] in ("bundle", "firmware"):
+        return build_command(argv[0], argv[1:], f"dnsshim-config {argv[0]}")
     p = parser("dnsshim-config", epilog=EPILOG)
     return run(p.parse_args(argv), p, installation)
 

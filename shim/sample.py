@@ -56,7 +56,7 @@ def probe_messages() -> tuple:
     """({name: wire}, {name: wire}): good responses that reach every typed
     converter, OPT and its options, TSIG, an unknown type, another class;
     and malformed ones (the error paths).  What the bundler runs the
-    library over to learn which modules it imports (shim/bundle.py)."""
+    library over to learn which modules it imports (dnsshim_build/bundle.py)."""
     import dns.message
     import dns.rcode
     import dns.rrset

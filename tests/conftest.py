@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 sys.path.insert(0, str(ROOT))
 
-import build_ffi  # noqa: E402
+from dnsshim_build import pipeline  # noqa: E402
 import cprograms  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def built(tmp_path_factory) -> Built:
 def abi(built):
     """The library loaded into this process through its C ABI (cffi ABI mode)."""
     ffi = cffi.FFI()
-    ffi.cdef(build_ffi.header_cdef())
+    ffi.cdef(pipeline.header_cdef())
     lib = ffi.dlopen(str(built.lib))
     return ffi, lib
 
@@ -63,7 +63,7 @@ def library_modules(abi):
 def header_ffi():
     """An ABI-mode ffi with the header's types, for the glue layer alone."""
     ffi = cffi.FFI()
-    ffi.cdef(build_ffi.header_cdef())
+    ffi.cdef(pipeline.header_cdef())
     return ffi
 
 
@@ -186,3 +186,27 @@ def sanitized_build(tmp_path_factory):
     import sanitizers
 
     return sanitizers.build(tmp_path_factory.mktemp("sanitized"))
+
+
+# ---- the build's code, which no installed form carries ----------------------------
+
+#: The build's modules (dnsshim_build/ and build_ffi.py), by the names they
+#: had or could be given in a shipped tree: written out here, not read from
+#: the tree, so that a build module moved back into shim/ is caught.
+BUILD_MODULES = frozenset({"build_ffi", "pipeline", "bundle", "elf", "firmware",
+                           "firmware_freeze", "install", "man", "man_roff", "man_markdown"})
+
+
+def build_code_in(tree) -> list:
+    """The files or folders of the build's code under tree: dnsshim_build/
+    anywhere, build_ffi.py, or a build module in a shim package (as .py or
+    .pyc)."""
+    found = []
+    for path in Path(tree).rglob("*"):
+        if path.name == "dnsshim_build" or path.name.startswith("build_ffi."):
+            found.append(path)
+        elif path.suffix in (".py", ".pyc") and path.name.split(".")[0] in BUILD_MODULES \
+                and "shim" in path.relative_to(tree).parts[:-1]:
+            found.append(path)
+    return sorted(found)
+

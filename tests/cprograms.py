@@ -1,5 +1,5 @@
 """The C programs the tests and the benchmark run, built against a build of
-the libraries through build_ffi.compile_program, the one way this project
+the libraries through pipeline.compile_program, the one way this project
 compiles a C program.
 
     python tests/cprograms.py [DIR]     every program into DIR (default: build/,
@@ -24,7 +24,7 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import build_ffi  # noqa: E402
+from dnsshim_build import pipeline  # noqa: E402
 
 #: What every test program is compiled with (warnings are errors).
 STRICT = ("-Wextra", "-Werror")
@@ -63,7 +63,7 @@ def programs() -> dict:
     """name -> Program: those this machine can build."""
     c, bench = HERE / "c", HERE / "bench"
     found = {
-        "dnsshim-dump": Program(build_ffi.TOOLS / "dnsshim-dump.c"),
+        "dnsshim-dump": Program(pipeline.TOOLS / "dnsshim-dump.c"),
         "dnsshim_test": Program(c / "dnsshim_test.c"),
         "dnsshim_stress": Program(c / "dnsshim_stress.c"),
         "dnsshim_bench": Program(bench / "dnsshim_bench.c"),
@@ -98,7 +98,7 @@ def build(out: Path, names=None, *, against: Path | None = None, cflags=()) -> d
     for name in names or table:
         program = table[name]
         cares_cflags, libs = cares_flags() if program.cares else ((), ())
-        built[name] = build_ffi.compile_program(
+        built[name] = pipeline.compile_program(
             [program.source], out / name, against=against if program.libraries else None,
             libraries=program.libraries, cflags=(*STRICT, *program.cflags, *cares_cflags, *cflags),
             flags=libs)

@@ -47,7 +47,7 @@ with atheris.instrument_imports():
 
 import cffi  # noqa: E402
 
-import build_ffi  # noqa: E402
+from dnsshim_build import pipeline  # noqa: E402
 from shim.status import DnsShimError, Status  # noqa: E402
 
 ALLOWED_FROM_GLUE = {s for s in Status if s not in (Status.ERR_INTERNAL, Status.ERR_NO_MEMORY)}
@@ -85,7 +85,7 @@ def make_glue_target():
     from recorder import Recorder
 
     ffi = cffi.FFI()
-    ffi.cdef(build_ffi.header_cdef())
+    ffi.cdef(pipeline.header_cdef())
     recorder = Recorder(ffi)
 
     def glue_target(data: bytes) -> None:

@@ -4,7 +4,7 @@ UndefinedBehaviorSanitizer, and the way to run a program under it.
     build(out)  -> Sanitized: the build directory, the programs, the environment
 
 The libraries are built by ``python build_ffi.py --out`` with the flags in
-$CFLAGS and $LDFLAGS (build_ffi.env_flags), the programs by tests/cprograms.py
+$CFLAGS and $LDFLAGS (pipeline.env_flags), the programs by tests/cprograms.py
 with the same flags, so that every line of this project's C (the libraries'
 own C, cffi's generated module, the test drivers) is instrumented.  The
 embedded CPython, cffi's backend and c-ares are not: what they do is checked
@@ -165,5 +165,5 @@ def compile_program(sources, output, against: Path, **kwargs) -> Path:
     """A program of one's own (a test's) compiled and linked against a
     sanitized build with the same flags."""
     cflags = (*FLAGS, *kwargs.pop("cflags", ()))
-    return cprograms.build_ffi.compile_program(sources, output, against=against, cflags=cflags,
+    return cprograms.pipeline.compile_program(sources, output, against=against, cflags=cflags,
                                                **kwargs)

@@ -59,27 +59,27 @@ def test_layout(header_ffi, struct):
 
 def test_every_public_struct_is_recorded(header_ffi):
     import re
-    import build_ffi
-    declared = set(re.findall(r"typedef struct (dns_shim_[a-z_]+) \{", build_ffi.header_cdef()))
+    from dnsshim_build import pipeline
+    declared = set(re.findall(r"typedef struct (dns_shim_[a-z_]+) \{", pipeline.header_cdef()))
     assert declared == set(LAYOUT)
 
 
 def test_version_macros(abi):
     import re
-    import build_ffi
+    from dnsshim_build import pipeline
     import shim
-    assert build_ffi.header_version() == shim.__version__
+    assert pipeline.header_version() == shim.__version__
     ffi, lib = abi
     major, minor, patch = (int(x) for x in shim.__version__.split("."))
     assert (lib.DNS_SHIM_VERSION_MAJOR, lib.DNS_SHIM_VERSION_MINOR,
             lib.DNS_SHIM_VERSION_PATCH) == (major, minor, patch)
-    header = open(build_ffi.HEADER).read()
+    header = open(pipeline.HEADER).read()
     packed = re.search(r"#define DNS_SHIM_VERSION_NUMBER (.*)", header).group(1)
     assert eval(packed.replace("DNS_SHIM_VERSION_", "")  # noqa: S307 - our own header
                 .replace("MAJOR", str(major)).replace("MINOR", str(minor))
                 .replace("PATCH", str(patch))) == (major << 16) | (minor << 8) | patch
     assert ffi.string(lib.dns_shim_version()).decode().startswith(shim.__version__ + " (CPython ")
-    assert build_ffi.DNSSHIM.soname == f"libdnsshim.so.{major}"
+    assert pipeline.DNSSHIM.soname == f"libdnsshim.so.{major}"
 
 
 def test_1_0_sizes_are_what_1_0_declared(header_ffi):

@@ -26,7 +26,7 @@ import dns.rrset
 import pytest
 
 import ares_diff
-import build_ffi
+from dnsshim_build import pipeline
 import malformed
 import vectors
 from conftest import ROOT, available_corpus, require_cares
@@ -72,7 +72,7 @@ STRUCTS = {
 
 
 def _header_defines(prefix):
-    text = open(build_ffi.ARES_HEADER, encoding="utf-8").read()
+    text = open(pipeline.ARES_HEADER, encoding="utf-8").read()
     return {m.group(1): int(m.group(2))
             for m in re.finditer(rf"#define {prefix}(\w+) (\d+)", text)}
 
@@ -99,9 +99,9 @@ def test_layout_and_codes_match_ares_h(progs, tmp_path):
     lines.append("int main(void) { return 0; }")
     src = tmp_path / "layout.c"
     src.write_text("\n".join(lines) + "\n")
-    build_ffi.compile_program([src], tmp_path / "layout", cflags=("-std=gnu11", "-Werror"))
+    pipeline.compile_program([src], tmp_path / "layout", cflags=("-std=gnu11", "-Werror"))
     assert len(STRUCTS) == len(re.findall(r"typedef struct (dnsshim_ares_\w+) \{.*?\} \1;",
-                                          open(build_ffi.ARES_HEADER).read(), re.S)) - 3, \
+                                          open(pipeline.ARES_HEADER).read(), re.S)) - 3, \
         "every c-ares struct of the header is checked (the 3 others are the Python-to-C data)"
 
 
@@ -116,11 +116,11 @@ def test_python_constants_match_the_header():
 
 
 def test_exports_exactly_the_classic_api(built):
-    shared = built.dir / build_ffi.DNSSHIM_ARES.soname
+    shared = built.dir / pipeline.DNSSHIM_ARES.soname
     out = subprocess.run(["nm", "-D", "--defined-only", str(shared)], capture_output=True,
                          text=True, check=True).stdout
     exported = {line.split()[-1] for line in out.splitlines() if line.split()[1] in "TDBR"}
-    assert exported == build_ffi.exported_names(build_ffi.DNSSHIM_ARES)
+    assert exported == pipeline.exported_names(pipeline.DNSSHIM_ARES)
     dyn = subprocess.run(["readelf", "-d", str(shared)], capture_output=True, text=True,
                          check=True).stdout
     assert "Library soname: [libdnsshim_ares.so.1]" in dyn
@@ -375,17 +375,17 @@ _TWO_MODULES = r"""
 import re, sys
 sys.path.insert(0, sys.argv[1])
 import cffi
-import build_ffi
+from dnsshim_build import pipeline
 lib_dir, wire = sys.argv[2], bytes.fromhex(sys.argv[3])
 ffi = cffi.FFI()
-ffi.cdef(build_ffi.header_cdef())
+ffi.cdef(pipeline.header_cdef())
 lib = ffi.dlopen(lib_dir + "/libdnsshim.so")
 print("dnsshim", lib.process_dns_response(wire, len(wire)))
 aresffi = cffi.FFI()
-aresffi.cdef(re.sub(r'extern "Python"[^;]*;', "", build_ffi.header_cdef(build_ffi.ARES_HEADER)))
+aresffi.cdef(re.sub(r'extern "Python"[^;]*;', "", pipeline.header_cdef(pipeline.ARES_HEADER)))
 aresffi.cdef("int ares_parse_srv_reply(const unsigned char *, int, dnsshim_ares_srv_reply **);"
              "void ares_free_data(void *);")
-ares = aresffi.dlopen(lib_dir + "/" + build_ffi.DNSSHIM_ARES.soname)
+ares = aresffi.dlopen(lib_dir + "/" + pipeline.DNSSHIM_ARES.soname)
 out = aresffi.new("dnsshim_ares_srv_reply **")
 rc = ares.ares_parse_srv_reply(wire, len(wire), out)
 srv = out[0]

@@ -1,4 +1,4 @@
-"""The self-contained bundle (python -m shim bundle, shim/bundle.py).
+"""The self-contained bundle (python -m shim bundle, dnsshim_build/bundle.py).
 
 A bundle is built once, copied to a new place, and the C test program is
 built against the copy with the copy's pkg-config file.  Then the program
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-import build_ffi
+from dnsshim_build import pipeline
 import malformed
 import reference
 import vectors
-from conftest import ROOT, require_program, split_log, write_messages
+from conftest import ROOT, build_code_in, require_program, split_log, write_messages
 
 TAG = sysconfig.get_python_version()
 
@@ -54,7 +54,7 @@ def moved(bundle, tmp_path_factory):
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "dnsshim"], env=env,
                            capture_output=True, text=True, check=True).stdout.split()
     program = place.parent / "dnsshim_test"
-    build_ffi.compile_program([ROOT / "tests" / "c" / "dnsshim_test.c"], program, flags=flags,
+    pipeline.compile_program([ROOT / "tests" / "c" / "dnsshim_test.c"], program, flags=flags,
                               cflags=("-Werror",))
     return place, program
 
@@ -213,7 +213,7 @@ def test_bundle_layout(bundle):
     # What the library's interpreter never imports is not there: the Python
     # API, importlib.metadata (shim/embedded.py answers dns._features), and
     # OpenSSL's hashlib backend (hashlib takes CPython's own).
-    for absent in ("shim/api.pyc", "shim/dump.pyc", "shim/bundle.pyc", "importlib/metadata",
+    for absent in ("shim/api.pyc", "shim/dump.pyc", "importlib/metadata",
                    "zipfile.pyc", "email", f"lib-dynload/_hashlib{sysconfig.get_config_var('EXT_SUFFIX')}"):
         assert not (py / absent).exists(), absent
     # Stripped: no symbol table left in the shared objects.
@@ -225,6 +225,12 @@ def test_bundle_layout(bundle):
                                    if p.is_file() and not p.is_symlink() and
                                    p.name != "bundle.json")
     assert "libc.so.6" in summary["system_libraries"]
+
+
+def test_bundle_holds_no_build_code(bundle):
+    where, _ = bundle
+    assert list(where.rglob("glue.pyc")), "the bundle has no shim package to look in"
+    assert build_code_in(where) == []
 
 
 def test_bundle_tracebacks_name_no_file(bundle):

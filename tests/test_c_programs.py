@@ -237,9 +237,9 @@ INIT_FAILURE_SCRIPT = """
 import sys, cffi
 sys.modules["dns"] = None          # dnspython cannot be imported
 sys.path.insert(0, {root!r})
-import build_ffi
+from dnsshim_build import pipeline
 ffi = cffi.FFI()
-ffi.cdef(build_ffi.header_cdef())
+ffi.cdef(pipeline.header_cdef())
 lib = ffi.dlopen({lib!r})
 msg = bytes.fromhex({msg!r})
 print(lib.process_dns_response(ffi.NULL, -1))

@@ -20,12 +20,12 @@ import textwrap
 
 import pytest
 
-import build_ffi
+from dnsshim_build import pipeline
 import vectors
 from conftest import ROOT, require_cares, require_program
 from test_install import installed, site_packages  # noqa: F401 (fixture)
 
-VERSION = build_ffi.package_version()
+VERSION = pipeline.package_version()
 ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
 
 PROJECT = textwrap.dedent("""\
@@ -102,7 +102,7 @@ def test_programs_build_and_run(installation, built, tmp_path):
         (source / name).write_bytes((ROOT / "tests" / "c" / name).read_bytes())
     build, dest = tmp_path / "build", tmp_path / "installed"
     for cmd in (["cmake", "-S", source, "-B", build, f"-DCMAKE_PREFIX_PATH={installation}",
-                 f"-DTOOLS={build_ffi.TOOLS}", f"-DWITH_ARES={'ON' if with_ares else 'OFF'}",
+                 f"-DTOOLS={pipeline.TOOLS}", f"-DWITH_ARES={'ON' if with_ares else 'OFF'}",
                  f"-DCMAKE_INSTALL_PREFIX={dest}"],
                 ["cmake", "--build", build], ["cmake", "--install", build]):
         result = _run(cmd)

@@ -34,10 +34,10 @@ from pathlib import Path
 
 import pytest
 
-import build_ffi
+from dnsshim_build import pipeline
 import debian_root
 import malformed
-from conftest import (ROOT, require_cares, require_program, require_tool, split_log,
+from conftest import (BUILD_MODULES, ROOT, require_cares, require_program, require_tool, split_log,
                       write_messages)
 
 # The package is built with Debian's python3.11, whatever runs pytest.
@@ -71,7 +71,7 @@ def _in_ci() -> bool:
 
 
 def test_changelog_names_the_project_version():
-    assert VERSION == f"{build_ffi.package_version()}-1"
+    assert VERSION == f"{pipeline.package_version()}-1"
 
 
 def test_symbols_file_is_the_export_lists():
@@ -79,7 +79,7 @@ def test_symbols_file_is_the_export_lists():
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     symbols = (ROOT / "debian" / "libdnsshim1.symbols").read_text()
-    for node, names in build_ffi.version_nodes(build_ffi.DNSSHIM).items():
+    for node, names in pipeline.version_nodes(pipeline.DNSSHIM).items():
         since = node.split("_")[1] + ".0"
         assert f" {node}@{node} {since}\n" in symbols
         for name in names:
@@ -169,7 +169,7 @@ def test_build_gives_the_three_packages_and_their_debug_symbols(package_build):
         package_build.log
     runtime = re.search(r"^info: runtime: (.*)$", package_build.log, re.M).group(1)
     assert f"dnspython 2.9.2 ({staged}/dns)" in runtime
-    assert f"shim {build_ffi.package_version()} ({staged}/shim)" in runtime
+    assert f"shim {pipeline.package_version()} ({staged}/shim)" in runtime
     assert re.search(r"^CPython 3\.11\.\d+ \(/usr\), ", runtime)
     assert f"cffi 1.15.1 (/usr/lib/python3/dist-packages/_cffi_backend.cpython-311-{TRIPLET}.so)" \
         in runtime
@@ -201,7 +201,7 @@ def test_each_package_holds_exactly_its_files(package_build):
         (f"{PRIVATE}/shim/", f"{PRIVATE}/dns/", f"{PRIVATE}/dnspython-2.9.2.dist-info/"))]
 
     man3 = {f"/usr/share/man/man3/{f}.3.gz": "" for f in
-            (*build_ffi.header_functions(), "dnsshim_ares")}
+            (*pipeline.header_functions(), "dnsshim_ares")}
     assert package_build.contents("libdnsshim-dev") == {
         "/usr/include/dns_shim.h": "",
         f"{LIBDIR}/libdnsshim.so": "libdnsshim.so.1",
@@ -217,6 +217,16 @@ def test_each_package_holds_exactly_its_files(package_build):
         "/usr/share/man/man1/dnsshim-dump.1.gz": "",
         "/usr/share/man/man1/dnsshim-config.1.gz": "",
         "/usr/share/lintian/overrides/dnsshim-tools": "", **_docs("dnsshim-tools")}
+
+
+def test_no_package_holds_build_code(package_build):
+    """The runtime package's private Python side is the runtime alone."""
+    for package in PACKAGES:
+        wrong = [path for path in package_build.contents(package)
+                 if "/dnsshim_build/" in path or "/build_ffi." in path
+                 or ("/shim/" in path and Path(path).name.split(".")[0] in BUILD_MODULES)]
+        assert wrong == [], package
+    assert any(path.endswith("/shim/glue.py") for path in package_build.contents("libdnsshim1"))
 
 
 def test_news_is_each_package_upstream_changelog(package_build):
@@ -358,11 +368,11 @@ def test_dnsshim_dump_check(installed):
     out = result.stdout + result.stderr
     assert "check: ok: a sample response parsed (www.example.com A 192.0.2.1)\n" in out
     assert re.search(rf"^library: (/usr)?/lib/{TRIPLET}/libdnsshim\.so\.1, "
-                     rf"{re.escape(build_ffi.package_version())} \(CPython 3\.11\)$", out, re.M)
+                     rf"{re.escape(pipeline.package_version())} \(CPython 3\.11\)$", out, re.M)
     runtime = re.search(r"^info: runtime: (.*)$", out, re.M).group(1)
     assert runtime.startswith("CPython 3.11.")
     assert f"dnspython 2.9.2 ({PRIVATE}/dns)" in runtime
-    assert f"shim {build_ffi.package_version()} ({PRIVATE}/shim)" in runtime
+    assert f"shim {pipeline.package_version()} ({PRIVATE}/shim)" in runtime
     assert f"cffi 1.15.1 (/usr/lib/python3/dist-packages/_cffi_backend.cpython-311-{TRIPLET}.so)" \
         in runtime
     # run as root, it wrote nothing into its Python side
@@ -414,7 +424,7 @@ def _copy_in(installed, files, where: str) -> None:
 def root_messages(installed, messages) -> str:
     _copy_in(installed, [messages.dir / n for n in messages.names], "/root/messages")
     _copy_in(installed, [ROOT / "tests" / "c" / "dnsshim_test.c",
-                         build_ffi.TOOLS / "tool_util.h"], "/root/prog")
+                         pipeline.TOOLS / "tool_util.h"], "/root/prog")
     return " ".join(messages.names)
 
 
@@ -460,7 +470,7 @@ def test_c_ares_program_prints_what_the_host_build_prints(installed, built, tmp_
     assert host.returncode == 0, host.stdout + host.stderr
     _copy_in(installed, paths, "/root/ares")
     _copy_in(installed, [ROOT / "tests" / "c" / "ares_sip_locate.c",
-                         build_ffi.TOOLS / "tool_util.h"], "/root/ares")
+                         pipeline.TOOLS / "tool_util.h"], "/root/ares")
     installed.run("cc -O2 -g -Wall -Wextra -Werror $(pkg-config --cflags libcares) "
                   "-o ares_sip_locate ares_sip_locate.c $(pkg-config --libs dnsshim-ares) "
                   "$(pkg-config --libs libcares)", cwd="/root/ares")
@@ -481,7 +491,7 @@ def test_dnsshim_config_answers_as_pkg_config(installed):
     assert out("dnsshim-config --cflags --libs") == out("pkg-config --cflags --libs dnsshim")
     assert out("dnsshim-config --ares --libs") == out("pkg-config --libs dnsshim-ares")
     assert out("dnsshim-config --libs") == ["-ldnsshim"]
-    assert out("dnsshim-config --version") == [build_ffi.package_version()]
+    assert out("dnsshim-config --version") == [pipeline.package_version()]
 
 
 # ---- last: the purge ---------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The firmware object (python -m shim firmware, shim/firmware.py): the whole
+"""The firmware object (python -m shim firmware, dnsshim_build/firmware.py): the whole
 parser as one object file, no Python on the device.
 
 The C test program linked with ``libdnsshim_fw.o`` alone (the .pc file's link
@@ -29,8 +29,9 @@ from pathlib import Path
 
 import pytest
 
-import build_ffi
-from conftest import ROOT, require_program, require_tool, split_log, write_messages
+from dnsshim_build import pipeline
+from conftest import (BUILD_MODULES, ROOT, require_program, require_tool, split_log,
+                      write_messages)
 from test_bundle import _hidden_paths, _require_isolation, opened_for_writing, opened_outside
 from test_stress import mix  # noqa: F401 (fixture)
 
@@ -77,7 +78,7 @@ def _link(firmware_dir, source, out, cc=None, extra=()):
     pc = (firmware_dir / "lib" / "pkgconfig" / "dnsshim-fw.pc").read_text()
     libs = pc.split("\nLibs: ", 1)[1].split("\n", 1)[0].split()
     assert libs[0] == "${libdir}/libdnsshim_fw.o" and libs[1:] == LIBS
-    return build_ffi.compile_program(
+    return pipeline.compile_program(
         [source], out, libraries=(), cc=cc,
         flags=[*extra, firmware_dir / "lib" / "libdnsshim_fw.o", *LIBS])
 
@@ -112,6 +113,14 @@ def test_the_object_gives_what_the_library_gives(built, programs, messages, opti
     assert ours.returncode == theirs.returncode == 0, ours.stderr
     assert ours.stdout == theirs.stdout
     assert len(split_log(ours.stdout)) == len(messages)
+
+
+def test_no_build_module_is_frozen_in(firmware):
+    manifest = json.loads((firmware / "share" / "dnsshim" / "firmware.json").read_text())
+    frozen = list(manifest["frozen"])  # {module: bytes}
+    assert "shim.glue" in frozen
+    assert [name for name in frozen if name.split(".")[0] in ("dnsshim_build", "build_ffi")
+            or (name.startswith("shim.") and name.split(".")[1] in BUILD_MODULES)] == []
 
 
 def test_api_contract(programs):
@@ -182,7 +191,7 @@ def _nm(*args):
 def test_only_the_api_is_global(firmware):
     obj = firmware / "lib" / "libdnsshim_fw.o"
     defined = {line.split()[-1] for line in _nm("-g", "--defined-only", obj).splitlines()}
-    assert defined == build_ffi.header_functions()
+    assert defined == pipeline.header_functions()
     assert not any(name.startswith(("Py", "_Py", "ffi_", "PyInit")) for name in defined)
     libc = {line.split()[-1] for line in _nm("-D", "--defined-only",
                                              "/lib/x86_64-linux-gnu/libc.so.6").splitlines()
@@ -290,7 +299,7 @@ def test_two_copies_in_one_program(firmware, tmp_path):
     be): everything else is local, so the two link and both parse."""
     copy = tmp_path / "second.o"
     renames = tmp_path / "renames.txt"
-    renames.write_text("".join(f"{n} fw2_{n}\n" for n in sorted(build_ffi.header_functions())))
+    renames.write_text("".join(f"{n} fw2_{n}\n" for n in sorted(pipeline.header_functions())))
     subprocess.run(["objcopy", f"--redefine-syms={renames}",
                     str(firmware / "lib" / "libdnsshim_fw.o"), str(copy)], check=True)
     (tmp_path / "two.c").write_text(TWO_COPIES)

@@ -13,11 +13,11 @@ import textwrap
 
 import pytest
 
-import build_ffi
+from dnsshim_build import pipeline
 import malformed
-from conftest import ROOT, require_cares, require_program
+from conftest import ROOT, build_code_in, require_cares, require_program
 
-VERSION = build_ffi.package_version()
+VERSION = pipeline.package_version()
 
 APP = r"""
 #include <dns_shim.h>
@@ -107,6 +107,12 @@ def test_package_ships_types_and_license(installed):
     assert (dist_info / "licenses" / "LICENSE").read_text().startswith("MIT License")
 
 
+def test_the_package_holds_no_build_code(installed):
+    """pip install . installs the runtime and its tools, not the build."""
+    assert (site_packages(installed) / "shim" / "glue.py").is_file()
+    assert build_code_in(site_packages(installed)) == []
+
+
 @pytest.fixture(scope="module")
 def app_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("app")
@@ -176,9 +182,24 @@ def test_dnsshim_config_help_and_usage(installed):
     bare = config(installed)
     assert bare.returncode == 2 and bare.stdout == "" and "usage: dnsshim-config" in bare.stderr
     assert config(installed, "--bogus").returncode == 2
-    # The bundle's counterpart of python -m shim bundle.
+    # The bundle and the firmware object are the build's: an installed package
+    # carries no build code, and says where to run them, in one line.
     assert "dnsshim-config bundle --help" in help_text.stdout
-    bundle_help = config(installed, "bundle", "--help")
+    package = site_packages(installed) / "shim"
+    for form in ("bundle", "firmware"):
+        refused = config(installed, form, "--help")
+        assert (refused.returncode, refused.stdout) == (2, "")
+        assert refused.stderr == (
+            f"dnsshim-config {form}: the {form} is built from the sources, and {package} is an "
+            "installed package, which carries no build code: run it in a source checkout "
+            f"(python build_ffi.py {form}, or dnsshim-config {form} after pip install -e .)\n")
+
+
+def test_dnsshim_config_bundle_in_a_source_checkout(editable):
+    """An editable install is a source checkout: dnsshim-config bundle runs
+    build_ffi.py's, under its own name."""
+    venv, _ = editable
+    bundle_help = config(venv, "bundle", "--help")
     assert bundle_help.returncode == 0 and "usage: dnsshim-config bundle" in bundle_help.stdout
     for option in ("--strip", "--optimize", "--extra-module"):
         assert option in bundle_help.stdout
@@ -378,7 +399,7 @@ def test_installed_dump_command(installed, tmp_path):
 # ---- symbols and SONAME ----------------------------------------------------------
 
 #: Every exported symbol with its symbol version: the node of the release
-#: that added it (written out here, not read from build_ffi.SYMBOL_VERSIONS).
+#: that added it (written out here, not read from pipeline.SYMBOL_VERSIONS).
 ALLOWED = {"process_dns_response": "DNSSHIM_1.0", "dns_shim_init": "DNSSHIM_1.0",
            "dns_shim_process": "DNSSHIM_1.0", "dns_shim_register_callbacks": "DNSSHIM_1.0",
            "dns_shim_set_log_handler": "DNSSHIM_1.0", "dns_shim_strerror": "DNSSHIM_1.0",

@@ -349,9 +349,10 @@ _DLCLOSE_CHILD = """
 import gc, sys
 import cffi
 sys.path[:0] = [sys.argv[2], sys.argv[2] + "/tests"]
-import build_ffi, malformed
+import malformed
+from dnsshim_build import pipeline
 ffi = cffi.FFI()
-ffi.cdef(build_ffi.header_cdef())
+ffi.cdef(pipeline.header_cdef())
 lib = ffi.dlopen(sys.argv[1])
 wire = ffi.new("uint8_t[]", malformed.GOOD)
 print("first", lib.process_dns_response(wire, len(malformed.GOOD)))

@@ -1,9 +1,9 @@
-"""The manual pages (shim/man.py) of this checkout: a page per exported
+"""The manual pages (dnsshim_build/man.py) of this checkout: a page per exported
 function, dnsshim(7), dnsshim_ares(3) and the tools' pages from their live
 --help, each rendered as lintian renders it (man --warnings, no warning
 allowed), through groff -ww, and read by lexgrog; what they say is checked
 against the header, the version scripts and the tools, read here without
-shim.man."""
+dnsshim_build.man."""
 
 import os
 import re
@@ -14,7 +14,7 @@ import pytest
 import shim
 import shim.config
 from conftest import ROOT, require_program
-from shim import man
+from dnsshim_build import man
 
 HEADER = (ROOT / "csrc" / "dns_shim.h").read_text()
 LIB_MAP = (ROOT / "csrc" / "lib" / "libdnsshim.map").read_text()

@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-import build_ffi
+from dnsshim_build import pipeline
 from conftest import ROOT
 from test_bundle import bundle  # noqa: F401 (fixture)
 from test_firmware import _link, firmware  # noqa: F401 (fixture)
@@ -40,7 +40,7 @@ def program(request, built, tmp_path_factory):
                                env={"PATH": "/usr/bin:/bin",
                                     "PKG_CONFIG_PATH": str(root / "lib" / "pkgconfig")},
                                capture_output=True, text=True, check=True).stdout.split()
-        return "bundle", build_ffi.compile_program([SOURCE], where / "memory_limit",
+        return "bundle", pipeline.compile_program([SOURCE], where / "memory_limit",
                                                    flags=flags)
     return "firmware", _link(request.getfixturevalue("firmware"), SOURCE,
                              where / "memory_limit")

@@ -20,8 +20,8 @@ import sys
 
 import pytest
 
-import build_ffi
-from conftest import ROOT, require_program, write_messages
+from dnsshim_build import pipeline
+from conftest import ROOT, build_code_in, require_program, write_messages
 from test_install import source_copy
 
 MINIMAL_ENV = {"PATH": "/usr/bin:/bin"}
@@ -84,6 +84,13 @@ def standalone(tmp_path_factory):
     return prefix, before, refused, venv
 
 
+def test_the_python_side_holds_no_build_code(standalone):
+    prefix = standalone[0]
+    private = prefix / "lib" / "dnsshim" / "python"
+    assert (private / "shim" / "glue.py").is_file()
+    assert build_code_in(prefix) == []
+
+
 def test_refuses_without_what_the_runtime_needs(standalone):
     prefix, before, refused, venv = standalone
     assert refused.returncode == 1
@@ -105,7 +112,7 @@ def _pkg_config(prefix, *args):
 def test_a_program_runs_with_the_clone_and_venv_gone(standalone, built, tmp_path):
     require_program("pkg-config", "pkg-config")
     prefix = standalone[0]
-    program = build_ffi.compile_program([ROOT / "tests" / "c" / "dnsshim_test.c"],
+    program = pipeline.compile_program([ROOT / "tests" / "c" / "dnsshim_test.c"],
                                         tmp_path / "dnsshim_test",
                                         flags=_pkg_config(prefix, "--cflags", "--libs",
                                                           "dnsshim"))
@@ -121,7 +128,7 @@ def test_a_program_runs_with_the_clone_and_venv_gone(standalone, built, tmp_path
     assert dump.returncode == 0, dump.stderr
     private = prefix / "lib" / "dnsshim" / "python"
     assert f"dnspython {vectors_dnspython()} ({private}/dns)" in dump.stdout
-    assert f"shim {build_ffi.package_version()} ({private}/shim)" in dump.stdout
+    assert f"shim {pipeline.package_version()} ({private}/shim)" in dump.stdout
 
 
 def vectors_dnspython():
@@ -147,11 +154,11 @@ def test_dnsshim_config_answers_what_pkg_config_answers(standalone):
                                        *_pkg_config(prefix, "--libs-only-other", "--libs-only-L",
                                                     "--libs-only-l", "--static", "dnsshim")[3:]]
     assert config("--prefix", "--libdir", "--includedir", "--version") == [
-        str(prefix), str(prefix / "lib"), str(prefix / "include"), build_ffi.package_version()]
+        str(prefix), str(prefix / "lib"), str(prefix / "include"), pipeline.package_version()]
     assert config("--valgrind-suppressions") == [
         str(prefix / "share" / "dnsshim" / "libdnsshim.supp")]
     assert (prefix / "share" / "dnsshim" / "libdnsshim.supp").read_bytes() == \
-        build_ffi.SUPPRESSIONS.read_bytes()
+        pipeline.SUPPRESSIONS.read_bytes()
     check = subprocess.run([str(prefix / "bin" / "dnsshim-config"), "--check"],
                            capture_output=True, text=True, env=MINIMAL_ENV, cwd="/")
     assert check.returncode == 0
@@ -162,7 +169,7 @@ def test_dnsshim_config_answers_what_pkg_config_answers(standalone):
 def test_the_manual_is_installed(standalone):
     require_program("man", "man-db")
     prefix = standalone[0]
-    for name, section in [*((f, "3") for f in sorted(build_ffi.header_functions())),
+    for name, section in [*((f, "3") for f in sorted(pipeline.header_functions())),
                           ("dnsshim_ares", "3"), ("dnsshim", "7"), ("dnsshim-dump", "1"),
                           ("dnsshim-config", "1")]:
         where = subprocess.run(["man", "-M", str(prefix / "share" / "man"), "-w", section, name],
@@ -204,7 +211,7 @@ def test_the_c_ares_layer_links_static_from_dnsshim_config(standalone, built, tm
                           str(prefix / "lib" / "libdnsshim.a")]
     cares = subprocess.run(["pkg-config", "--cflags", "--libs", "libcares"], capture_output=True,
                            text=True, check=True).stdout.split()
-    program = build_ffi.compile_program([ROOT / "tests" / "c" / "ares_sip_locate.c"],
+    program = pipeline.compile_program([ROOT / "tests" / "c" / "ares_sip_locate.c"],
                                         tmp_path / "ares_sip_locate", flags=[*flags, *cares])
     dynamic = subprocess.run(["readelf", "-d", str(program)], capture_output=True, text=True,
                              check=True).stdout

@@ -47,7 +47,7 @@ import dns.rrset
 import dns.version
 import pytest
 
-import build_ffi
+from dnsshim_build import pipeline
 import malformed
 import vectors
 from conftest import ROOT, require_cares, require_tool
@@ -86,7 +86,7 @@ def _driver(built, source, name, libs, extra=()):
     dnsshim_driver_main(), to run inside a Python program."""
     out = built.dir / name
     if not out.exists():
-        build_ffi.compile_program([source], out, against=built.dir, libraries=libs,
+        pipeline.compile_program([source], out, against=built.dir, libraries=libs,
                                   cflags=("-shared", "-fPIC", "-Dmain=dnsshim_driver_main", *extra))
     return out
 
@@ -288,9 +288,9 @@ def test_ctypes_program_same_as_c_host(host, built, messages, test_driver, c_hos
 
 
 def build_soname():
-    import build_ffi
+    from dnsshim_build import pipeline
 
-    return build_ffi.DNSSHIM.soname
+    return pipeline.DNSSHIM.soname
 
 
 def vectors_dns_version():

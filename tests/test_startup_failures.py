@@ -19,7 +19,7 @@ import sysconfig
 
 import pytest
 
-import build_ffi
+from dnsshim_build import pipeline
 import cprograms
 import malformed
 from conftest import PYENV_ROOT, ROOT, require_cares
@@ -319,14 +319,14 @@ def test_dump_check_says_it_works(built):
     result = run(built.dump_prog, "--check")
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == f"library: {built.dir / 'libdnsshim.so.1'}, {build_ffi.package_version()} " \
+    assert lines[0] == f"library: {built.dir / 'libdnsshim.so.1'}, {pipeline.package_version()} " \
                        f"(CPython {TAG})"
     import _cffi_backend
     import dns.version
     assert lines[1].startswith(f"info: runtime: CPython {sys.version.split()[0]} (")
     assert f"dnspython {dns.version.version} (" in lines[1]
     assert f"cffi {_cffi_backend.__version__} ({_cffi_backend.__file__})" in lines[1]
-    assert f"shim {build_ffi.package_version()} ({ROOT / 'shim'})" in lines[1]
+    assert f"shim {pipeline.package_version()} ({ROOT / 'shim'})" in lines[1]
     assert lines[-1] == "check: ok: a sample response parsed (www.example.com A 192.0.2.1)"
 
 

@@ -3,13 +3,13 @@ dns_shim_strerror."""
 
 import pytest
 
-import build_ffi
+from dnsshim_build import pipeline
 from shim import status as st
 from shim.status import Status
 
 
 def test_header_and_python_table_agree():
-    assert build_ffi.header_statuses() == {s.c_name: s.value for s in Status}
+    assert pipeline.header_statuses() == {s.c_name: s.value for s in Status}
 
 
 def test_values_are_the_abi():

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-import build_ffi
+from dnsshim_build import pipeline
 import malformed
 from conftest import require_program, write_messages
 
@@ -26,7 +26,7 @@ VALGRIND = ["valgrind", "--leak-check=full", "--show-leak-kinds=all",
 
 def _valgrind(program, *args):
     require_program("valgrind", "valgrind")
-    return subprocess.run([*VALGRIND, f"--suppressions={build_ffi.SUPPRESSIONS}", str(program),
+    return subprocess.run([*VALGRIND, f"--suppressions={pipeline.SUPPRESSIONS}", str(program),
                            *map(str, args)], capture_output=True, text=True, timeout=1800)
 
 
@@ -71,7 +71,7 @@ def test_no_suppression_could_match_the_librarys_own_code():
     CPython alone calls (through the hooks it is given: no other line of the
     library's C names them); never another frame of libdnsshim or of the
     program."""
-    text = build_ffi.SUPPRESSIONS.read_text()
+    text = pipeline.SUPPRESSIONS.read_text()
     entries = re.findall(r"\{\n(.*?)\n\}", text, re.S)
     assert len(entries) >= 10
     for entry in entries:
@@ -98,7 +98,7 @@ def test_the_accounting_allocators_are_called_by_cpython_alone():
     dns_shim__*alloc function of the library is named only where it is
     defined, in the allocator tables handed to CPython, and, for the host's
     libc stand-ins, where those are installed."""
-    sources = [build_ffi.CSRC / "lib" / "memory.c", build_ffi.CSRC / "lib" / "dns_shim.c"]
+    sources = [pipeline.CSRC / "lib" / "memory.c", pipeline.CSRC / "lib" / "dns_shim.c"]
     uses = {}
     for source in sources:
         for line in source.read_text().splitlines():

@@ -28,7 +28,7 @@ import sys
 import cffi
 import pytest
 
-import build_ffi
+from dnsshim_build import pipeline
 import malformed
 import reference
 import vectors
@@ -76,7 +76,7 @@ def _release_test_prog(release, tmp_path_factory, name):
     choosing the library (no rpath)."""
     src, lib = release
     out = tmp_path_factory.mktemp(name) / "dnsshim_test"
-    build_ffi.compile_program([src / "csrc" / "dnsshim_test.c"], out, against=lib, rpath="",
+    pipeline.compile_program([src / "csrc" / "dnsshim_test.c"], out, against=lib, rpath="",
                               cflags=("-Werror", f"-I{src / 'csrc'}"))
     return out
 
@@ -207,12 +207,12 @@ def test_1_1_layout_is_kept(v11, header_ffi):
             (n, old.offsetof(struct, n)) for n, _ in old.typeof(struct).fields] == [
             (n, header_ffi.offsetof(struct, n)) for n, _ in header_ffi.typeof(struct).fields], struct
         assert old.sizeof(struct) == header_ffi.sizeof(struct), struct
-    assert build_ffi.header_statuses(src / "csrc" / "dns_shim.h") == build_ffi.header_statuses()
+    assert pipeline.header_statuses(src / "csrc" / "dns_shim.h") == pipeline.header_statuses()
 
 
 def _ffi(header_path):
     ffi = cffi.FFI()
-    ffi.cdef(build_ffi.header_cdef(str(header_path)))
+    ffi.cdef(pipeline.header_cdef(str(header_path)))
     return ffi
 
 
@@ -240,8 +240,8 @@ def test_1_0_layout_is_kept(v10, header_ffi):
     assert old.sizeof("dns_shim_callbacks") == \
         header_ffi.offsetof("dns_shim_callbacks", "on_edns_option")
     # The status values of 1.0 are 1.1's, one appended.
-    assert build_ffi.header_statuses(str(src / "csrc" / "dns_shim.h")).items() < \
-        build_ffi.header_statuses().items()
+    assert pipeline.header_statuses(str(src / "csrc" / "dns_shim.h")).items() < \
+        pipeline.header_statuses().items()
 
 
 # ---- a 1.1 program against the 1.0 library ------------------------------------------
@@ -287,7 +287,7 @@ def apps_1_1(built, tmp_path_factory):
     for name, defines, flags in (("bind_now", [], ["-Wl,-z,now"]),
                                  ("lazy_checked", ["-DCHECK_VERSION"], [])):
         out[name] = d / name
-        build_ffi.compile_program([d / "app.c"], out[name], against=built.dir, rpath="",
+        pipeline.compile_program([d / "app.c"], out[name], against=built.dir, rpath="",
                                   cflags=("-Werror", *defines), flags=flags)
     return out
 
@@ -324,7 +324,7 @@ def test_1_1_program_checking_the_version_refuses_clearly(v10, apps_1_1):
     src, v10_lib = v10
     result = _run(apps_1_1["lazy_checked"], v10_lib, check_rc=False)
     assert result.returncode == 3 and result.stdout == ""
-    major, minor, _ = build_ffi.header_version().split(".")
+    major, minor, _ = pipeline.header_version().split(".")
     assert f"app: needs libdnsshim {major}.{minor} or newer, found 1.0.0 (CPython " \
         in result.stderr
 
@@ -371,7 +371,7 @@ def test_1_2_program_needs_a_1_2_library(built, v11, tmp_path):
     1.2 it runs; against 1.1's library (nodes up to DNSSHIM_1.1) the loader
     refuses to start it."""
     (tmp_path / "app.c").write_text(APP_1_2)
-    app = build_ffi.compile_program([tmp_path / "app.c"], tmp_path / "app", against=built.dir,
+    app = pipeline.compile_program([tmp_path / "app.c"], tmp_path / "app", against=built.dir,
                                     rpath="", cflags=("-Werror",))
     symbols = subprocess.run(["nm", "-D", "--with-symbol-versions", str(app)],
                              capture_output=True, text=True, check=True).stdout

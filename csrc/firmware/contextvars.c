@@ -5,7 +5,7 @@
 ** implementation is libpython's own (Python/context.c); the module only
 ** exposes the three types and copy_context(), as CPython's
 ** Modules/_contextvarsmodule.c does.  Registered in the object's inittab
-** (shim/firmware.py) under its own name.
+** (dnsshim_build/firmware.py) under its own name.
 */
 #include <Python.h>
 

@@ -86,7 +86,7 @@
 #  define DNS_SHIM_FIRMWARE_TYPES ""
 #endif
 #if DNS_SHIM_FIRMWARE
-/* The modules frozen into the object (generated: shim/firmware.py). */
+/* The modules frozen into the object (generated: dnsshim_build/firmware.py). */
 extern const struct _frozen dns_shim__firmware_frozen[];
 #endif
 #define DNS_SHIM_VERSION_TEXT_(a, b, c) #a "." #b "." #c

@@ -1,6 +1,6 @@
 /*
 ** dnsshim_probe: what the library's own interpreter imports (used by
-** shim/bundle.py, which builds and runs it; not installed).
+** dnsshim_build/bundle.py, which builds and runs it; not installed).
 **
 **   dnsshim_probe OUT SCRIPT FILE...
 **

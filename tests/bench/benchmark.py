@@ -60,7 +60,7 @@ import dns.message  # noqa: E402
 import dns.rrset  # noqa: E402
 import dns.version  # noqa: E402
 
-import build_ffi  # noqa: E402
+from dnsshim_build import pipeline  # noqa: E402
 import cprograms  # noqa: E402
 from shim.sample import ims_wire  # noqa: E402
 from wire import AT_QNAME, header, question, rr  # noqa: E402
@@ -324,7 +324,7 @@ def firmware_programs(tmp: Path, given):
     """The firmware folders (every type, the SIP/IMS set), given or built
     here, and dnsshim_bench linked with the full one the .pc file's way;
     (None, None, why) when they cannot be built on this machine."""
-    from shim import firmware
+    from dnsshim_build import firmware
 
     dirs = []
     for where, types in zip(given, (None, ["A", "AAAA", "CNAME", "SRV", "NAPTR"])):
@@ -336,7 +336,7 @@ def firmware_programs(tmp: Path, given):
                 return None, None, str(e)
         dirs.append(Path(where))
     obj = dirs[0] / "lib" / "libdnsshim_fw.o"
-    program = build_ffi.compile_program([HERE / "dnsshim_bench.c"], tmp / "dnsshim_bench-firmware",
+    program = pipeline.compile_program([HERE / "dnsshim_bench.c"], tmp / "dnsshim_bench-firmware",
                                         libraries=(), flags=[obj, *firmware.LIBS.split()])
     return dirs, program, None
 
@@ -377,7 +377,7 @@ def cold_instructions(program: Path, message: Path) -> dict:
 def build_bundle(tmp: Path):
     """A stripped bundle in tmp, and dnsshim_bench built against it through
     its pkg-config file."""
-    from shim.bundle import bundle
+    from dnsshim_build.bundle import bundle
 
     where = tmp / "bundle"
     bundle(where, strip=True)
@@ -385,7 +385,7 @@ def build_bundle(tmp: Path):
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "dnsshim"], env=env,
                            capture_output=True, text=True, check=True).stdout.split()
     program = tmp / "dnsshim_bench-bundle"
-    build_ffi.compile_program([HERE / "dnsshim_bench.c"], program, flags=flags)
+    pipeline.compile_program([HERE / "dnsshim_bench.c"], program, flags=flags)
     return where, program
 
 
@@ -407,7 +407,7 @@ def instructions(build: Path, messages: dict, smoke: bool, libpython_dir: Path =
         program = tmp / "dnsshim_callgrind"
         # Linked against the installation's libpython (a bundle's lib/ has only
         # libpythonX.Y.so.1.0, no libpythonX.Y.so); run with libdir's.
-        build_ffi.compile_program([HERE / "dnsshim_callgrind.c"], program, against=build,
+        pipeline.compile_program([HERE / "dnsshim_callgrind.c"], program, against=build,
                                   flags=[f"-Wl,-rpath,{libdir}"], embed_python=True)
         files = []
         for i, wire in enumerate(messages.values()):

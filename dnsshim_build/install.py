@@ -53,6 +53,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from dnsshim_build import pipeline
+
 MANIFEST_NAME = "install-manifest"
 
 
@@ -93,9 +95,7 @@ class Layout:
 
     @property
     def private(self) -> Path:
-        import build_ffi
-
-        return self.libdir / build_ffi.PRIVATE_DIR
+        return self.libdir / pipeline.PRIVATE_DIR
 
     @property
     def manifest(self) -> Path:
@@ -104,19 +104,6 @@ class Layout:
     def staged(self, path: Path, root: str | None = None) -> Path:
         """path under the staging root (default: the destdir)."""
         return Path((self.destdir if root is None else root) + str(path))
-
-
-def _source_tree():
-    """build_ffi, from the source tree this package sits in."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / "build_ffi.py").is_file():
-        raise InstallError(f"{root} is not the project's source tree: run build_ffi.py from "
-                           "the clone")
-    if str(root) not in sys.path:
-        sys.path.append(str(root))
-    import build_ffi
-
-    return build_ffi
 
 
 def check_runtime_needs(system: bool) -> None:
@@ -189,30 +176,30 @@ def _relative(path: Path, start: Path) -> str:
     return os.path.relpath(path, start)
 
 
-def cmake_files(build_ffi, layout: Layout, dest: Path) -> None:
+def cmake_files(pipeline, layout: Layout, dest: Path) -> None:
     """dnsshimConfig.cmake and dnsshimConfigVersion.cmake, from cmake/'s
     templates: every path relative to the files' own folder."""
     import re
 
     cmakedir = layout.libdir / "cmake" / "dnsshim"
-    libdir, name = build_ffi.python_library()
-    libpython = (f"-l{name}" if build_ffi.system_library_dir(libdir)
+    libdir, name = pipeline.python_library()
+    libpython = (f"-l{name}" if pipeline.system_library_dir(libdir)
                  else str(Path(libdir) / sysconfig.get_config_var("LDLIBRARY")))
-    version = build_ffi.package_version()
+    version = pipeline.package_version()
     values = {
         "DNSSHIM_VERSION": version, "DNSSHIM_VERSION_MAJOR": version.split(".")[0],
-        "DNSSHIM_SOVERSION": build_ffi.DNSSHIM.soname.rsplit(".", 1)[1],
-        "DNSSHIM_ARES_SOVERSION": build_ffi.DNSSHIM_ARES.soname.rsplit(".", 1)[1],
+        "DNSSHIM_SOVERSION": pipeline.DNSSHIM.soname.rsplit(".", 1)[1],
+        "DNSSHIM_ARES_SOVERSION": pipeline.DNSSHIM_ARES.soname.rsplit(".", 1)[1],
         "DNSSHIM_CMAKEDIR": str(cmakedir),
         "DNSSHIM_LIBDIR_FROM_CMAKEDIR": _relative(layout.libdir, cmakedir),
         "DNSSHIM_INCLUDEDIR_FROM_CMAKEDIR": _relative(layout.includedir, cmakedir),
         "DNSSHIM_SUPP_FROM_CMAKEDIR": _relative(
-            layout.datadir / "dnsshim" / build_ffi.SUPPRESSIONS.name, cmakedir),
+            layout.datadir / "dnsshim" / pipeline.SUPPRESSIONS.name, cmakedir),
         "DNSSHIM_STATIC_LINK_LIBRARIES": ";".join([libpython, "-lpthread", "-ldl", "-lm"]),
         "DNSSHIM_SIZEOF_VOID_P": str(sysconfig.get_config_var("SIZEOF_VOID_P") or 8),
     }
     dest.mkdir(parents=True, exist_ok=True)
-    for template in sorted((build_ffi.ROOT / "cmake").glob("*.cmake.in")):
+    for template in sorted((pipeline.ROOT / "cmake").glob("*.cmake.in")):
         text = re.sub(r"@(\w+)@", lambda m: values[m.group(1)], template.read_text())
         (dest / template.name[:-3]).write_text(text, encoding="utf-8")
 
@@ -227,39 +214,40 @@ def tool_help(program: Path, libdir: Path) -> str:
     return result.stdout.replace(str(program), program.name)
 
 
-def stage(build_ffi, layout: Layout, root: str, verbose: bool) -> None:
+def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
     """Every file, under the staging root."""
-    from shim import config, man
+    from dnsshim_build import man
+    from shim import config
 
     lib = layout.staged(layout.libdir, root)
-    build_ffi.build(lib, build_ffi.Mode.PREFIX, verbose=verbose, private=str(layout.private),
+    pipeline.build(lib, pipeline.Mode.PREFIX, verbose=verbose, private=str(layout.private),
                     system=layout.system)
     include = layout.staged(layout.includedir, root)
     include.mkdir(parents=True)
-    shutil.copyfile(build_ffi.HEADER, include / build_ffi.HEADER.name)
+    shutil.copyfile(pipeline.HEADER, include / pipeline.HEADER.name)
     bindir = layout.staged(layout.bindir, root)
     bindir.mkdir(parents=True)
-    rpath = "" if build_ffi.system_library_dir(layout.libdir) else \
+    rpath = "" if pipeline.system_library_dir(layout.libdir) else \
         f"$ORIGIN/{_relative(layout.libdir, layout.bindir)}"
-    dump = build_ffi.compile_program([build_ffi.TOOLS / "dnsshim-dump.c"], bindir / "dnsshim-dump",
+    dump = pipeline.compile_program([pipeline.TOOLS / "dnsshim-dump.c"], bindir / "dnsshim-dump",
                                      against=lib, rpath=rpath, verbose=verbose)
     launcher = bindir / "dnsshim-config"
     launcher.write_text(LAUNCHER.format(
-        python=build_ffi.base_python(), private=_relative(layout.private, layout.prefix),
+        python=pipeline.base_python(), private=_relative(layout.private, layout.prefix),
         libdir=_relative(layout.libdir, layout.prefix)), encoding="utf-8")
     launcher.chmod(0o755)
     share = layout.staged(layout.datadir, root)
     (share / "dnsshim").mkdir(parents=True)
-    shutil.copyfile(build_ffi.SUPPRESSIONS, share / "dnsshim" / build_ffi.SUPPRESSIONS.name)
+    shutil.copyfile(pipeline.SUPPRESSIONS, share / "dnsshim" / pipeline.SUPPRESSIONS.name)
     if not layout.system:  # a distribution installs its own documentation
         (share / "doc" / "dnsshim").mkdir(parents=True)
-        shutil.copyfile(build_ffi.ROOT / "NEWS", share / "doc" / "dnsshim" / "NEWS")
+        shutil.copyfile(pipeline.ROOT / "NEWS", share / "doc" / "dnsshim" / "NEWS")
     under = layout.libdir.relative_to(layout.prefix) if layout.libdir.is_relative_to(
         layout.prefix) else None
-    build_ffi.write_pkgconfig(lib, str(layout.prefix), build_ffi.Mode.PREFIX,
+    pipeline.write_pkgconfig(lib, str(layout.prefix), pipeline.Mode.PREFIX,
                               libdir=f"${{prefix}}/{under}" if under else str(layout.libdir),
-                              rpath=not build_ffi.system_library_dir(layout.libdir))
-    cmake_files(build_ffi, layout, lib / "cmake" / "dnsshim")
+                              rpath=not pipeline.system_library_dir(layout.libdir))
+    cmake_files(pipeline, layout, lib / "cmake" / "dnsshim")
     tools = {"dnsshim-dump": tool_help(dump, lib),
              "dnsshim-config": config.parser("dnsshim-config", epilog=config.EPILOG)
              .format_help()}
@@ -304,18 +292,43 @@ def commit(layout: Layout, staging: Path) -> dict:
     return manifest
 
 
+def package_tree(prefix, mode=None, verbose: bool = False) -> Path:
+    """A complete tree under prefix: lib/ (the libraries, pkgconfig/ and
+    cmake/dnsshim/), include/dns_shim.h, bin/dnsshim-dump,
+    share/dnsshim/libdnsshim.supp (python build_ffi.py --prefix installs
+    more: install()).  In
+    pipeline.Mode.PACKAGE prefix is the installed package's shim/ directory, and the
+    .pc files find it relative to themselves.  Returns libdnsshim's shared
+    object."""
+    mode = mode or pipeline.Mode.SOURCE_TREE
+    prefix = Path(os.path.abspath(prefix))
+    lib = prefix / "lib"
+    shared = pipeline.build(lib, mode, verbose=verbose)
+    include = prefix / "include"
+    include.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pipeline.HEADER, include / pipeline.HEADER.name)
+    # dnsshim-dump, finding the library beside it wherever the tree is moved.
+    (prefix / "bin").mkdir(parents=True, exist_ok=True)
+    pipeline.compile_program([pipeline.TOOLS / "dnsshim-dump.c"], prefix / "bin" / "dnsshim-dump", against=lib,
+                    rpath="$ORIGIN/../lib", verbose=verbose)
+    (prefix / "share" / "dnsshim").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pipeline.SUPPRESSIONS, prefix / "share" / "dnsshim" / pipeline.SUPPRESSIONS.name)
+    pipeline.write_pkgconfig(lib, "${pcfiledir}/../.." if mode is pipeline.Mode.PACKAGE else str(prefix), mode)
+    cmake_files(pipeline, Layout.of(prefix), lib / "cmake" / "dnsshim")  # relative paths
+    return shared
+
+
 def install(prefix, libdir=None, destdir: str = "", system: bool = False,
             verbose: bool = False) -> Layout:
     """The whole installation (see the module's docstring)."""
-    build_ffi = _source_tree()
-    build_ffi.check_prerequisites()
+    pipeline.check_prerequisites()
     check_runtime_needs(system)
     layout = Layout.of(prefix, libdir, destdir, system)
     with tempfile.TemporaryDirectory(prefix="dnsshim-install-") as tmp:
-        stage(build_ffi, layout, tmp, verbose)
+        stage(pipeline, layout, tmp, verbose)
         manifest = commit(layout, Path(tmp))
     if not system:
-        manifest["version"] = build_ffi.package_version()
+        manifest["version"] = pipeline.package_version()
         manifest["files"] = sorted(set(manifest["files"]) | {str(layout.manifest)})
         path = layout.staged(layout.manifest)
         path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Writing roff for the manual pages (:mod:`shim.man`): escaping text and
+"""Writing roff for the manual pages (:mod:`dnsshim_build.man`): escaping text and
 macro arguments, inline markup to fonts (:class:`Inline`), code blocks with
 long C declarations wrapped, a page's ``.TH`` line and its final clean-up.
 

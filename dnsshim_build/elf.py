@@ -1,4 +1,4 @@
-"""Editing ELF files in place, for the bundle (shim/bundle.py).
+"""Editing ELF files in place, for the bundle (dnsshim_build/bundle.py).
 
 The bundle copies this machine's libpython and extension modules; they carry
 a run path into the build machine's Python installation, which the bundle

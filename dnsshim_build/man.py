@@ -27,7 +27,7 @@ and the version scripts are read by ``build_ffi.py``'s readers, the build's
 own; otherwise standard library only.  :mod:`shim.man_roff` writes the
 roff, :mod:`shim.man_markdown` converts the README's Markdown.
 
-``python -m shim.man --out DIR [--tool NAME=HELPFILE]`` writes the pages of
+``python -m dnsshim_build.man --out DIR [--tool NAME=HELPFILE]`` writes the pages of
 this source tree into ``DIR/manN/``, to look at them.
 """
 
@@ -42,8 +42,9 @@ from pathlib import Path
 
 __all__ = ["write_pages", "pages", "pages_from_tree", "api_functions"]
 
-from shim.man_markdown import markdown_section, markdown_to_roff
-from shim.man_roff import (Inline, code_block, esc, finish, line_safe, quote_arg, sentence_lines,
+from dnsshim_build import pipeline
+from dnsshim_build.man_markdown import markdown_section, markdown_to_roff
+from dnsshim_build.man_roff import (Inline, code_block, esc, finish, line_safe, quote_arg, sentence_lines,
                            split_top, title_lines, wrap_decl)
 
 INCLUDE = "dns_shim.h"
@@ -392,7 +393,7 @@ def parse_header(text: str) -> Header:
 def api_functions(header_text: str) -> list:
     """The functions the header declares with DNS_SHIM_API, in its order
     (build_ffi.py's reading, the build's)."""
-    return _build_ffi().api_functions(header_text)
+    return pipeline.api_functions(header_text)
 
 
 def _decl_code(code: str) -> list:
@@ -572,7 +573,7 @@ def function_page(header: Header, chunk: Chunk, version: str, node: str,
 
 def _status_table(enum: Chunk, values: dict) -> list:
     """The status codes' table: each enumerator's documentation, and its
-    value as the build reads it (``values``: build_ffi.statuses)."""
+    value as the build reads it (``values``: pipeline.statuses)."""
     documented = {m.name: m.decl.split("=", 1)[1].strip() for m in enum.members}
     if documented != {name: str(value) for name, value in values.items()}:
         raise ValueError(f"the pages' reading of enum dns_shim_status ({documented}) is not "
@@ -598,7 +599,7 @@ def _member_list(enum: Chunk, inline: Inline) -> list:
 def overview_page(header: Header, version: str, functions: list, summaries: dict,
                   extra_see_also=(), statuses: dict | None = None) -> str:
     """dnsshim.7; ``statuses``: the status codes' values as the build reads
-    them (build_ffi.statuses), for the header's enum dns_shim_status."""
+    them (pipeline.statuses), for the header's enum dns_shim_status."""
     inline = Inline(functions)
     out = title_lines("dnsshim", "7", version)
 
@@ -685,7 +686,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
 
 def ares_page(map_text: str, readme: str, version: str, description: str | None,
               functions: list, heading: str = "libdnsshim_ares") -> str:
-    symbols = [s for names in _build_ffi().export_nodes(map_text).values() for s in names]
+    symbols = [s for names in pipeline.export_nodes(map_text).values() for s in names]
     title, body = markdown_section(readme, heading)
     inline = Inline(list(functions) + symbols, backtick_font="B", markdown=True)
     summary = description or title.split(":", 1)[-1].strip()
@@ -927,7 +928,7 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
         m = re.match(rf"^{re.escape(name)}\s*(?:\(\d+\.\d+\))?\s*:\s*(.*)$", first, re.S)
         summaries[name] = sentence_lines(m.group(1))[0] if m else ""
         out[f"{name}.3"] = function_page(header, c, version, node, names)
-    statuses = (_build_ffi().statuses(header_text) if header.chunk("dns_shim_status")
+    statuses = (pipeline.statuses(header_text) if header.chunk("dns_shim_status")
                 else None)
     out["dnsshim.7"] = overview_page(header, version, names, summaries, extra + see_tools,
                                      statuses)
@@ -941,25 +942,14 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent    # the tree holding shim/
 
 
-def _build_ffi():
-    """build_ffi.py of the tree holding shim/: the one reader of the
-    header's facts and the version scripts, shared with the build."""
-    if str(SOURCE_ROOT) not in sys.path:
-        sys.path.append(str(SOURCE_ROOT))
-    import build_ffi
-
-    return build_ffi
-
-
 def pages_from_tree(root, version: str | None = None, tools: dict | None = None) -> dict:
     """pages() from a project tree: csrc/dns_shim.h, the version scripts,
     README.md and csrc/ares/dnsshim-ares.pc.in's Description."""
     root = Path(root)
-    build_ffi = _build_ffi()
     header = (root / "csrc" / "dns_shim.h").read_text(encoding="utf-8")
     if version is None:
-        version = build_ffi.header_version(root / "csrc" / "dns_shim.h")
-    nodes = build_ffi.export_nodes(
+        version = pipeline.header_version(root / "csrc" / "dns_shim.h")
+    nodes = pipeline.export_nodes(
         (root / "csrc" / "lib" / "libdnsshim.map").read_text(encoding="utf-8"))
     symbol_versions = {s: node for node, syms in nodes.items() for s in syms}
     pc = (root / "csrc" / "ares" / "dnsshim-ares.pc.in").read_text(encoding="utf-8")
@@ -989,7 +979,7 @@ def write_pages(mandir: Path, tools: dict[str, str], root: Path | None = None) -
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m shim.man",
+    p = argparse.ArgumentParser(prog="python -m dnsshim_build.man",
                                 description="Write the manual pages of this source tree.")
     p.add_argument("--out", required=True, type=Path, help="directory for the manN/ directories")
     p.add_argument("--tool", action="append", default=[], metavar="NAME=HELPFILE",

@@ -1,4 +1,4 @@
-"""Markdown to roff for the manual pages (:mod:`shim.man`): a section of
+"""Markdown to roff for the manual pages (:mod:`dnsshim_build.man`): a section of
 README.md, and the subset of Markdown the README uses (paragraphs, ``- ``
 lists, fenced code, tables, ``###`` headings, inline code, bold, links).
 Standard library only.
@@ -6,7 +6,7 @@ Standard library only.
 
 import re
 
-from shim.man_roff import Inline, code_block, esc, line_safe, quote_arg
+from dnsshim_build.man_roff import Inline, code_block, esc, line_safe, quote_arg
 
 
 def markdown_section(readme: str, heading_prefix: str) -> tuple:

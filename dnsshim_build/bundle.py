@@ -31,7 +31,7 @@ It is made in four steps, each a function below:
    zip was measured slower) of the chosen optimisation level (``--optimize 1``
    or ``2`` also removes dnspython's ``assert`` statements, so the default is
    0), the extension modules, libpython and the library (their run paths
-   removed: shim/elf.py), the header, the .pc file, the licenses;
+   removed: dnsshim_build/elf.py), the header, the .pc file, the licenses;
 4. :func:`verify`: the finished folder, alone, runs every message as the
    staging folder did.
 
@@ -52,7 +52,8 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from shim.elf import drop_runpath
+from dnsshim_build import pipeline
+from dnsshim_build.elf import drop_runpath
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -93,19 +94,6 @@ class BundleError(Exception):
     pass
 
 
-def _source_tree():
-    """build_ffi, from the source tree this package sits in."""
-    if not (ROOT / "build_ffi.py").is_file() or not (ROOT / "csrc" / "dns_shim.h").is_file():
-        raise BundleError(f"python -m shim bundle builds the library from its sources, and "
-                          f"{ROOT} has no build_ffi.py and csrc/: run it from a source checkout "
-                          "(pip install -e .)")
-    if str(ROOT) not in sys.path:
-        sys.path.append(str(ROOT))  # after the rest: it must not shadow installed modules
-    import build_ffi
-
-    return build_ffi
-
-
 @dataclasses.dataclass
 class Staging:
     """The library built for a bundle, in a folder that sees this Python's
@@ -133,17 +121,17 @@ def run_probe(staging: Staging, lib: Path, out: Path, script: str = "") -> str:
     return result.stdout
 
 
-def stage_library(build_ffi, python, tmp: Path, optimize: int, verbose: bool) -> Staging:
+def stage_library(pipeline, python, tmp: Path, optimize: int, verbose: bool) -> Staging:
     """Step 1: the library built for a bundle, libpython beside it, a
     staging lib/pythonX.Y that sees every module of this Python (by symbolic
     links, the first of each name winning: the shim package of this tree
     first, this Python's lib-dynload but WITHOUT), the probe, the messages."""
     lib = tmp / "stage" / "lib"
-    build_ffi.build(lib, build_ffi.Mode.BUNDLE, optimize=optimize, verbose=verbose)
+    pipeline.build(lib, pipeline.Mode.BUNDLE, optimize=optimize, verbose=verbose)
     (lib / python.libpython.name).symlink_to(python.libpython)
     modules = lib / PYDIR
     modules.mkdir(parents=True)
-    (modules / "shim").symlink_to(HERE)
+    (modules / "shim").symlink_to(ROOT / "shim")
     (modules / "lib-dynload").mkdir()
     for item in sorted(python.dynload.iterdir()):
         if item.name.split(".")[0] not in WITHOUT:
@@ -159,7 +147,7 @@ def stage_library(build_ffi, python, tmp: Path, optimize: int, verbose: bool) ->
                 continue
             if not os.path.lexists(modules / name):
                 (modules / name).symlink_to(item)
-    probe = build_ffi.compile_program([build_ffi.TOOLS / "dnsshim_probe.c"], tmp / "dnsshim_probe",
+    probe = pipeline.compile_program([pipeline.TOOLS / "dnsshim_probe.c"], tmp / "dnsshim_probe",
                                       against=lib, rpath="", embed_python=True, verbose=verbose)
     from shim.sample import probe_messages
 
@@ -238,7 +226,7 @@ def _copy_binary(source: Path, target: Path, strip: bool) -> None:
     drop_runpath(target)
 
 
-def write_folder(dest: Path, build_ffi, python, staging: Staging, sources, extensions,
+def write_folder(dest: Path, pipeline, python, staging: Staging, sources, extensions,
                  strip: bool, optimize: int) -> list:
     """Step 3: the folder itself.  Returns the licenses written."""
     lib = dest / "lib"
@@ -255,7 +243,7 @@ def write_folder(dest: Path, build_ffi, python, staging: Staging, sources, exten
                            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
     for rel in sorted(extensions):
         _copy_binary((staging.modules / rel).resolve(), py_dir / rel, strip)
-    library = build_ffi.DNSSHIM
+    library = pipeline.DNSSHIM
     shutil.copyfile(staging.lib / library.soname, lib / library.soname)
     if strip:
         _strip(lib / library.soname)
@@ -264,10 +252,10 @@ def write_folder(dest: Path, build_ffi, python, staging: Staging, sources, exten
     modules = {".".join(rel.with_suffix("").parts) for rel in sources | extensions}
     _dist_metadata(py_dir, modules)
     (dest / "include").mkdir()
-    shutil.copyfile(build_ffi.HEADER, dest / "include" / build_ffi.HEADER.name)
+    shutil.copyfile(pipeline.HEADER, dest / "include" / pipeline.HEADER.name)
     (dest / "share" / "dnsshim").mkdir(parents=True)
-    shutil.copyfile(build_ffi.SUPPRESSIONS, dest / "share" / "dnsshim" / build_ffi.SUPPRESSIONS.name)
-    build_ffi.write_pkgconfig(lib, "${pcfiledir}/../..", build_ffi.Mode.BUNDLE, (library,))
+    shutil.copyfile(pipeline.SUPPRESSIONS, dest / "share" / "dnsshim" / pipeline.SUPPRESSIONS.name)
+    pipeline.write_pkgconfig(lib, "${pcfiledir}/../..", pipeline.Mode.BUNDLE, (library,))
     return _licenses(dest / "share" / "licenses", modules)
 
 
@@ -363,8 +351,8 @@ class _Python:
     dynload: Path
 
     @classmethod
-    def this(cls, build_ffi) -> "_Python":
-        libdir, _ = build_ffi.python_library()
+    def this(cls, pipeline) -> "_Python":
+        libdir, _ = pipeline.python_library()
         libpython = Path(libdir) / sysconfig.get_config_var("INSTSONAME")
         if not libpython.is_file():
             raise BundleError(f"{libpython} is missing: a bundle needs the shared libpython")
@@ -399,13 +387,12 @@ def bundle(dest, strip=False, optimize=0, extra_modules=(), verbose=False) -> di
 
 
 def _bundle(dest: Path, strip, optimize, extra_modules, verbose) -> dict:
-    build_ffi = _source_tree()
-    python = _Python.this(build_ffi)
+    python = _Python.this(pipeline)
     with tempfile.TemporaryDirectory(prefix="dnsshim-bundle-") as tmp_name:
         tmp = Path(tmp_name)
-        staging = stage_library(build_ffi, python, tmp, optimize, verbose)
+        staging = stage_library(pipeline, python, tmp, optimize, verbose)
         sources, extensions = record_imports(staging, extra_modules, tmp)
-        licenses = write_folder(dest, build_ffi, python, staging, sources, extensions, strip,
+        licenses = write_folder(dest, pipeline, python, staging, sources, extensions, strip,
                                 optimize)
         verify(staging, dest, tmp)
     lib, py_dir = dest / "lib", dest / "lib" / PYDIR

@@ -1,0 +1,795 @@
+"""Build libdnsshim and libdnsshim_ares with cffi's embedding mode (run
+through build_ffi.py, the entry point).
+
+Each library is a cffi module embedded in a shared object (libX.so.N, its
+libX.so link, and libX.a for static links) with a pkg-config file.  One
+pipeline builds every library of :data:`LIBRARIES` the same way: emit cffi's
+C, compile, link with the library's export file, archive, write the ``.pc``
+file from its template.  ``pip install .`` runs it into the installed package
+(setup.py, through install.package_tree); the bundle in its bundle mode
+(dnsshim_build/bundle.py), the firmware object its own way (firmware.py).
+
+The sources of truth are files, not this script: ``csrc/dns_shim.h`` (the
+ABI: its declarations are what cffi is given), ``csrc/lib/libdnsshim.map``
+and ``csrc/ares/libdnsshim_ares.map`` (what each library exports, in which
+symbol-version node), ``csrc/lib/dnsshim.pc.in`` and
+``csrc/ares/dnsshim-ares.pc.in`` (the pkg-config files).  Before anything is
+generated the build checks what must agree with them: the status table and
+the version in ``shim/``, the c-ares layer's constants in
+``shim/ares_glue.py``, a version node for every function of the header.
+
+The libraries are linked by hand rather than through setuptools so that they
+get exactly the flags a C library should have: hidden visibility, a version
+script that exports the library's own names only, a run path to libpython,
+and the Python installation they were built with pinned in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import cffi
+
+#: The source tree: csrc/, shim/, cmake/ beside this package.
+ROOT = Path(__file__).resolve().parent.parent
+CSRC = ROOT / "csrc"
+#: The public header: the ABI, written down once.
+HEADER = CSRC / "dns_shim.h"
+#: The c-ares layer's internal header: c-ares's structs and the data Python hands C.
+ARES_HEADER = CSRC / "ares" / "dnsshim_ares.h"
+#: The helpers the command-line programs share (reading a message, hex, RSS).
+TOOLS = CSRC / "tools"
+#: valgrind's suppressions for a program using the library: installed as
+#: share/dnsshim/libdnsshim.supp beside lib/ (the .pc file's valgrind_suppressions).
+SUPPRESSIONS = CSRC / "lib" / "libdnsshim.supp"
+
+# ---------------------------------------------------------------------------
+# What cffi is given
+#
+# A header becomes cffi's cdef() by dropping its preprocessor lines (integer
+# #defines excepted) and the markers that only mean something to a C
+# compiler; csrc/ares/dnsshim_ares.h marks its Python side's functions
+# DNSSHIM_ARES_PYTHON, read here as extern "Python".
+
+_MARKERS = re.compile(r"\b(DNS_SHIM_API|DNS_SHIM_BEGIN_DECLS|DNS_SHIM_END_DECLS"
+                      r"|DNSSHIM_ARES_INTERNAL)\b")
+_PYTHON_MARKER = re.compile(r"\bDNSSHIM_ARES_PYTHON\b")
+_INT_DEFINE = re.compile(r"^#\s*define\s+(DNS_SHIM|DNSSHIM_ARES)_\w+\s+-?\d+\s*$")
+
+
+def header_cdef(path: Path = HEADER) -> str:
+    """A header's declarations in the form cffi's cdef() takes."""
+    lines = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stripped = line.strip()
+            if stripped.startswith("#") and not _INT_DEFINE.match(stripped):
+                continue
+            lines.append(_PYTHON_MARKER.sub('extern "Python"', _MARKERS.sub("", line)))
+    return "".join(lines)
+
+
+# libdnsshim's internal entry points (csrc/lib/dns_shim.c says how they are
+# used): not ABI, so not in the header.
+_INTERNAL_CDEF = """
+#define DNS_SHIM__PY_DONE ...
+typedef struct dns_shim__step {
+    size_t member;
+    const void *arg;
+} dns_shim__step;
+extern "Python" int32_t dns_shim__py_process(const uint8_t *buf, int32_t len,
+                                             const dns_shim_query *query,
+                                             const dns_shim_callbacks *callbacks,
+                                             const uint64_t *done, size_t n_done,
+                                             dns_shim__step **steps, size_t *count,
+                                             uint64_t *token);
+extern "Python" void dns_shim__py_release(uint64_t token);
+const char *dns_shim__package_root(void);
+int32_t dns_shim__owns_interpreter(void);
+void dns_shim__report_start_failure(const char *why, const char *traceback);
+void dns_shim__log_level(int32_t level, const char *message);
+void dns_shim__set_error(const char *text);
+int32_t dns_shim__memory_accounted(void);
+int32_t dns_shim__memory_limited(void);
+int32_t dns_shim__memory_enforce(int32_t on);
+const char *dns_shim__firmware_types(void);
+"""
+
+# libdnsshim's init code, which cffi runs once the interpreter is up: make the
+# shim package importable, import it, attach the extern "Python" functions.  A
+# failure is reported to the C side (which logs it and returns
+# DNS_SHIM_ERR_INIT from then on) instead of raised, so that it takes the
+# program's log handler.
+INIT_CODE = """\
+from _dnsshim_cffi import ffi, lib
+def _start():
+    import sys
+    root = ffi.string(lib.dns_shim__package_root()).decode()
+    # In a Python program (an interpreter the library did not start) this
+    # runs with the guest's builtins: the import below is the library's own
+    # private copy (shim/guest.py), and sys.path is the program's, untouched.
+    if root and root not in sys.path and lib.dns_shim__owns_interpreter():
+        sys.path.insert(0, root)
+    import shim.embedded
+    shim.embedded.attach()
+try:
+    _start()
+except BaseException as e:
+    import traceback
+    lib.dns_shim__report_start_failure(
+        f"the parser could not be loaded ({type(e).__name__}: {e})".encode("utf-8", "replace"),
+        traceback.format_exc().rstrip().encode("utf-8", "replace"))
+"""
+
+# libdnsshim_ares's init code: libdnsshim has started the interpreter and put
+# the shim package on sys.path (dns_shim_init); attach this library's module.
+ARES_INIT_CODE = """\
+from _dnsshim_ares_cffi import ffi, lib
+try:
+    import shim.ares_embedded
+    shim.ares_embedded.attach()
+except BaseException as e:
+    import traceback
+    why = (f"cannot start the c-ares layer: its parser could not be loaded "
+           f"({type(e).__name__}: {e}); every parse returns ARES_ENOTINITIALIZED")
+    logged = 0
+    try:
+        from shim import embedded, glue
+        log = embedded.runtime().log
+        log(glue.LOG_ERROR, why)
+        log(glue.LOG_DEBUG, traceback.format_exc().rstrip())
+        logged = 1
+    except BaseException:
+        pass
+    lib.dnsshim_ares__report_start_failure(why.encode("utf-8", "replace"), logged)
+"""
+
+
+def _shim():
+    """This source tree's shim package (only its dependency-free modules are
+    imported at build time: pip's build environment has no dnspython).  The
+    tree's root is on sys.path wherever dnsshim_build is imported from it
+    (build_ffi.py puts it there)."""
+    import shim
+
+    if Path(shim.__file__).resolve().parent != ROOT / "shim":
+        raise SourcesDisagree(f"the shim package imported is {shim.__file__}, not this source "
+                              f"tree's {ROOT / 'shim'}: run build_ffi.py from the tree")
+    return shim
+
+
+def generated_defines() -> str:
+    """What csrc/lib/dns_shim.c takes from the Python side, written into it
+    as defines: the table of typed record kinds (kinds_header),
+    dns_shim_strerror's cases and each status's name, from the one table of
+    statuses (shim.status), and the text of
+    shim/requirements.py, which the library runs before anything else."""
+    _shim()
+    from shim.status import TEXTS, UNKNOWN_TEXT
+
+    cases = " ".join(f"case {status.c_name}: return {_c_string(text)};"
+                     for status, text in TEXTS.items())
+    names = " ".join(f"case {status.c_name}: return {_c_string(status.c_name)};"
+                     for status in TEXTS)
+    return (kinds_header() + f"#define DNS_SHIM__STRERROR_CASES {cases}\n"
+            f"#define DNS_SHIM__STRERROR_UNKNOWN {_c_string(UNKNOWN_TEXT)}\n"
+            f"#define DNS_SHIM__STATUS_NAME_CASES {names}\n"
+            + _c_text("DNS_SHIM__REQUIREMENTS", ROOT / "shim" / "requirements.py")
+            + _c_text("DNS_SHIM__GUEST_CODE", ROOT / "shim" / "guest.py"))
+
+
+#: The file name of kinds_header() on the C programs' include path.
+KINDS_HEADER = "dns_shim_kinds.h"
+
+
+def kinds_header(directory=None) -> str:
+    """The table of typed record kinds (shim/kinds.py) as C X-macros
+    (DNS_SHIM__KINDS...): the library's C gets the text (generated_defines);
+    given a directory, it is also written there as KINDS_HEADER, for the C
+    programs that include it (dnsshim-dump, through compile_program)."""
+    _shim()
+    from shim.kinds import c_header
+
+    text = c_header()
+    if directory is not None:
+        (Path(directory) / KINDS_HEADER).write_text(text, encoding="utf-8")
+    return text
+
+
+def _c_text(name: str, path: Path) -> str:
+    """A define of a file's text as one C string (the library runs it)."""
+    lines = path.read_text(encoding="utf-8").splitlines(True)
+    return f"#define {name} \\\n" + " \\\n".join(_c_string(line) for line in lines) + "\n"
+
+
+def _c_string(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + escaped + '"'
+
+
+# ---------------------------------------------------------------------------
+# The libraries
+
+
+@dataclasses.dataclass(frozen=True)
+class Library:
+    """One shared library of this project, as the pipeline builds it."""
+
+    #: libNAME.so.MAJOR, libNAME.so, libNAME.a
+    name: str
+    #: its pkg-config module (NAME.pc)
+    pc_name: str
+    #: the cffi module embedded in it
+    module: str
+    #: () -> the declarations cffi is given
+    cdef: object
+    #: the C half: cffi's preamble
+    source: Path
+    #: () -> C text put before the source (generated from the Python side)
+    generated: object
+    #: the Python code cffi runs once the interpreter is up
+    init_code: str
+    #: the ABI's major version: the SONAME's number
+    major: str
+    #: the linker's version script: what it exports, in which node
+    exports: Path
+    #: the .pc file's template
+    pc_template: Path
+    #: libraries of this table it links against
+    links: tuple = ()
+    #: whether it starts the runtime itself (and so takes the build mode's defines)
+    starts_runtime: bool = False
+    #: the prefix of the two functions its module's C defines for a guest in
+    #: a Python program (patch_for_guest)
+    guest_prefix: str = ""
+
+    @property
+    def soname(self) -> str:
+        return f"lib{self.name}.so.{self.major}"
+
+    @property
+    def link_name(self) -> str:
+        """The development link, libNAME.so -> SONAME."""
+        return f"lib{self.name}.so"
+
+    @property
+    def archive(self) -> str:
+        return f"lib{self.name}.a"
+
+
+def package_version() -> str:
+    """shim.__version__, read without importing the package."""
+    text = (ROOT / "shim" / "__init__.py").read_text(encoding="utf-8")
+    return re.search(r'^__version__ = "([^"]+)"', text, re.M).group(1)
+
+
+#: libdnsshim: process_dns_response() and the dns_shim_* functions.
+DNSSHIM = Library(
+    name="dnsshim", pc_name="dnsshim", module="_dnsshim_cffi",
+    cdef=lambda: header_cdef(HEADER) + _INTERNAL_CDEF,
+    source=CSRC / "lib" / "dns_shim.c", generated=generated_defines, init_code=INIT_CODE,
+    major=package_version().split(".")[0], exports=CSRC / "lib" / "libdnsshim.map",
+    pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True, guest_prefix="dns_shim")
+
+#: libdnsshim_ares: c-ares's classic reply parsers, on libdnsshim's runtime.
+#: c-ares's classic parse API is fixed (1.18, 1.19): its major stays 1.
+DNSSHIM_ARES = Library(
+    name="dnsshim_ares", pc_name="dnsshim-ares", module="_dnsshim_ares_cffi",
+    cdef=lambda: header_cdef(ARES_HEADER), source=CSRC / "ares" / "dnsshim_ares.c",
+    generated=lambda: "", init_code=ARES_INIT_CODE, major="1",
+    exports=CSRC / "ares" / "libdnsshim_ares.map",
+    pc_template=CSRC / "ares" / "dnsshim-ares.pc.in", links=("dnsshim",),
+    guest_prefix="dnsshim_ares")
+
+#: Every library, in the order they are built (a library after those it links).
+LIBRARIES = (DNSSHIM, DNSSHIM_ARES)
+
+
+def make_ffi(library: Library = DNSSHIM) -> cffi.FFI:
+    """The cffi.FFI that generates a library's embedded module."""
+    ffi = cffi.FFI()
+    ffi.cdef(library.cdef())
+    ffi.set_source(library.module,
+                   library.generated() + library.source.read_text(encoding="utf-8"))
+    ffi.embedding_init_code(library.init_code)
+    return ffi
+
+
+# ---------------------------------------------------------------------------
+# What must agree with the sources of truth, checked before anything is built
+
+
+def header_statuses(path: Path = HEADER) -> dict:
+    """``{enumerator: value}`` of ``enum dns_shim_status`` in the header."""
+    return statuses(Path(path).read_text(encoding="utf-8"))
+
+
+def statuses(text: str) -> dict:
+    """header_statuses() of a header's text (dnsshim_build/man.py reads a given
+    header's text)."""
+    body = re.search(r"enum dns_shim_status\s*\{(.*?)\}", text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    return {name: int(value) for name, value in re.findall(r"(DNS_SHIM_\w+)\s*=\s*(-?\d+)", body)}
+
+
+def header_functions(path: Path = HEADER) -> set:
+    """The functions the header exports (DNS_SHIM_API)."""
+    return set(api_functions(Path(path).read_text(encoding="utf-8")))
+
+
+def api_functions(text: str) -> list:
+    """The functions a header's text exports (DNS_SHIM_API), in its order
+    (dnsshim_build/man.py reads a given header's text)."""
+    return re.findall(r"^DNS_SHIM_API\s[^;(]*?\b(\w+)\s*\(", text, re.M)
+
+
+def header_version(path: Path = HEADER) -> str:
+    text = Path(path).read_text(encoding="utf-8")
+    return ".".join(re.search(rf"#define DNS_SHIM_VERSION_{part}\s+(\d+)", text).group(1)
+                    for part in ("MAJOR", "MINOR", "PATCH"))
+
+
+def header_defines(path: Path, prefix: str) -> dict:
+    """``{name: value}`` of a header's integer ``#define PREFIX...`` lines."""
+    text = Path(path).read_text(encoding="utf-8")
+    return {name: int(value) for name, value in
+            re.findall(rf"^#\s*define\s+({prefix}\w*)\s+(-?\d+)\s*(?:/\*.*)?$", text, re.M)}
+
+
+def version_nodes(library: Library = DNSSHIM) -> dict:
+    """``{node: [function, ...]}`` of a library's export file, in its order;
+    an export list without nodes (c-ares's names) is the node ``""``."""
+    return export_nodes(library.exports.read_text(encoding="utf-8"))
+
+
+def export_nodes(text: str) -> dict:
+    """version_nodes() of an export file's text (dnsshim_build/man.py reads a given
+    tree's files)."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    nodes = {}
+    for node, body in re.findall(r"([\w.]*)\s*\{(.*?)\}[^;]*;", text, re.S):
+        exported = body.split("local:")[0].replace("global:", "")
+        nodes[node] = [name.strip() for name in exported.split(";") if name.strip()]
+    return nodes
+
+
+def exported_names(library: Library) -> set:
+    """Every function a library exports, by its export file."""
+    return {name for names in version_nodes(library).values() for name in names}
+
+
+class SourcesDisagree(SystemExit):
+    """Two sources of the same fact disagree: one line saying which and how."""
+
+
+def check_sources() -> str:
+    """Refuse to build when what the Python side, the header and the export
+    files each say of the same thing disagree.  Returns the version."""
+    _shim()
+    from shim import ares_codes, requirements
+    from shim.status import Status
+
+    version = package_version()
+    if header_version() != version:
+        raise SourcesDisagree(f"shim.__version__ is {version} but csrc/dns_shim.h says "
+                              f"{header_version()}: change both together")
+    in_python = {s.c_name: s.value for s in Status}
+    in_header = header_statuses()
+    if in_header != in_python:
+        raise SourcesDisagree(f"status codes differ between csrc/dns_shim.h {in_header} "
+                              f"and shim/status.py {in_python}")
+    missing = header_functions() - exported_names(DNSSHIM)
+    if missing:
+        raise SourcesDisagree(f"{DNSSHIM.exports.relative_to(ROOT)} does not list "
+                              f"{sorted(missing)}: add them to the node of the release "
+                              "that adds them")
+    in_header = {name: value for name, value in header_defines(ARES_HEADER, "DNSSHIM_ARES_").items()
+                 if name.startswith("DNSSHIM_ARES_KIND_") or name[13:] in ares_codes.CODES
+                 or name == "DNSSHIM_ARES_WANT_HOST"}
+    in_python = {f"DNSSHIM_ARES_KIND_{name}": value for name, value in ares_codes.KINDS.items()}
+    in_python.update({f"DNSSHIM_ARES_{name}": value for name, value in ares_codes.CODES.items()})
+    in_python["DNSSHIM_ARES_WANT_HOST"] = ares_codes.WANT_HOST
+    if in_header != in_python:
+        differ = {name: (in_header.get(name), in_python.get(name))
+                  for name in sorted(in_header.keys() | in_python.keys())
+                  if in_header.get(name) != in_python.get(name)}
+        raise SourcesDisagree(f"the c-ares layer's constants differ between "
+                              f"{ARES_HEADER.relative_to(ROOT)} and shim/ares_codes.py "
+                              f"(header, Python): {differ}")
+    declared = pyproject_dependencies()
+    floors = requirement_lines(requirements)
+    if declared != floors:
+        raise SourcesDisagree(f"pyproject.toml's dependencies {declared} are not the floors of "
+                              f"shim/requirements.py {floors}: change both together")
+    return version
+
+
+def pyproject_dependencies() -> list:
+    """pyproject.toml's run-time dependencies, as written."""
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["dependencies"]
+
+
+def requirement_lines(requirements) -> list:
+    """The dependency lines shim/requirements.py's floors make: cffi's by
+    the CPython minor version, then dnspython's."""
+    minors = sorted(requirements.CFFI, key=lambda v: tuple(map(int, v.split("."))))
+    lines = []
+    for i, minor in enumerate(minors):
+        marker = ("<" if i == 0 else ">=" if i == len(minors) - 1 else "==")
+        bound = minors[1] if i == 0 else minor
+        lines.append(f"cffi>={requirements.CFFI[minor]}; python_version {marker} '{bound}'")
+    return lines + [f"dnspython>={requirements.DNSPYTHON}"]
+
+
+# ---------------------------------------------------------------------------
+# Build prerequisites
+#
+# Checked before anything is generated or compiled, by build() and by
+# setup.py (pip install .), so that a missing piece ends the build with one
+# line naming it and the Debian command that installs it, not a compiler
+# error.
+
+
+class MissingPrerequisite(SystemExit):
+    """What the build needs and does not have: one line, naming the fix."""
+
+    def __init__(self, what: str, fix: str):
+        super().__init__(f"dnsshim: cannot build libdnsshim: {what}; {fix}")
+
+
+def _dev_package() -> str:
+    """The Debian package with this CPython's headers and libpython link."""
+    ver = sysconfig.get_python_version()
+    default = os.path.basename(os.path.realpath("/usr/bin/python3"))
+    return "python3-dev" if default == f"python{ver}" else f"python{ver}-dev"
+
+
+def _debian_fix(package: str) -> str:
+    return f"on Debian: apt-get install {package}"
+
+
+def _require_python_headers() -> None:
+    include = sysconfig.get_paths()["include"]
+    if not os.path.isfile(os.path.join(include, "Python.h")):
+        raise MissingPrerequisite(
+            f"Python.h is not in {include} (the C headers of {sys.executable})",
+            _debian_fix(_dev_package()))
+
+
+def _require_shared_libpython() -> None:
+    ver = sysconfig.get_python_version()
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        raise MissingPrerequisite(
+            f"{sys.executable} has no shared libpython (it was built without --enable-shared)",
+            f"{_debian_fix('python3-dev')} and use Debian's /usr/bin/python3, or rebuild this "
+            f"Python with --enable-shared (pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared "
+            f"pyenv install {ver})")
+    libdir = sysconfig.get_config_var("LIBDIR")
+    name = sysconfig.get_config_var("LDLIBRARY") or f"libpython{ver}.so"
+    if not os.path.exists(os.path.join(libdir, name)):
+        raise MissingPrerequisite(f"the shared libpython {name} is not in {libdir}",
+                                  _debian_fix(_dev_package()))
+
+
+def compiler() -> str:
+    """The C compiler to run: $CC if set, else the one this Python was built
+    with (sysconfig's CC), else cc.  Stops with one line when there is none."""
+    if os.environ.get("CC"):
+        cc = os.environ["CC"]
+        if shutil.which(cc.split()[0]) is None:
+            raise MissingPrerequisite(f"the C compiler {cc} (from $CC) is not found",
+                                      _debian_fix("gcc") + ", or set CC to a C compiler")
+        return cc
+    names = (sysconfig.get_config_var("CC") or "").split()[:1] + ["cc"]
+    for name in names:
+        if shutil.which(name):
+            return name
+    raise MissingPrerequisite(f"no C compiler ({' or '.join(names)} on PATH)",
+                              _debian_fix("gcc"))
+
+
+def check_prerequisites() -> None:
+    """Stop with one line naming what is missing: a C compiler, Python.h, a
+    shared libpython (in the order a build needs them)."""
+    compiler()
+    _require_python_headers()
+    _require_shared_libpython()
+
+
+def python_library() -> tuple:
+    """(directory, -l name) of this interpreter's shared libpython."""
+    _require_shared_libpython()
+    ver = sysconfig.get_config_var("LDVERSION") or sysconfig.get_python_version()
+    return sysconfig.get_config_var("LIBDIR"), f"python{ver}"
+
+
+def system_library_dir(path) -> bool:
+    """Whether the dynamic linker searches path by default (/usr/lib,
+    /lib, their multiarch directories): a run path to it is never written."""
+    path = os.path.normpath(str(path))
+    arch = sysconfig.get_config_var("MULTIARCH") or ""
+    return path in {"/lib", "/usr/lib", "/lib64", "/usr/lib64", f"/lib/{arch}",
+                    f"/usr/lib/{arch}"}
+
+
+def python_link_flags(rpath: str | None = None) -> list:
+    """-L, the run path (default: libpython's own directory, none when that
+    is a system one) and -l of libpython."""
+    libdir, name = python_library()
+    run_path = rpath or ("" if system_library_dir(libdir) else libdir)
+    return [f"-L{libdir}", *([f"-Wl,-rpath,{run_path}"] if run_path else []), f"-l{name}"]
+
+
+def base_python() -> str:
+    """The python executable of the CPython installation this one runs on:
+    a virtualenv's base (an installed library must not need the venv)."""
+    versioned = Path(sys.base_prefix) / "bin" / f"python{sysconfig.get_python_version()}"
+    if versioned.is_file():
+        return str(versioned)
+    return getattr(sys, "_base_executable", None) or sys.executable
+
+
+# ---------------------------------------------------------------------------
+# The pipeline
+
+
+class Mode(enum.Enum):
+    """Where a built library finds the CPython it runs and the shim package."""
+
+    #: The Python that builds it, pinned in, and this source tree's shim
+    #: package: ``build/``, a prefix install, an editable install.
+    SOURCE_TREE = "source tree"
+    #: Installed as ``shim/lib/`` inside the package (pip install .): the
+    #: package, and the Python installation it sits in, from the shared
+    #: object's own path; the static archive uses the pinned Python's own
+    #: sys.path.
+    PACKAGE = "package"
+    #: A bundle's ``lib/`` (dnsshim_build/bundle.py): the interpreter and modules of
+    #: the folder it sits in, nothing else; no static archive (it could not
+    #: find the folder).
+    BUNDLE = "bundle"
+    #: The firmware object (dnsshim_build/firmware.py): CPython linked in, every
+    #: module frozen in, nothing on disk.
+    FIRMWARE = "firmware"
+    #: Installed under a prefix (dnsshim_build/install.py, python build_ffi.py
+    #: --prefix): the Python side (the shim package, dnspython, cffi's
+    #: backend) in <libdir>/dnsshim/python, found from the shared object's
+    #: own path (the static archive: the path it was installed to); the
+    #: CPython it runs is the base installation of the one that built it.
+    PREFIX = "prefix"
+
+
+#: Where a prefix install keeps its Python side, relative to its libdir.
+PRIVATE_DIR = "dnsshim/python"
+
+
+def _run(cmd: list, verbose: bool) -> None:
+    if verbose:
+        print(" ".join(map(str, cmd)))
+    subprocess.run(list(map(str, cmd)), check=True)
+
+
+def env_flags(*names) -> list:
+    """The flags in those environment variables (CPPFLAGS, CFLAGS, LDFLAGS:
+    a packager's, such as dpkg's hardening flags), after this build's own."""
+    import shlex
+
+    return [flag for name in names for flag in shlex.split(os.environ.get(name, ""))]
+
+
+def _library_flags() -> list:
+    """How a library's C is compiled: position independent, hidden unless
+    exported; then $CPPFLAGS and $CFLAGS."""
+    return ["-fPIC", "-O2", "-g", "-Wall", "-fvisibility=hidden", f"-I{CSRC}",
+            f"-I{sysconfig.get_paths()['include']}", "-pthread", *env_flags("CPPFLAGS", "CFLAGS")]
+
+
+def runtime_defines(mode: Mode, shared: bool = True, optimize: int = 0, types=(),
+                    tag: str = "", private: str = "") -> list:
+    """What csrc/lib/dns_shim.c is told of where its Python is (its header
+    comment lists them); a firmware's --types, the CPython minor version it
+    embeds (``tag``; default: the one building), a prefix install's Python
+    side (``private``: its installed path)."""
+    python = "" if mode in (Mode.BUNDLE, Mode.FIRMWARE) else sys.executable
+    root = str(ROOT) if mode is Mode.SOURCE_TREE else ""
+    if mode is Mode.PREFIX:
+        python, root = base_python(), private
+    defines = [f'-DDNS_SHIM_DEFAULT_PYTHON="{python}"', f'-DDNS_SHIM_DEFAULT_ROOT="{root}"',
+               f'-DDNS_SHIM_PYTHON_TAG="{tag or sysconfig.get_python_version()}"',
+               f'-DDNS_SHIM_BUILD_PREFIX="{os.path.realpath(sys.base_prefix)}"',
+               f"-DDNS_SHIM_IN_PACKAGE={1 if mode is Mode.PACKAGE and shared else 0}"]
+    if mode is Mode.BUNDLE:
+        defines += ["-DDNS_SHIM_BUNDLE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}"]
+    if mode is Mode.PREFIX and shared:
+        defines.append(f'-DDNS_SHIM_PRIVATE_DIR="{PRIVATE_DIR}"')
+    if mode is Mode.FIRMWARE:
+        defines += ["-DDNS_SHIM_FIRMWARE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}",
+                    f'-DDNS_SHIM_FIRMWARE_TYPES="{",".join(types)}"']
+    return defines
+
+
+def emit(library: Library, tmp: Path, verbose: bool = False) -> Path:
+    """cffi's C for a library, into tmp (cffi says "generating ..." only when
+    verbose), patched for a guest in a Python program (patch_for_guest); the
+    firmware compiles it with its own toolchain."""
+    import contextlib
+    import io
+
+    c_file = tmp / f"{library.module}.c"
+    with contextlib.redirect_stdout(sys.stdout if verbose else io.StringIO()):
+        make_ffi(library).emit_c_code(str(c_file))
+    patch_for_guest(c_file, library.guest_prefix)
+    return c_file
+
+
+# A guest in a Python program: loaded into a process that already runs
+# Python, the library loads its own Python side privately (shim/guest.py says
+# how), and two calls of cffi's generated code are pointed at that guest: the
+# backend _cffi_init imports, and the builtins the init code runs with.  Each
+# library's C defines the two functions (doing what cffi does in the library's
+# own interpreter) and refuses to compile without this patch.
+
+#: (what cffi emits, exactly once in a module; what it becomes)
+_GUEST_CALLS = (('module = PyImport_ImportModule("_cffi_backend");',
+                 "module = {prefix}__cffi_backend();"),
+                ("builtins = PyEval_GetBuiltins();", "builtins = {prefix}__init_builtins();"))
+
+
+def patch_for_guest(c_file: Path, prefix: str) -> None:
+    """Points the calls of _GUEST_CALLS in the emitted module at
+    ``<prefix>__cffi_backend()`` and ``<prefix>__init_builtins()``, declared
+    right after Python.h.  Refuses when cffi's text is not as expected."""
+    text = Path(c_file).read_text(encoding="utf-8")
+    for old, new in _GUEST_CALLS:
+        if text.count(old) != 1:
+            raise SystemExit(f"{c_file}: cffi's code has {text.count(old)} of {old!r}, not one: "
+                             "this cffi is not one dnsshim_build.pipeline.patch_for_guest knows")
+        text = text.replace(old, new.format(prefix=prefix))
+    include = "#include <Python.h>\n"
+    if text.count(include) != 1:
+        raise SystemExit(f"{c_file}: no single {include.strip()!r} to declare the guest after")
+    text = text.replace(include, include + "#define DNS_SHIM__GUEST_PATCHED 1\n"
+                        f"static PyObject *{prefix}__cffi_backend(void);\n"
+                        f"static PyObject *{prefix}__init_builtins(void);\n")
+    Path(c_file).write_text(text, encoding="utf-8")
+
+
+def _link_shared(library: Library, c_file: Path, out_dir: Path, defines: list, mode: Mode,
+                 verbose: bool, system: bool = False) -> Path:
+    """The shared object (written atomically) and its development link.
+
+    -z nodelete: once called, the library's cffi module lives on in the
+    interpreter (and its extern "Python" functions in the library), so a
+    dlclose() (a host Python's ctypes or cffi dropping the handle, a plugin
+    loader) must not unmap it.  A library that links another of this project
+    finds it beside itself ($ORIGIN: none in a system directory, where the
+    dynamic linker looks anyway); a bundle's finds libpython there too."""
+    shared = out_dir / library.soname
+    needs = [flag for name in library.links for flag in (f"-L{out_dir}", f"-l{name}")]
+    if library.links:
+        needs += [*([] if system else ["-Wl,-rpath,$ORIGIN"]), "-ldl"]
+    _run([compiler(), "-shared", *_library_flags(), *defines, c_file, "-o", f"{shared}.tmp",
+          f"-Wl,--version-script={library.exports}", f"-Wl,-soname,{library.soname}",
+          "-Wl,--no-undefined", "-Wl,-z,nodelete", *needs,
+          *python_link_flags("$ORIGIN" if mode is Mode.BUNDLE else None), *env_flags("LDFLAGS")],
+         verbose)
+    os.replace(f"{shared}.tmp", shared)
+    link = out_dir / library.link_name
+    if os.path.lexists(link):
+        link.unlink()
+    link.symlink_to(library.soname)
+    return shared
+
+
+def _archive(library: Library, c_file: Path, out_dir: Path, defines: list, tmp: Path,
+             verbose: bool) -> Path:
+    """The static archive, the same code for static linking."""
+    static = out_dir / library.archive
+    obj = tmp / f"{library.archive}.o"
+    _run([compiler(), "-c", *_library_flags(), *defines, c_file, "-o", obj], verbose)
+    if static.exists():
+        static.unlink()
+    _run(["ar", "rcs", static, obj], verbose)
+    return static
+
+
+def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
+          verbose: bool = False, private: str = "", system: bool = False) -> Path:
+    """Every library of :data:`LIBRARIES` into out_dir, in `mode`: for each,
+    libNAME.so.MAJOR (SONAME libNAME.so.MAJOR, MAJOR the ABI's major version),
+    the link libNAME.so and libNAME.a; a bundle (Mode.BUNDLE) gets libdnsshim's
+    shared object alone, with .pyc files of the optimisation level `optimize`.
+    Mode.PREFIX: ``private`` is the installed path of the Python side, and
+    ``system`` says the libraries go to a system directory (no run path to
+    it).  Returns libdnsshim's shared object."""
+    check_prerequisites()
+    check_sources()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    libraries = (DNSSHIM,) if mode is Mode.BUNDLE else LIBRARIES
+    for library in libraries:
+        with tempfile.TemporaryDirectory(prefix=f"{library.name}-build-") as tmp:
+            c_file = emit(library, Path(tmp), verbose)
+            shared = (runtime_defines(mode, True, optimize, private=private)
+                      if library.starts_runtime else [])
+            _link_shared(library, c_file, out_dir, shared, mode, verbose, system)
+            if mode is not Mode.BUNDLE:
+                static = (runtime_defines(mode, False, optimize, private=private)
+                          if library.starts_runtime else [])
+                _archive(library, c_file, out_dir, static, Path(tmp), verbose)
+    return out_dir / DNSSHIM.soname
+
+
+def pkgconfig_text(library: Library, prefix: str, mode: Mode = Mode.SOURCE_TREE,
+                   libdir: str = "${prefix}/lib", rpath: bool = True) -> str:
+    """A library's .pc file, from its template.  prefix: the directory of its
+    lib/ and include/ (``${pcfiledir}/../..`` for a tree that may move);
+    libdir: that of the libraries; rpath: whether a program gets a run path
+    to it (not to a system directory).  libpython, which only a static link
+    needs, is not named in a bundle's (a bundle has no static archive)."""
+    python_libs = ""
+    if mode is not Mode.BUNDLE:
+        python_libs = " ".join([*python_link_flags(), "-lpthread", "-ldl", "-lm"])
+    values = {"PREFIX": prefix, "VERSION": package_version(), "PYTHON_LIBS": python_libs,
+              "LIBDIR": libdir, "RPATH": "-Wl,-rpath,${libdir} " if rpath else ""}
+    text = library.pc_template.read_text(encoding="utf-8")
+    text = re.sub(r"@(\w+)@", lambda m: values[m.group(1)], text)
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+
+
+def write_pkgconfig(lib_dir: Path, prefix: str, mode: Mode, libraries=LIBRARIES,
+                    **where) -> Path:
+    """Each library's .pc file into lib_dir/pkgconfig/ (``where``: libdir and
+    rpath, as pkgconfig_text takes them); returns that directory."""
+    pc_dir = Path(lib_dir) / "pkgconfig"
+    pc_dir.mkdir(parents=True, exist_ok=True)
+    for library in libraries:
+        text = pkgconfig_text(library, prefix, mode, **where)
+        (pc_dir / f"{library.pc_name}.pc").write_text(text, encoding="utf-8")
+    return pc_dir
+
+
+def compile_program(sources, output, *, against=None, libraries=("dnsshim",), rpath=None,
+                    flags=(), cflags=(), embed_python=False, cc=None, verbose=False) -> Path:
+    """The one way to compile a C program against a build of the libraries:
+    the installed tool, the bundler's probe, the test drivers and benchmark
+    harnesses all come through here.
+
+    against: the directory of the libraries (-L); ``libraries`` are linked
+    from it, in that order, with the run path ``rpath`` (default: that
+    directory; "" for none: the program then runs with LD_LIBRARY_PATH).
+    flags: compiler and link flags given as they are (a .pc file's, another
+    library's), after those, beside or instead of ``against``; their -I
+    come before this tree's.  cflags: compiler flags (defines, warnings).
+    embed_python: the program calls libpython itself (its headers and -l).
+    cc: another compiler (a cross compiler, for the firmware's target).
+    The public header, csrc/tools/'s helpers and the table of kinds
+    (KINDS_HEADER) are on the include path."""
+    cmd = [cc or compiler(), "-O2", "-g", "-Wall", *cflags,
+           *([] if cc else env_flags("CPPFLAGS", "CFLAGS")), *sources, "-o", output]
+    if against is not None:
+        cmd += [f"-L{against}", *(f"-l{name}" for name in libraries)]
+        run_path = against if rpath is None else rpath
+        if run_path:
+            cmd.append(f"-Wl,-rpath,{run_path}")
+    cmd += [*flags, f"-I{CSRC}", f"-I{TOOLS}"]
+    if embed_python:
+        libdir, name = python_library()
+        cmd += [f"-I{sysconfig.get_paths()['include']}", f"-L{libdir}", f"-l{name}"]
+    cmd += ["-pthread", "-ldl", *([] if cc else env_flags("LDFLAGS"))]
+    with tempfile.TemporaryDirectory(prefix="dnsshim-kinds-") as generated:
+        kinds_header(generated)
+        _run([*cmd, f"-I{generated}"], verbose)
+    return Path(output)
