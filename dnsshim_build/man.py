@@ -365,7 +365,7 @@ def parse_header(text: str) -> Header:
         if api:
             c.kind = "function"
             c.prototype = " ".join(api.group(1).split()).replace("( ", "(").replace(" )", ")") + ";"
-            c.names = [re.search(r"(\w+)\s*\(", c.prototype).group(1)]
+            c.names = api_functions(code)
         elif re.search(r"typedef\s+enum", code):
             c.kind = "enum"
             body = re.search(r"\{(.*)\}", code, re.S).group(1)
