@@ -23,9 +23,9 @@ Each function's symbol version comes from ``csrc/lib/libdnsshim.map``; a
 Every page is ASCII, has no date (``.TH``'s date field is empty: builds are
 reproducible), no blank line and no trailing whitespace, and renders without
 a warning from ``man --warnings`` or ``groff -ww``.  The header's version
-and the version scripts are read by ``build_ffi.py``'s readers, the build's
-own; otherwise standard library only.  :mod:`shim.man_roff` writes the
-roff, :mod:`shim.man_markdown` converts the README's Markdown.
+and the version scripts are read by dnsshim_build.pipeline's readers, the build's
+own; otherwise standard library only.  :mod:`dnsshim_build.man_roff` writes the
+roff, :mod:`dnsshim_build.man_markdown` converts the README's Markdown.
 
 ``python -m dnsshim_build.man --out DIR [--tool NAME=HELPFILE]`` writes the pages of
 this source tree into ``DIR/manN/``, to look at them.
@@ -392,7 +392,7 @@ def parse_header(text: str) -> Header:
 
 def api_functions(header_text: str) -> list:
     """The functions the header declares with DNS_SHIM_API, in its order
-    (build_ffi.py's reading, the build's)."""
+    (dnsshim_build.pipeline's reading, the build's)."""
     return pipeline.api_functions(header_text)
 
 
