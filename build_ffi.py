@@ -246,7 +246,7 @@ class Library:
     #: whether it starts the runtime itself (and so takes the build mode's defines)
     starts_runtime: bool = False
     #: the prefix of the two functions its module's C defines for a guest in
-    #: a Python program (patch_for_guest)
+    #: a Python program (GUEST_HEADER)
     guest_prefix: str = ""
 
     @property
@@ -602,49 +602,64 @@ def runtime_defines(mode: Mode, shared: bool = True, optimize: int = 0, types=()
 
 
 def emit(library: Library, tmp: Path, verbose: bool = False) -> Path:
-    """cffi's C for a library, into tmp (cffi says "generating ..." only when
-    verbose), patched for a guest in a Python program (patch_for_guest); the
-    firmware compiles it with its own toolchain."""
+    """The C unit of a library's cffi module, into tmp (cffi says
+    "generating ..." only when verbose): cffi's emitted code, untouched, in
+    <module>.cffi.c, and the unit compiled, <module>.c, which defines the
+    library's guest prefix, includes GUEST_HEADER and then cffi's code
+    (guest_unit); the firmware compiles it with its own toolchain."""
     import contextlib
     import io
 
-    c_file = tmp / f"{library.module}.c"
+    emitted = tmp / f"{library.module}.cffi.c"
     with contextlib.redirect_stdout(sys.stdout if verbose else io.StringIO()):
-        make_ffi(library).emit_c_code(str(c_file))
-    patch_for_guest(c_file, library.guest_prefix)
+        make_ffi(library).emit_c_code(str(emitted))
+    check_for_guest(emitted)
+    c_file = tmp / f"{library.module}.c"
+    c_file.write_text(guest_unit(library, emitted.name), encoding="utf-8")
     return c_file
 
 
 # A guest in a Python program: loaded into a process that already runs
 # Python, the library loads its own Python side privately (shim/guest.py says
-# how), and two calls of cffi's generated code are pointed at that guest: the
-# backend _cffi_init imports, and the builtins the init code runs with.  Each
-# library's C defines the two functions (doing what cffi does in the library's
-# own interpreter) and refuses to compile without this patch.
+# how), and two calls of cffi's runtime are pointed at that guest: the
+# backend _cffi_init imports, and the builtins the init code runs with.
+# GUEST_HEADER says how, in C: it comes before cffi's runtime and turns the
+# two calls into macros; each library's C defines the two functions (doing
+# what cffi does in the library's own interpreter), #undefs the macros, and
+# refuses to compile without the header.
 
-#: (what cffi emits, exactly once in a module; what it becomes)
-_GUEST_CALLS = (('module = PyImport_ImportModule("_cffi_backend");',
-                 "module = {prefix}__cffi_backend();"),
-                ("builtins = PyEval_GetBuiltins();", "builtins = {prefix}__init_builtins();"))
+#: The header each library's cffi unit includes before cffi's code.
+GUEST_HEADER = CSRC / "lib" / "dns_shim_cffi_guest.h"
+
+#: What cffi's runtime (the emitted text before the preamble) must call,
+#: exactly once each, for GUEST_HEADER to point it at the guest.
+_GUEST_CALLS = ('PyImport_ImportModule("_cffi_backend")', "PyEval_GetBuiltins()")
+
+#: The first line of each library's C that ends GUEST_HEADER's macros.
+_GUEST_END = "#undef PyImport_ImportModule\n"
 
 
-def patch_for_guest(c_file: Path, prefix: str) -> None:
-    """Points the calls of _GUEST_CALLS in the emitted module at
-    ``<prefix>__cffi_backend()`` and ``<prefix>__init_builtins()``, declared
-    right after Python.h.  Refuses when cffi's text is not as expected."""
+def check_for_guest(c_file: Path) -> None:
+    """Refuses (one line) a cffi whose emitted runtime does not make the
+    calls of _GUEST_CALLS exactly once each before the preamble.  Reads
+    cffi's text; nothing edits it."""
     text = Path(c_file).read_text(encoding="utf-8")
-    for old, new in _GUEST_CALLS:
-        if text.count(old) != 1:
-            raise SystemExit(f"{c_file}: cffi's code has {text.count(old)} of {old!r}, not one: "
-                             "this cffi is not one build_ffi.patch_for_guest knows")
-        text = text.replace(old, new.format(prefix=prefix))
-    include = "#include <Python.h>\n"
-    if text.count(include) != 1:
-        raise SystemExit(f"{c_file}: no single {include.strip()!r} to declare the guest after")
-    text = text.replace(include, include + "#define DNS_SHIM__GUEST_PATCHED 1\n"
-                        f"static PyObject *{prefix}__cffi_backend(void);\n"
-                        f"static PyObject *{prefix}__init_builtins(void);\n")
-    Path(c_file).write_text(text, encoding="utf-8")
+    runtime = text[:text.find(_GUEST_END)] if _GUEST_END in text else ""
+    for call in _GUEST_CALLS:
+        if runtime.count(call) != 1:
+            raise SystemExit(f"{c_file}: cffi's runtime has {runtime.count(call)} of {call!r} "
+                             f"before the preamble, not one: this cffi is not one "
+                             f"{GUEST_HEADER.name} knows")
+
+
+def guest_unit(library: Library, emitted: str) -> str:
+    """The C unit compiled for a library's cffi module (emit): its guest
+    prefix, GUEST_HEADER, then cffi's emitted file (beside it)."""
+    return (f"/* {library.module}: cffi's module for lib{library.name}, with its guest"
+            f" (build_ffi.emit). */\n"
+            f"#define DNS_SHIM__GUEST_PREFIX {library.guest_prefix}\n"
+            f'#include "{GUEST_HEADER}"\n'
+            f'#include "{emitted}"\n')
 
 
 def _link_shared(library: Library, c_file: Path, out_dir: Path, defines: list, mode: Mode,

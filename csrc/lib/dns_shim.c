@@ -26,6 +26,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* cffi's runtime, before this file, called the guest through
+** csrc/lib/dns_shim_cffi_guest.h; from here on these are Python's. */
+#ifndef DNS_SHIM__GUEST_REDIRECTED
+#  error "build through build_ffi.py: cffi's unit must include lib/dns_shim_cffi_guest.h first"
+#endif
+#undef PyImport_ImportModule
+#undef PyEval_GetBuiltins
+
 /* Supplied by build_ffi.py on the compiler's command line:
 **   DNS_SHIM_DEFAULT_PYTHON  the python executable pinned at build time
 **   DNS_SHIM_DEFAULT_ROOT    the directory holding the shim package it was
@@ -846,14 +854,11 @@ static int dns_shim__check_requirements(const char *python, const char *origin)
 ** text build_ffi.py compiles in as DNS_SHIM__GUEST_CODE): its shim package,
 ** its dnspython and its own _cffi_backend, from its own installation,
 ** leaving the program's sys.path and sys.modules as they were.  Two calls
-** in cffi's generated code are pointed here by build_ffi.py
-** (patch_for_guest): _cffi_init's PyImport_ImportModule("_cffi_backend")
+** in cffi's runtime are pointed here by csrc/lib/dns_shim_cffi_guest.h
+** (build_ffi.emit): _cffi_init's PyImport_ImportModule("_cffi_backend")
 ** and the builtins _cffi_initialize_python runs the init code with.  In an
 ** interpreter the library started itself they do what cffi does.
 */
-#ifndef DNS_SHIM__GUEST_PATCHED
-#  error "build through build_ffi.py: cffi's emitted code must be patched (patch_for_guest)"
-#endif
 
 /* The shim.guest.Guest object, once loaded (never released: the module
 ** cffi builds on its backend lives as long as the process). */
