@@ -13,6 +13,9 @@
 */
 #define DNS_SHIM_BUILDING 1
 #include "dns_shim.h"
+/* The status texts and names, the record kinds, the requirements and guest
+** code texts: written by the build (build_ffi.generated_headers). */
+#include "dns_shim_generated.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>
