@@ -253,7 +253,7 @@ class Library:
     module: str
     #: () -> the declarations cffi is given
     cdef: object
-    #: the C half: cffi's preamble
+    #: the C half: cffi's preamble (the bridge, which sees cffi's code)
     source: Path
     #: () -> the text of its GENERATED_HEADER (generated from the Python
     #: side), "" for none
@@ -273,6 +273,8 @@ class Library:
     #: the prefix of the two functions its module's C defines for a guest in
     #: a Python program (GUEST_HEADER)
     guest_prefix: str = ""
+    #: the C units compiled on their own beside cffi's (compile_units)
+    units: tuple = ()
 
     @property
     def soname(self) -> str:
@@ -300,7 +302,8 @@ DNSSHIM = Library(
     cdef=lambda: header_cdef(HEADER) + _INTERNAL_CDEF,
     source=CSRC / "lib" / "dns_shim.c", generated=generated_defines, init_code=INIT_CODE,
     major=package_version().split(".")[0], exports=CSRC / "lib" / "libdnsshim.map",
-    pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True, guest_prefix="dns_shim")
+    pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True, guest_prefix="dns_shim",
+    units=(CSRC / "lib" / "memory.c",))
 
 #: libdnsshim_ares: c-ares's classic reply parsers, on libdnsshim's runtime.
 #: c-ares's classic parse API is fixed (1.18, 1.19): its major stays 1.
@@ -703,7 +706,8 @@ def _link_shared(library: Library, c_file: Path, out_dir: Path, defines: list, m
     needs = [flag for name in library.links for flag in (f"-L{out_dir}", f"-l{name}")]
     if library.links:
         needs += [*([] if system else ["-Wl,-rpath,$ORIGIN"]), "-ldl"]
-    _run([compiler(), "-shared", *_library_flags(), *defines, c_file, "-o", f"{shared}.tmp",
+    _run([compiler(), "-shared", *_library_flags(), f"-I{c_file.parent}", *defines, c_file,
+          *library.units, "-o", f"{shared}.tmp",
           f"-Wl,--version-script={library.exports}", f"-Wl,-soname,{library.soname}",
           "-Wl,--no-undefined", "-Wl,-z,nodelete", *needs,
           *python_link_flags("$ORIGIN" if mode is Mode.BUNDLE else None), *env_flags("LDFLAGS")],
@@ -718,10 +722,19 @@ def _link_shared(library: Library, c_file: Path, out_dir: Path, defines: list, m
 
 def _archive(library: Library, c_file: Path, out_dir: Path, defines: list, tmp: Path,
              verbose: bool) -> Path:
-    """The static archive, the same code for static linking."""
+    """The static archive, the same code for static linking: its units
+    linked into one object (ld -r) whose hidden symbols (what crosses the
+    units: csrc/lib/dns_shim_internal.h) are made local, so that a static
+    link gets no global name but the API's."""
     static = out_dir / library.archive
+    objs = []
+    for i, source in enumerate((c_file, *library.units)):
+        objs.append(tmp / f"{library.archive}.{i}.o")
+        _run([compiler(), "-c", *_library_flags(), f"-I{c_file.parent}", *defines, source,
+              "-o", objs[-1]], verbose)
     obj = tmp / f"{library.archive}.o"
-    _run([compiler(), "-c", *_library_flags(), *defines, c_file, "-o", obj], verbose)
+    _run(["ld", "-r", "-o", obj, *objs], verbose)
+    _run(["objcopy", "--localize-hidden", obj], verbose)
     if static.exists():
         static.unlink()
     _run(["ar", "rcs", static, obj], verbose)

@@ -16,6 +16,7 @@
 /* The status texts and names, the record kinds, the requirements and guest
 ** code texts: written by the build (build_ffi.generated_headers). */
 #include "dns_shim_generated.h"
+#include "lib/dns_shim_internal.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -212,7 +213,7 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
 /* Sends one message to the handler, or to stderr (the default handler
 ** writes warnings and errors only).  The Python side (shim/embedded.py)
 ** logs through it too. */
-static void dns_shim__log_level(int32_t level, const char *message)
+void dns_shim__log_level(int32_t level, const char *message)
 {
     dns_shim_log_handler handler;
     void *ctx;
@@ -255,7 +256,7 @@ DNS_SHIM_API const char *dns_shim_last_error(void)
 }
 
 /* A call succeeded: nothing to say. */
-static int32_t dns_shim__ok(void)
+int32_t dns_shim__ok(void)
 {
     dns_shim__error[0] = '\0';
     return DNS_SHIM_OK;
@@ -263,7 +264,7 @@ static int32_t dns_shim__ok(void)
 
 /* A call fails with status: "<its name>: <detail>" for this thread.
 ** Returns status. */
-static int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
+int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
 {
     size_t n;
     va_list ap;
@@ -282,11 +283,6 @@ static void dns_shim__set_error(const char *text)
 {
     snprintf(dns_shim__error, sizeof dns_shim__error, "%s", text);
 }
-
-/* ------------------------------------------------------------------ */
-/* The host's allocator and the memory limit (every build)              */
-
-#include "lib/memory.c"
 
 /* ------------------------------------------------------------------ */
 /* Callback sets                                                        */

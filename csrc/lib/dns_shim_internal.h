@@ -1,0 +1,35 @@
+/*
+** dns_shim_internal.h: what crosses libdnsshim's C units.
+**
+** libdnsshim's C is several units: the bridge (dns_shim.c), cffi's
+** preamble, which sees cffi's generated code, and units compiled on their
+** own (memory.c).  Every name here is hidden: it is neither exported by the
+** shared object (its version script lists the API) nor left global in the
+** static archive (build_ffi._archive links the units into one object and
+** makes hidden symbols local), so it cannot collide with a program's.
+** Include it after <Python.h> and "dns_shim.h".
+*/
+#ifndef DNS_SHIM_INTERNAL_H
+#define DNS_SHIM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DNS_SHIM__HIDDEN __attribute__((visibility("hidden")))
+
+/* The reason for a failure (dns_shim.c): a status and its text. */
+DNS_SHIM__HIDDEN int32_t dns_shim__ok(void);
+DNS_SHIM__HIDDEN int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The program's log handler (dns_shim.c). */
+DNS_SHIM__HIDDEN void dns_shim__log_level(int32_t level, const char *message);
+
+/* The host's allocator and the memory limit (memory.c). */
+DNS_SHIM__HIDDEN extern size_t dns_shim__limit;
+DNS_SHIM__HIDDEN void dns_shim__memory_start(int owns);
+DNS_SHIM__HIDDEN int32_t dns_shim__memory_accounted(void);
+DNS_SHIM__HIDDEN int32_t dns_shim__memory_limited(void);
+DNS_SHIM__HIDDEN int32_t dns_shim__memory_enforce(int32_t on);
+DNS_SHIM__HIDDEN int dns_shim__memory_tripped(void);
+
+#endif
