@@ -3,7 +3,7 @@
 **
 ** libdnsshim's C is several units: the bridge (dns_shim.c), cffi's
 ** preamble, which sees cffi's generated code, and units compiled on their
-** own (memory.c).  Every name here is hidden: it is neither exported by the
+** own (failure.c, memory.c).  Every name here is hidden: it is neither exported by the
 ** shared object (its version script lists the API) nor left global in the
 ** static archive (build_ffi._archive links the units into one object and
 ** makes hidden symbols local), so it cannot collide with a program's.
@@ -17,12 +17,18 @@
 
 #define DNS_SHIM__HIDDEN __attribute__((visibility("hidden")))
 
-/* The reason for a failure (dns_shim.c): a status and its text. */
+/* The reason for the last failure, this thread's (failure.c). */
+#define DNS_SHIM__ERROR_SIZE 2048
+DNS_SHIM__HIDDEN extern __thread char dns_shim__error[DNS_SHIM__ERROR_SIZE];
+/* The reason for a failure (failure.c): a status and its text. */
 DNS_SHIM__HIDDEN int32_t dns_shim__ok(void);
 DNS_SHIM__HIDDEN int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* The program's log handler (dns_shim.c). */
+/* The program's log handler: at a level, at DNS_SHIM_LOG_ERROR (failure.c). */
 DNS_SHIM__HIDDEN void dns_shim__log_level(int32_t level, const char *message);
+DNS_SHIM__HIDDEN void dns_shim__log(const char *message);
+/* For the Python side: the whole text of a failure it reports (failure.c). */
+DNS_SHIM__HIDDEN void dns_shim__set_error(const char *text);
 
 /* The host's allocator and the memory limit (memory.c). */
 DNS_SHIM__HIDDEN extern size_t dns_shim__limit;
