@@ -3,11 +3,11 @@
 **
 ** libdnsshim's C is several units: the bridge (dns_shim.c), cffi's
 ** preamble, which sees cffi's generated code, and units compiled on their
-** own (failure.c, memory.c).  Every name here is hidden: it is neither exported by the
+** own (dispatch.c, failure.c, memory.c).  Every name here is hidden: it is neither exported by the
 ** shared object (its version script lists the API) nor left global in the
 ** static archive (build_ffi._archive links the units into one object and
 ** makes hidden symbols local), so it cannot collide with a program's.
-** Include it after <Python.h> and "dns_shim.h".
+** Include it after "dns_shim.h".
 */
 #ifndef DNS_SHIM_INTERNAL_H
 #define DNS_SHIM_INTERNAL_H
@@ -29,6 +29,18 @@ DNS_SHIM__HIDDEN void dns_shim__log_level(int32_t level, const char *message);
 DNS_SHIM__HIDDEN void dns_shim__log(const char *message);
 /* For the Python side: the whole text of a failure it reports (failure.c). */
 DNS_SHIM__HIDDEN void dns_shim__set_error(const char *text);
+
+/* One step of a plan (the Python side builds it: shim/glue.py; cffi is
+** told of it: build_ffi._INTERNAL_CDEF). */
+typedef struct dns_shim__step {
+    size_t member;   /* offsetof(dns_shim_callbacks, on_...) */
+    const void *arg; /* the struct for that callback */
+} dns_shim__step;
+/* A plan's step made (0), or -1 for an offset naming no callback; the
+** failure a callback's return makes (dispatch.c). */
+DNS_SHIM__HIDDEN int dns_shim__call(const dns_shim_callbacks *cb, const dns_shim__step *step,
+                                    int32_t *result);
+DNS_SHIM__HIDDEN int32_t dns_shim__callback_failed(const dns_shim__step *step, int32_t result);
 
 /* The host's allocator and the memory limit (memory.c). */
 DNS_SHIM__HIDDEN extern size_t dns_shim__limit;
