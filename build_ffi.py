@@ -303,8 +303,8 @@ DNSSHIM = Library(
     source=CSRC / "lib" / "dns_shim.c", generated=generated_defines, init_code=INIT_CODE,
     major=package_version().split(".")[0], exports=CSRC / "lib" / "libdnsshim.map",
     pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True, guest_prefix="dns_shim",
-    units=(CSRC / "lib" / "dispatch.c", CSRC / "lib" / "failure.c",
-           CSRC / "lib" / "memory.c"))
+    units=(CSRC / "lib" / "api.c", CSRC / "lib" / "dispatch.c",
+           CSRC / "lib" / "failure.c", CSRC / "lib" / "memory.c"))
 
 #: libdnsshim_ares: c-ares's classic reply parsers, on libdnsshim's runtime.
 #: c-ares's classic parse API is fixed (1.18, 1.19): its major stays 1.

@@ -3,7 +3,7 @@
 **
 ** libdnsshim's C is several units: the bridge (dns_shim.c), cffi's
 ** preamble, which sees cffi's generated code, and units compiled on their
-** own (dispatch.c, failure.c, memory.c).  Every name here is hidden: it is neither exported by the
+** own (api.c, dispatch.c, failure.c, memory.c).  Every name here is hidden: it is neither exported by the
 ** shared object (its version script lists the API) nor left global in the
 ** static archive (build_ffi._archive links the units into one object and
 ** makes hidden symbols local), so it cannot collide with a program's.
@@ -41,6 +41,12 @@ typedef struct dns_shim__step {
 DNS_SHIM__HIDDEN int dns_shim__call(const dns_shim_callbacks *cb, const dns_shim__step *step,
                                     int32_t *result);
 DNS_SHIM__HIDDEN int32_t dns_shim__callback_failed(const dns_shim__step *step, int32_t result);
+
+/* A checked call's message parsed by the Python side and its plan
+** dispatched: a status (the bridge, dns_shim.c). */
+DNS_SHIM__HIDDEN int32_t dns_shim__run(const uint8_t *buf, int32_t len,
+                                       const dns_shim_query *query,
+                                       const dns_shim_callbacks *callbacks);
 
 /* The host's allocator and the memory limit (memory.c). */
 DNS_SHIM__HIDDEN extern size_t dns_shim__limit;
