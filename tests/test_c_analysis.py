@@ -32,18 +32,21 @@ def generated(tmp_path_factory):
     return build_ffi.generated_headers(build_ffi.DNSSHIM, tmp_path_factory.mktemp("generated"))
 
 
-def _compile(path: str, generated, *flags) -> subprocess.CompletedProcess:
+def _compile(path: str, generated, *flags, mode=build_ffi.Mode.SOURCE_TREE):
+    """gcc on one file; libdnsshim's units get the runtime defines of a
+    build mode (build_ffi.runtime_defines), as the build gives them."""
     gcc = require_program("gcc", "gcc")
+    defines = build_ffi.runtime_defines(mode) if path.startswith("csrc/lib/") else []
     cmd = [gcc, "-c", "-o", "/dev/null", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
-           "-fvisibility=hidden", "-pthread", *flags, f"-I{build_ffi.CSRC}",
+           "-fvisibility=hidden", "-pthread", *defines, *flags, f"-I{build_ffi.CSRC}",
            f"-I{build_ffi.TOOLS}", f"-I{generated}",
            f"-I{sysconfig.get_paths()['include']}", str(ROOT / path)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
 
 def test_every_shipped_c_file_is_analysed_or_a_named_bridge():
-    assert set(UNITS) >= {"csrc/lib/api.c", "csrc/lib/dispatch.c", "csrc/lib/failure.c", "csrc/lib/memory.c",
-                          "csrc/tools/dnsshim-dump.c", "csrc/tools/dnsshim_probe.c",
+    assert set(UNITS) >= {"csrc/lib/api.c", "csrc/lib/dispatch.c", "csrc/lib/failure.c",
+                          "csrc/lib/memory.c", "csrc/lib/runtime.c", "csrc/tools/dnsshim-dump.c", "csrc/tools/dnsshim_probe.c",
                           "csrc/firmware/contextvars.c", "csrc/firmware/crc32.c"}
     assert BRIDGES <= set(SHIPPED), "a bridge named here is no longer shipped"
 
@@ -60,6 +63,15 @@ def test_the_static_analyser_finds_nothing(path, generated):
     result = _compile(path, generated, "-fanalyzer")
     assert result.returncode == 0, result.stderr
     assert "warning" not in result.stderr and "error" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("mode", [build_ffi.Mode.PACKAGE, build_ffi.Mode.BUNDLE,
+                                  build_ffi.Mode.PREFIX])
+def test_the_runtime_in_every_installed_layout(mode, generated):
+    """runtime.c's code differs by layout (where its Python is)."""
+    result = _compile("csrc/lib/runtime.c", generated, "-fanalyzer", mode=mode)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
 
 
 def test_the_analyser_does_fail_on_a_finding(tmp_path, generated):
