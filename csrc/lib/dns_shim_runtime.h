@@ -1,6 +1,6 @@
 /*
 ** dns_shim_runtime.h: the runtime's build-time settings and what crosses
-** from runtime.c to the bridge (dns_shim.c), hidden
+** from runtime.c and guest.c to the bridge (dns_shim.c), hidden
 ** (dns_shim_internal.h says why).
 */
 #ifndef DNS_SHIM_RUNTIME_H
@@ -94,5 +94,14 @@ DNS_SHIM__HIDDEN int dns_shim__start_interpreter(void);
 DNS_SHIM__HIDDEN PyObject *dns_shim__catch_stderr(void);
 DNS_SHIM__HIDDEN char *dns_shim__release_stderr(PyObject *stream);
 DNS_SHIM__HIDDEN int dns_shim__check_requirements(const char *python, const char *origin);
+
+
+/* A guest in a Python program (guest.c): its Guest object, loading and
+** checking it (0, or -1 with the reason given to dns_shim__cannot_start),
+** publishing it; dir first on sys.path (GIL held; 0, or -1). */
+DNS_SHIM__HIDDEN extern PyObject *dns_shim__guest;
+DNS_SHIM__HIDDEN int dns_shim__guest_start(void);
+DNS_SHIM__HIDDEN void dns_shim__guest_publish(void);
+DNS_SHIM__HIDDEN int dns_shim__path_first(const char *dir);
 
 #endif
