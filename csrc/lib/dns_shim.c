@@ -1,14 +1,20 @@
 /*
-** dns_shim.c: the C half of libdnsshim.
+** dns_shim.c: libdnsshim's bridge to cffi.
 **
 ** Not compiled on its own: build_ffi.py hands it to cffi as the preamble of
 ** the embedded module, after cffi's own runtime (which defines
-** cffi_start_python) and before cffi's code for the one internal
-** ``extern "Python"`` function, dns_shim__py_process.
+** cffi_start_python, and whose two guest calls lib/dns_shim_cffi_guest.h
+** redirects) and before cffi's code for the internal ``extern "Python"``
+** functions (dns_shim__py_process, dns_shim__py_release) and for the
+** functions the Python side calls (build_ffi._INTERNAL_CDEF).
 **
-** What lives here is what must work without Python or before it runs:
-** argument checks, the registered callback set, dns_shim_strerror,
-** dns_shim_version, and starting the interpreter with a pinned installation.
+** What lives here is what must see cffi's code: the start, once
+** (dns_shim__init_once, which runs cffi_start_python), the guest's two
+** calls of cffi's runtime, the functions the init code calls, and running
+** a checked call through Python (dns_shim__run); dns_shim_init and
+** dns_shim_version.  The rest of the C is units compiled on their own
+** (dns_shim_internal.h, dns_shim_runtime.h): api.c (the entry points and
+** argument checks), dispatch.c, failure.c, guest.c, memory.c, runtime.c.
 ** Every byte of a message is read on the Python side.
 */
 #define DNS_SHIM_BUILDING 1
