@@ -273,7 +273,8 @@ class Library:
     #: the prefix of the two functions its module's C defines for a guest in
     #: a Python program (GUEST_HEADER)
     guest_prefix: str = ""
-    #: the C units compiled on their own beside cffi's (compile_units)
+    #: the C units compiled on their own beside cffi's unit (_link_shared,
+    #: _archive; shim/firmware.py)
     units: tuple = ()
 
     @property
