@@ -38,9 +38,9 @@ the library, in a fresh namespace, then calls :func:`start`):
   module (cffi's backend is one) into ``sys.modules`` under the name it is
   loaded as, so the program's ``_cffi_backend`` entry is never touched,
   and the private entry is removed at once.  cffi's generated C imports
-  its backend with ``PyImport_ImportModule("_cffi_backend")``: build_ffi.py
+  its backend with ``PyImport_ImportModule("_cffi_backend")``: the build
   points that call, and the builtins the init code runs with, at this
-  guest (see ``patch_for_guest`` there).
+  guest (csrc/lib/dns_shim_cffi_guest.h says how).
 
 Nothing here imports anything but the standard library: it is the loader.
 """

@@ -37,6 +37,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* cffi's runtime, before this file, called the guest through
+** csrc/lib/dns_shim_cffi_guest.h; from here on these are Python's. */
+#ifndef DNS_SHIM__GUEST_REDIRECTED
+#  error "build through build_ffi.py: cffi's unit must include lib/dns_shim_cffi_guest.h first"
+#endif
+#undef PyImport_ImportModule
+#undef PyEval_GetBuiltins
+
 #define DNSSHIM_ARES_API __attribute__((visibility("default")))
 
 /* ------------------------------------------------------------------ */
@@ -66,11 +74,8 @@ static void dnsshim_ares__report_start_failure(const char *why, int32_t logged)
 ** private copy of its Python side and its own cffi backend) and publishes
 ** its shim.guest.Guest as _dnsshim_cffi.__dnsshim_guest__: this module runs
 ** on the same, through the two calls of cffi's generated code that
-** build_ffi.py's patch_for_guest points here.  In the library's own
+** csrc/lib/dns_shim_cffi_guest.h points here.  In the library's own
 ** interpreter there is no guest, and they do what cffi does. */
-#ifndef DNS_SHIM__GUEST_PATCHED
-#  error "build through build_ffi.py: cffi's emitted code must be patched (patch_for_guest)"
-#endif
 
 /* An attribute of libdnsshim's guest (a new reference), or NULL, with no
 ** exception set, when there is none. */

@@ -1,8 +1,8 @@
 /*
 ** memory.c: the host's allocator and the memory limit of the embedded
-** runtime (dns_shim_set_allocator, dns_shim_set_memory_limit), part of
-** libdnsshim's C half in every build: build_ffi.py puts it before
-** dns_shim.c in the module's preamble.
+** runtime (dns_shim_set_allocator, dns_shim_set_memory_limit), a unit of
+** libdnsshim's C in every build, compiled on its own; what it shares with
+** the others is declared in dns_shim_internal.h.
 **
 ** An interpreter the library starts itself keeps an account of what it
 ** holds: CPython's RAW domain through a 16-octet size header, and the
@@ -26,6 +26,16 @@
 ** survivable.  Thread states, the GIL hand-over and cffi's own call
 ** machinery stay outside the limit.
 */
+#define DNS_SHIM_BUILDING 1
+#include <Python.h>
+
+#include "dns_shim.h"
+#include "lib/dns_shim_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
 
 #define DNS_SHIM__HEADER 16           /* keeps malloc's 16-octet alignment */
 #define DNS_SHIM__RESERVE ((size_t)1 << 20)
@@ -34,7 +44,7 @@ static int dns_shim__memory_started = 0; /* the allocators were chosen */
 static int dns_shim__accounting = 0;     /* the runtime's memory is counted */
 static int dns_shim__guest_memory = 0;   /* ... it is a Python program's */
 static dns_shim_allocator dns_shim__host; /* the host's, or libc's */
-static size_t dns_shim__limit = 0;       /* 0: none */
+size_t dns_shim__limit = 0;              /* 0: none */
 static size_t dns_shim__held = 0;        /* bytes the runtime holds (atomic) */
 static __thread int dns_shim__enforcing = 0; /* this thread parses */
 static __thread int dns_shim__tripped = 0;   /* ... and the limit refused */
@@ -226,7 +236,7 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes)
 ** allocators, and the host's behind them.  In a Python program's
 ** interpreter, once called, this only closes the door, and drops a limit
 ** set before, with a warning. */
-static void dns_shim__memory_start(int owns)
+void dns_shim__memory_start(int owns)
 {
     int dropped = 0;
     pthread_mutex_lock(&dns_shim__memory_lock);
@@ -264,17 +274,17 @@ static void dns_shim__memory_start(int owns)
 ** then be set at any time), whether a limit is set now, and the limit on or
 ** off for the parse in this thread (returns whether it refused an
 ** allocation since it was turned on). */
-static int32_t dns_shim__memory_accounted(void)
+int32_t dns_shim__memory_accounted(void)
 {
     return dns_shim__accounting;
 }
 
-static int32_t dns_shim__memory_limited(void)
+int32_t dns_shim__memory_limited(void)
 {
     return __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED) != 0;
 }
 
-static int32_t dns_shim__memory_enforce(int32_t on)
+int32_t dns_shim__memory_enforce(int32_t on)
 {
     dns_shim__enforcing = on != 0;
     if (on)
@@ -284,7 +294,7 @@ static int32_t dns_shim__memory_enforce(int32_t on)
 
 /* Whether the limit refused an allocation in this thread's last parse (C
 ** then fails the call); clears it. */
-static int dns_shim__memory_tripped(void)
+int dns_shim__memory_tripped(void)
 {
     int tripped = dns_shim__tripped;
     dns_shim__tripped = 0;

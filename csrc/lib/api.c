@@ -1,0 +1,231 @@
+/*
+** api.c: the public entry points that take a message (process_dns_response,
+** dns_shim_process, dns_shim_process_reply), the registered callback set
+** (dns_shim_register_callbacks), the checks of every argument that crosses
+** from the program, and dns_shim_strerror: a unit of libdnsshim's C
+** compiled on its own.  A checked call goes on to the bridge (dns_shim.c:
+** dns_shim__run), which asks the Python side for the plan.
+*/
+#define DNS_SHIM_BUILDING 1
+#include "dns_shim.h"
+/* The status texts: written by the build (dnsshim_build.pipeline.generated_headers). */
+#include "dns_shim_generated.h"
+#include "lib/dns_shim_internal.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The sizes of dns_shim_callbacks that this library accepts.  When the
+** struct grows, the old size is kept here so older callers still work.
+** 1.0's struct ended with on_other, a function pointer, so its size (padded
+** to a pointer's alignment) is where the next pointer, on_edns_option,
+** starts: offsetof gives it on every ABI, without a second copy of the old
+** struct. */
+static const uint32_t dns_shim__known_sizes[] = {
+    (uint32_t)offsetof(dns_shim_callbacks, on_edns_option), /* 1.0 */
+    (uint32_t)sizeof(dns_shim_callbacks),                   /* 1.1 */
+};
+/* The release of each size, in the same order, for the message that
+** refuses another size (the last: that release and later). */
+static const char *const dns_shim__known_size_releases[] = {"1.0", "1.1"};
+typedef char dns_shim__one_release_a_size[
+    sizeof dns_shim__known_sizes / sizeof dns_shim__known_sizes[0] ==
+    sizeof dns_shim__known_size_releases / sizeof dns_shim__known_size_releases[0] ? 1 : -1];
+
+/* The sizes of dns_shim_query that this library accepts (it is 1.1's). */
+static const uint32_t dns_shim__known_query_sizes[] = {
+    (uint32_t)sizeof(dns_shim_query), /* 1.1 */
+};
+
+#define DNS_SHIM__KNOWN_QUERY_FLAGS DNS_SHIM_MATCH_CASE
+
+/* ------------------------------------------------------------------ */
+/* Callback sets                                                        */
+
+static int dns_shim__known_size(uint32_t size, const uint32_t *known, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (size == known[i])
+            return 1;
+    return 0;
+}
+
+#define DNS_SHIM__KNOWN(size, table) \
+    dns_shim__known_size((size), (table), sizeof(table) / sizeof((table)[0]))
+
+/* Copies *in into *out, normalised to the full current struct (members the
+** caller's older header does not know are zeroed, and never read from the
+** caller's memory).  Returns a status (and says why it failed). */
+static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_callbacks *out)
+{
+    uint32_t size;
+    size_t i, n = sizeof dns_shim__known_sizes / sizeof dns_shim__known_sizes[0];
+    char known[256];
+    int used = 0;
+
+    if (in == NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the callbacks set is NULL");
+    /* Read once: the caller's memory may change while we look (another
+    ** thread), and the size checked must be the size copied. */
+    size = *(const volatile uint32_t *)&in->struct_size;
+    if (!DNS_SHIM__KNOWN(size, dns_shim__known_sizes)) {
+        /* "%u for 1.0, ..., %u for 1.N and later", from the tables above */
+        known[0] = '\0';
+        for (i = 0; i < n && used >= 0 && (size_t)used < sizeof known; i++)
+            used += snprintf(known + used, sizeof known - (size_t)used, "%s%u for %s%s",
+                             i ? ", " : "", (unsigned)dns_shim__known_sizes[i],
+                             dns_shim__known_size_releases[i], i + 1 == n ? " and later" : "");
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
+                              "the callbacks set's struct_size is %u, not one this library knows "
+                              "(%s)", (unsigned)size, known);
+    }
+    memset(out, 0, sizeof(*out));
+    memcpy(out, in, size);
+    out->struct_size = (uint32_t)sizeof(*out);
+    if (out->sections & ~(uint32_t)DNS_SHIM__ALL_SECTIONS)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
+                              "the callbacks set's sections mask 0x%x has bits other than "
+                              "DNS_SHIM_SECTION_ANSWER, _AUTHORITY and _ADDITIONAL (0x%x)",
+                              (unsigned)out->sections, (unsigned)DNS_SHIM__ALL_SECTIONS);
+    return DNS_SHIM_OK;
+}
+
+/* The same for a query: NULL, an unknown size, unknown flags or no qname are
+** DNS_SHIM_ERR_BAD_ARGUMENT.  The qname's syntax is checked in Python. */
+static int32_t dns_shim__copy_query(const dns_shim_query *in, dns_shim_query *out)
+{
+    uint32_t size;
+
+    if (in == NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the query is NULL");
+    size = *(const volatile uint32_t *)&in->struct_size; /* read once, as for callbacks */
+    if (!DNS_SHIM__KNOWN(size, dns_shim__known_query_sizes))
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
+                              "the query's struct_size is %u, not one this library knows (%u)",
+                              (unsigned)size, (unsigned)dns_shim__known_query_sizes[0]);
+    memset(out, 0, sizeof(*out));
+    memcpy(out, in, size);
+    out->struct_size = (uint32_t)sizeof(*out);
+    if (out->flags & ~(uint32_t)DNS_SHIM__KNOWN_QUERY_FLAGS)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
+                              "the query's flags 0x%x have bits other than DNS_SHIM_MATCH_CASE",
+                              (unsigned)out->flags);
+    if (out->qname == NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the query's qname is NULL");
+    return DNS_SHIM_OK;
+}
+
+static pthread_mutex_t dns_shim__registered_lock = PTHREAD_MUTEX_INITIALIZER;
+static dns_shim_callbacks dns_shim__registered;
+static int dns_shim__have_registered = 0;
+
+DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callbacks)
+{
+    dns_shim_callbacks copy;
+
+    if (callbacks != NULL) {
+        int32_t status = dns_shim__copy_callbacks(callbacks, &copy);
+        if (status != DNS_SHIM_OK)
+            return status;
+    }
+    pthread_mutex_lock(&dns_shim__registered_lock);
+    if (callbacks != NULL)
+        dns_shim__registered = copy;
+    dns_shim__have_registered = callbacks != NULL;
+    pthread_mutex_unlock(&dns_shim__registered_lock);
+    return dns_shim__ok();
+}
+
+/* ------------------------------------------------------------------ */
+/* Processing                                                           */
+
+static int32_t dns_shim__check_buffer(const uint8_t *buf, int32_t len)
+{
+    if (len < 0 || len > 65535)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_LENGTH, "the length is %" PRId32
+                              ", not 0 to 65535", len);
+    if (buf == NULL && len > 0)
+        return dns_shim__fail(DNS_SHIM_ERR_NULL_BUFFER, "the buffer is NULL and the length %"
+                              PRId32, len);
+    return DNS_SHIM_OK;
+}
+
+DNS_SHIM_API int32_t dns_shim_process(const uint8_t *dns_response, int32_t response_len,
+                                      const dns_shim_callbacks *callbacks)
+{
+    dns_shim_callbacks copy;
+    int32_t status = dns_shim__check_buffer(dns_response, response_len);
+
+    if (status != DNS_SHIM_OK)
+        return status;
+    status = dns_shim__copy_callbacks(callbacks, &copy);
+    if (status != DNS_SHIM_OK)
+        return status;
+    return dns_shim__run(dns_response, response_len, NULL, &copy);
+}
+
+/* The registered set, one whole set, old or new, taken at the start of the
+** call: returns copy, or NULL when none is registered. */
+static const dns_shim_callbacks *dns_shim__take_registered(dns_shim_callbacks *copy)
+{
+    int have;
+    pthread_mutex_lock(&dns_shim__registered_lock);
+    have = dns_shim__have_registered;
+    if (have)
+        *copy = dns_shim__registered;
+    pthread_mutex_unlock(&dns_shim__registered_lock);
+    return have ? copy : NULL;
+}
+
+DNS_SHIM_API int32_t process_dns_response(uint8_t *dns_response, int32_t response_len)
+{
+    dns_shim_callbacks copy;
+    int32_t status = dns_shim__check_buffer(dns_response, response_len);
+
+    if (status != DNS_SHIM_OK)
+        return status;
+    return dns_shim__run(dns_response, response_len, NULL, dns_shim__take_registered(&copy));
+}
+
+DNS_SHIM_API int32_t dns_shim_process_reply(const uint8_t *dns_response, int32_t response_len,
+                                            const dns_shim_query *query,
+                                            const dns_shim_callbacks *callbacks)
+{
+    dns_shim_callbacks copy;
+    dns_shim_query query_copy;
+    const dns_shim_callbacks *use;
+    int32_t status = dns_shim__check_buffer(dns_response, response_len);
+
+    if (status != DNS_SHIM_OK)
+        return status;
+    if (callbacks != NULL) {
+        status = dns_shim__copy_callbacks(callbacks, &copy);
+        if (status != DNS_SHIM_OK)
+            return status;
+        use = &copy;
+    } else {
+        use = dns_shim__take_registered(&copy);
+    }
+    status = dns_shim__copy_query(query, &query_copy);
+    if (status != DNS_SHIM_OK)
+        return status;
+    return dns_shim__run(dns_response, response_len, &query_copy, use);
+}
+
+/* ------------------------------------------------------------------ */
+/* Text                                                                 */
+
+/* The texts are shim/status.py's TEXTS, the one table of them:
+** the build writes the cases here (DNS_SHIM__STRERROR_CASES). */
+DNS_SHIM_API const char *dns_shim_strerror(int32_t status)
+{
+    switch (status) {
+    DNS_SHIM__STRERROR_CASES
+    }
+    return DNS_SHIM__STRERROR_UNKNOWN;
+}

@@ -1,0 +1,68 @@
+/*
+** dns_shim_internal.h: what crosses libdnsshim's C units.
+**
+** libdnsshim's C is several units: the bridge (dns_shim.c), cffi's
+** preamble, which sees cffi's generated code, and units compiled on their
+** own (api.c, dispatch.c, failure.c, memory.c).  Every name here is hidden: it is neither exported by the
+** shared object (its version script lists the API) nor left global in the
+** static archive (dnsshim_build.pipeline._archive links the units into one object and
+** makes hidden symbols local), so it cannot collide with a program's.
+** Include it after "dns_shim.h".
+*/
+#ifndef DNS_SHIM_INTERNAL_H
+#define DNS_SHIM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DNS_SHIM__HIDDEN __attribute__((visibility("hidden")))
+
+/* Every section a callbacks set may ask for (api.c) and a record may be in
+** (dispatch.c's plan check). */
+#define DNS_SHIM__ALL_SECTIONS \
+    (DNS_SHIM_SECTION_ANSWER | DNS_SHIM_SECTION_AUTHORITY | DNS_SHIM_SECTION_ADDITIONAL)
+
+/* The reason for the last failure, this thread's (failure.c). */
+#define DNS_SHIM__ERROR_SIZE 2048
+DNS_SHIM__HIDDEN extern __thread char dns_shim__error[DNS_SHIM__ERROR_SIZE];
+/* The reason for a failure (failure.c): a status and its text. */
+DNS_SHIM__HIDDEN int32_t dns_shim__ok(void);
+DNS_SHIM__HIDDEN int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The program's log handler: at a level, at DNS_SHIM_LOG_ERROR (failure.c). */
+DNS_SHIM__HIDDEN void dns_shim__log_level(int32_t level, const char *message);
+DNS_SHIM__HIDDEN void dns_shim__log(const char *message);
+/* For the Python side: the whole text of a failure it reports (failure.c). */
+DNS_SHIM__HIDDEN void dns_shim__set_error(const char *text);
+
+/* One step of a plan (the Python side builds it: shim/glue.py; cffi is
+** told of it: dnsshim_build.pipeline._INTERNAL_CDEF). */
+typedef struct dns_shim__step {
+    size_t member;   /* offsetof(dns_shim_callbacks, on_...) */
+    const void *arg; /* the struct for that callback */
+} dns_shim__step;
+/* A plan's step made (0), or -1 for an offset naming no callback; the
+** failure a callback's return makes (dispatch.c). */
+DNS_SHIM__HIDDEN int dns_shim__call(const dns_shim_callbacks *cb, const dns_shim__step *step,
+                                    int32_t *result);
+DNS_SHIM__HIDDEN int32_t dns_shim__callback_failed(const dns_shim__step *step, int32_t result);
+/* Every step of a plan checked before its first call (DNS_SHIM_ERR_INTERNAL
+** with its reason for a step the C side cannot trust). */
+DNS_SHIM__HIDDEN int32_t dns_shim__check_plan(const dns_shim_callbacks *cb,
+                                              const dns_shim__step *steps, size_t count);
+
+/* A checked call's message parsed by the Python side and its plan
+** dispatched: a status (the bridge, dns_shim.c). */
+DNS_SHIM__HIDDEN int32_t dns_shim__run(const uint8_t *buf, int32_t len,
+                                       const dns_shim_query *query,
+                                       const dns_shim_callbacks *callbacks);
+
+/* The host's allocator and the memory limit (memory.c). */
+DNS_SHIM__HIDDEN extern size_t dns_shim__limit;
+DNS_SHIM__HIDDEN void dns_shim__memory_start(int owns);
+DNS_SHIM__HIDDEN int32_t dns_shim__memory_accounted(void);
+DNS_SHIM__HIDDEN int32_t dns_shim__memory_limited(void);
+DNS_SHIM__HIDDEN int32_t dns_shim__memory_enforce(int32_t on);
+DNS_SHIM__HIDDEN int dns_shim__memory_tripped(void);
+
+#endif

@@ -1,0 +1,146 @@
+/*
+** failure.c: the program's log handler (dns_shim_set_log_handler) and the
+** reason for the last failure, per thread (dns_shim_last_error), a unit of
+** libdnsshim's C compiled on its own.  Every other unit fails a call
+** through dns_shim__fail and logs through dns_shim__log_level
+** (dns_shim_internal.h); the Python side does both through the bridge.
+*/
+#define DNS_SHIM_BUILDING 1
+#include "dns_shim.h"
+/* The status names: written by the build (dnsshim_build.pipeline.generated_headers). */
+#include "dns_shim_generated.h"
+#include "lib/dns_shim_internal.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Logging                                                              */
+
+/* The handler and its ctx, read and written together under the mutex.
+** The messages in flight hold the rwlock for reading for the whole of
+** their handler's call; dns_shim_set_log_handler takes it for writing
+** after the swap, and so returns only once every call of the old handler
+** has returned.  A handler that sets the handler itself (this thread is in
+** a handler: dns_shim__in_handler) does not wait: it would wait for its
+** own call. */
+static pthread_mutex_t dns_shim__log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t dns_shim__log_calls = PTHREAD_RWLOCK_INITIALIZER;
+static dns_shim_log_handler dns_shim__log_handler = NULL;
+static void *dns_shim__log_ctx = NULL;
+static __thread unsigned dns_shim__in_handler = 0;
+
+DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx)
+{
+    pthread_mutex_lock(&dns_shim__log_lock);
+    dns_shim__log_handler = handler;
+    dns_shim__log_ctx = handler ? ctx : NULL;
+    pthread_mutex_unlock(&dns_shim__log_lock);
+    if (dns_shim__in_handler == 0) {
+        pthread_rwlock_wrlock(&dns_shim__log_calls);
+        pthread_rwlock_unlock(&dns_shim__log_calls);
+    }
+}
+
+/* Sends one message to the handler, or to stderr (the default handler
+** writes warnings and errors only).  The Python side (shim/embedded.py)
+** logs through it too. */
+void dns_shim__log_level(int32_t level, const char *message)
+{
+    dns_shim_log_handler handler;
+    void *ctx;
+
+    if (message == NULL) /* the header promises text */
+        message = "";
+    pthread_rwlock_rdlock(&dns_shim__log_calls);
+    pthread_mutex_lock(&dns_shim__log_lock);
+    handler = dns_shim__log_handler;
+    ctx = dns_shim__log_ctx;
+    pthread_mutex_unlock(&dns_shim__log_lock);
+    if (handler != NULL) {
+        dns_shim__in_handler++;
+        handler(ctx, level, message);
+        dns_shim__in_handler--;
+    } else if (level <= DNS_SHIM_LOG_WARNING) {
+        fprintf(stderr, "dnsshim: %s\n", message);
+        fflush(stderr);
+    }
+    pthread_rwlock_unlock(&dns_shim__log_calls);
+}
+
+void dns_shim__log(const char *message)
+{
+    dns_shim__log_level(DNS_SHIM_LOG_ERROR, message);
+}
+
+/* ------------------------------------------------------------------ */
+/* The reason for the last failure, per thread (dns_shim_last_error)    */
+
+__thread char dns_shim__error[DNS_SHIM__ERROR_SIZE];
+
+/* The enumerator's name of a status ("DNS_SHIM_ERR_TRUNCATED"), from the
+** one table of statuses: the build writes the cases. */
+static const char *dns_shim__status_name(int32_t status)
+{
+    switch (status) {
+    DNS_SHIM__STATUS_NAME_CASES
+    }
+    return "DNS_SHIM_ERR_UNKNOWN";
+}
+
+DNS_SHIM_API const char *dns_shim_last_error(void)
+{
+    return dns_shim__error;
+}
+
+/* A call succeeded: nothing to say. */
+int32_t dns_shim__ok(void)
+{
+    dns_shim__error[0] = '\0';
+    return DNS_SHIM_OK;
+}
+
+/* The detail was cut at its last octet: drop a UTF-8 character left
+** incomplete there, so the text stays valid UTF-8. */
+static void dns_shim__cut_whole(void)
+{
+    size_t n = strlen(dns_shim__error), i = n, need;
+    unsigned char lead;
+    if (n < sizeof dns_shim__error - 1)
+        return;
+    while (i > 0 && ((unsigned char)dns_shim__error[i - 1] & 0xC0) == 0x80 && n - i < 3)
+        i--;
+    if (i == 0)
+        return;
+    lead = (unsigned char)dns_shim__error[i - 1];
+    need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (n - (i - 1) < need)
+        dns_shim__error[i - 1] = '\0';
+}
+
+/* A call fails with status: "<its name>: <detail>" for this thread.
+** Returns status. */
+int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
+{
+    size_t n;
+    va_list ap;
+    n = (size_t)snprintf(dns_shim__error, sizeof dns_shim__error, "%s: ",
+                         dns_shim__status_name(status));
+    if (n >= sizeof dns_shim__error)
+        return status;
+    va_start(ap, fmt);
+    vsnprintf(dns_shim__error + n, sizeof dns_shim__error - n, fmt, ap);
+    va_end(ap);
+    dns_shim__cut_whole();
+    return status;
+}
+
+/* For the Python side: the whole text of a failure it reports. */
+void dns_shim__set_error(const char *text)
+{
+    snprintf(dns_shim__error, sizeof dns_shim__error, "%s", text);
+    dns_shim__cut_whole();
+}
+
