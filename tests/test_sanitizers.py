@@ -20,7 +20,7 @@ import malformed
 import reference
 import sanitizers
 import vectors
-from conftest import ROOT, require_cares, require_corpus, split_log
+from conftest import ROOT, require_cares, require_corpus, split_log, write_messages
 from shim.status import Status, strerror
 from test_ares import CASES as ARES_CASES
 from test_ares import _ims_messages
@@ -39,18 +39,8 @@ def san(sanitized_build):
 @pytest.fixture(scope="module")
 def messages(tmp_path_factory):
     """name -> file: the vectors, the malformed cases and the accepted odd ones."""
-    d = tmp_path_factory.mktemp("san-messages")
-    files = {}
-    for name in vectors.NAMES:
-        files[name] = d / f"vector_{name}.bin"
-        files[name].write_bytes(vectors.wire(name))
-    for name, (wire, _) in malformed.CASES.items():
-        files[name] = d / f"bad_{name}.bin"
-        files[name].write_bytes(wire)
-    for name, wire in malformed.ACCEPTED.items():
-        files[name] = d / f"ok_{name}.bin"
-        files[name].write_bytes(wire)
-    return files
+    written = write_messages(tmp_path_factory.mktemp("san-messages"), accepted=True)
+    return {path.stem.split("_", 1)[1]: path for path in written}  # vector_, bad_, ok_
 
 
 def status_line(status) -> list:
