@@ -59,6 +59,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TAG = sysconfig.get_python_version()
 PYDIR = f"python{TAG}"
+#: Where each part of the folder goes.
+FORM = pipeline.Mode.BUNDLE.form
 
 #: Modules the library may import only when something goes wrong (a report
 #: with its traceback), and the floors a guest in a Python program checks
@@ -229,8 +231,8 @@ def _copy_binary(source: Path, target: Path, strip: bool) -> None:
 def write_folder(dest: Path, pipeline, python, staging: Staging, sources, extensions,
                  strip: bool, optimize: int) -> list:
     """Step 3: the folder itself.  Returns the licenses written."""
-    lib = dest / "lib"
-    py_dir = lib / PYDIR
+    lib = FORM.path("lib", dest)
+    py_dir = FORM.path("modules", dest, tag=TAG)
     (py_dir / "lib-dynload").mkdir(parents=True)
     for rel in sorted(sources):
         target = py_dir / rel.with_suffix(".pyc")
@@ -251,19 +253,21 @@ def write_folder(dest: Path, pipeline, python, staging: Staging, sources, extens
     _copy_binary(python.libpython, lib / python.libpython.name, strip)
     modules = {".".join(rel.with_suffix("").parts) for rel in sources | extensions}
     _dist_metadata(py_dir, modules)
-    (dest / "include").mkdir()
-    shutil.copyfile(pipeline.HEADER, dest / "include" / pipeline.HEADER.name)
-    (dest / "share" / "dnsshim").mkdir(parents=True)
-    shutil.copyfile(pipeline.SUPPRESSIONS, dest / "share" / "dnsshim" / pipeline.SUPPRESSIONS.name)
-    pipeline.write_pkgconfig(lib, "${pcfiledir}/../..", pipeline.Mode.BUNDLE, (library,))
-    return _licenses(dest / "share" / "licenses", modules)
+    FORM.path("include", dest).mkdir()
+    shutil.copyfile(pipeline.HEADER, FORM.path("include", dest) / pipeline.HEADER.name)
+    FORM.path("data", dest).mkdir(parents=True)
+    shutil.copyfile(pipeline.SUPPRESSIONS, FORM.path("data", dest) / pipeline.SUPPRESSIONS.name)
+    pc_dir = FORM.path("pkgconfig", dest)
+    pipeline.write_pkgconfig(pc_dir, "${pcfiledir}/" + os.path.relpath(dest, pc_dir),
+                             pipeline.Mode.BUNDLE, (library,))
+    return _licenses(FORM.path("licenses", dest), modules)
 
 
 def verify(staging: Staging, dest: Path, tmp: Path) -> None:
     """Step 4: the finished folder, alone, runs every message as the staging
     folder did, and parses the good ones."""
     expected = run_probe(staging, staging.lib, tmp / "staged.txt")
-    got = run_probe(staging, dest / "lib", tmp / "bundled.txt")
+    got = run_probe(staging, FORM.path("lib", dest), tmp / "bundled.txt")
     if got != expected:
         raise BundleError(f"the bundle does not run as the staging folder did:\n{got}")
     for path in staging.good:
@@ -395,7 +399,7 @@ def _bundle(dest: Path, strip, optimize, extra_modules, verbose) -> dict:
         licenses = write_folder(dest, pipeline, python, staging, sources, extensions, strip,
                                 optimize)
         verify(staging, dest, tmp)
-    lib, py_dir = dest / "lib", dest / "lib" / PYDIR
+    lib, py_dir = FORM.path("lib", dest), FORM.path("modules", dest, tag=TAG)
     elf = [p for p in lib.rglob("*.so*") if p.is_file() and not p.is_symlink()]
     needed, glibc = _needed(elf)
     summary = {
@@ -409,7 +413,7 @@ def _bundle(dest: Path, strip, optimize, extra_modules, verbose) -> dict:
         "glibc": ".".join(map(str, glibc)),
         "licenses": licenses,
     }
-    share = dest / "share" / "dnsshim"
+    share = FORM.path("data", dest)
     (share / "bundle.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 

@@ -102,6 +102,12 @@ ALWAYS = ("traceback", "warnings")
 #: The C library's parts a program links beside the object.
 LIBS = "-lm -lpthread -ldl -lutil"
 
+
+def object_path(dest: Path) -> Path:
+    """The object's path in a firmware folder (shim/layout.py's form)."""
+    return pipeline.Mode.FIRMWARE.form.path("lib", dest) / "libdnsshim_fw.o"
+
+
 #: SystemTap's probe notes in Debian's libpython.
 STAPSDT = (".note.stapsdt", ".rela.note.stapsdt", ".stapsdt.base")
 
@@ -453,19 +459,20 @@ def _licenses(dest: Path, cffi_src: Path) -> list:
 
 def write_folder(pipeline, dest: Path, tc: Toolchain, obj: Path, manifest: dict,
                  cffi_src: Path) -> None:
-    lib = dest / "lib"
+    form = pipeline.Mode.FIRMWARE.form
+    lib = form.path("lib", dest)
     _run([tc.ar, "rcs", lib / "libdnsshim_fw.a", obj])
-    (dest / "include").mkdir()
-    shutil.copyfile(pipeline.HEADER, dest / "include" / pipeline.HEADER.name)
-    pc = lib / "pkgconfig"
+    form.path("include", dest).mkdir()
+    shutil.copyfile(pipeline.HEADER, form.path("include", dest) / pipeline.HEADER.name)
+    pc = form.path("pkgconfig", dest)
     pc.mkdir()
     template = (pipeline.CSRC / "firmware" / "dnsshim-fw.pc.in").read_text()
     values = {"VERSION": pipeline.package_version(), "LIBS": LIBS, "TARGET": tc.triplet}
     (pc / "dnsshim-fw.pc").write_text(re.sub(r"@(\w+)@", lambda m: values[m.group(1)], template))
-    share = dest / "share" / "dnsshim"
+    share = form.path("data", dest)
     share.mkdir(parents=True)
     shutil.copyfile(pipeline.SUPPRESSIONS, share / pipeline.SUPPRESSIONS.name)
-    manifest["licenses"] = _licenses(dest / "share" / "licenses", cffi_src)
+    manifest["licenses"] = _licenses(form.path("licenses", dest), cffi_src)
     (share / "firmware.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
@@ -518,7 +525,7 @@ def verify(pipeline, dest: Path, work: Path, verbose: bool) -> None:
     (work / "verify.c").write_text(VERIFY_C)
     program = pipeline.compile_program(
         [work / "verify.c"], work / "verify", libraries=(),
-        flags=[dest / "lib" / "libdnsshim_fw.o", *LIBS.split()], verbose=verbose)
+        flags=[object_path(dest), *LIBS.split()], verbose=verbose)
     result = subprocess.run([str(program)], capture_output=True, text=True,
                             env={"PATH": "/usr/bin:/bin"})
     if result.returncode != 0:
@@ -568,8 +575,8 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
         objs += [_compile(tc, work / "inittab.c", build / "inittab.o", flags, verbose),
                  _compile(tc, work / "frozen.c", build / "frozen.o", flags, verbose)]
         api = sorted(pipeline.header_functions())
-        (dest / "lib").mkdir(parents=True)
-        obj = link_object(tc, objs, dest / "lib" / "libdnsshim_fw.o", api, build, verbose)
+        object_path(dest).parent.mkdir(parents=True)
+        obj = link_object(tc, objs, object_path(dest), api, build, verbose)
         defined, undefined = object_symbols(tc, obj)
         if defined != set(api):
             raise FirmwareError(f"the object's globals are not the API: "
@@ -588,7 +595,7 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
             "bytes": {"object": obj.stat().st_size, **parts},
             "frozen": {n: sizes.get(n, 0) for n, _, _ in found["frozen"]},
             "builtin": builtins, "api": api, "undefined": sorted(undefined),
-            "link": f"cc prog.c {dest / 'lib' / 'libdnsshim_fw.o'} {LIBS}",
+            "link": f"cc prog.c {object_path(dest)} {LIBS}",
         }
         manifest["program growth"] = growth(pipeline, tc, obj, work, verbose)
         write_folder(pipeline, dest, tc, obj, manifest, cffi_src)

@@ -4,7 +4,8 @@ libraries are, standing alone.
     python build_ffi.py --prefix PREFIX [--libdir DIR] [--destdir DIR] [--system]
     python build_ffi.py --prefix PREFIX [--destdir DIR] --uninstall
 
-installs, under PREFIX (DIR for the libraries, default PREFIX/lib)::
+installs, under PREFIX (DIR for the libraries, default PREFIX/lib), where
+shim/layout.py's prefix form places each part::
 
     DIR/libdnsshim.so.1, libdnsshim.so, libdnsshim.a      the library
     DIR/libdnsshim_ares.so.1, libdnsshim_ares.so, .a       the c-ares layer
@@ -47,13 +48,13 @@ import compileall
 import json
 import os
 import shutil
-import sys
 import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from dnsshim_build import pipeline
+from shim import layout as forms
 
 MANIFEST_NAME = "install-manifest"
 
@@ -67,39 +68,46 @@ class InstallError(SystemExit):
 
 @dataclass(frozen=True)
 class Layout:
-    """Where each part goes: final paths (as programs will see them) and the
-    staging root prepended to them when writing (DESTDIR)."""
+    """Where each part goes (shim/layout.py's prefix form, its libdir
+    possibly moved): final paths (as programs will see them) and the staging
+    root prepended to them when writing (DESTDIR)."""
 
     prefix: Path
     libdir: Path
     destdir: str = ""
     system: bool = False
+    form: forms.Form = forms.PREFIX
 
     @classmethod
-    def of(cls, prefix, libdir=None, destdir: str = "", system: bool = False) -> "Layout":
+    def of(cls, prefix, libdir=None, destdir: str = "", system: bool = False,
+           form: forms.Form = forms.PREFIX) -> "Layout":
         prefix = Path(os.path.abspath(prefix))
-        libdir = Path(os.path.abspath(libdir)) if libdir else prefix / "lib"
-        return cls(prefix, libdir, destdir.rstrip("/"), system)
+        libdir = Path(os.path.abspath(libdir)) if libdir else form.path("lib", prefix)
+        return cls(prefix, libdir, destdir.rstrip("/"), system, form)
+
+    def part(self, name: str) -> Path:
+        """The directory of a part of the form (shim/layout.py's names)."""
+        return self.form.path(name, self.prefix, libdir=self.libdir)
 
     @property
     def includedir(self) -> Path:
-        return self.prefix / "include"
+        return self.part("include")
 
     @property
     def bindir(self) -> Path:
-        return self.prefix / "bin"
+        return self.part("bin")
 
     @property
     def datadir(self) -> Path:
-        return self.prefix / "share"
+        return self.part("data")
 
     @property
     def private(self) -> Path:
-        return self.libdir / pipeline.PRIVATE_DIR
+        return self.part("python")
 
     @property
     def manifest(self) -> Path:
-        return self.datadir / "dnsshim" / MANIFEST_NAME
+        return self.datadir / MANIFEST_NAME
 
     def staged(self, path: Path, root: str | None = None) -> Path:
         """path under the staging root (default: the destdir)."""
@@ -120,9 +128,14 @@ def check_runtime_needs(system: bool) -> None:
 # ------------------------------------------------------------------- the parts
 
 
+#: The folders a package install's parts add to the shim package (lib/,
+#: include/, bin/, share/): built files, not the Python side's.
+_PACKAGE_PARTS = {Path(forms.PACKAGE.relative(part)).parts[0] for part in forms.PACKAGE.parts}
+
+
 def _ignore(directory, names):
     return [n for n in names if n == "__pycache__" or n.endswith((".pyc", ".so", ".a"))
-            or n in ("lib", "bin", "include", "share") and Path(directory).name == "shim"]
+            or n in _PACKAGE_PARTS and Path(directory).name == forms.PACKAGE_NAME]
 
 
 def python_side(dest: Path, system: bool) -> None:
@@ -166,9 +179,10 @@ from pathlib import Path
 
 prefix = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(prefix / {private!r}))
-from shim import config
+from shim import config, layout
 
-sys.exit(config.main(installation=config.Installation(prefix, prefix / {libdir!r})))
+sys.exit(config.main(installation=config.Installation(prefix, prefix / {libdir!r},
+                                                        layout.PREFIX)))
 '''
 
 
@@ -181,7 +195,7 @@ def cmake_files(pipeline, layout: Layout, dest: Path) -> None:
     templates: every path relative to the files' own folder."""
     import re
 
-    cmakedir = layout.libdir / "cmake" / "dnsshim"
+    cmakedir = layout.part("cmake")
     libdir, name = pipeline.python_library()
     libpython = (f"-l{name}" if pipeline.system_library_dir(libdir)
                  else str(Path(libdir) / sysconfig.get_config_var("LDLIBRARY")))
@@ -194,7 +208,7 @@ def cmake_files(pipeline, layout: Layout, dest: Path) -> None:
         "DNSSHIM_LIBDIR_FROM_CMAKEDIR": _relative(layout.libdir, cmakedir),
         "DNSSHIM_INCLUDEDIR_FROM_CMAKEDIR": _relative(layout.includedir, cmakedir),
         "DNSSHIM_SUPP_FROM_CMAKEDIR": _relative(
-            layout.datadir / "dnsshim" / pipeline.SUPPRESSIONS.name, cmakedir),
+            layout.datadir / pipeline.SUPPRESSIONS.name, cmakedir),
         "DNSSHIM_STATIC_LINK_LIBRARIES": ";".join([libpython, "-lpthread", "-ldl", "-lm"]),
         "DNSSHIM_SIZEOF_VOID_P": str(sysconfig.get_config_var("SIZEOF_VOID_P") or 8),
     }
@@ -236,22 +250,24 @@ def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
         python=pipeline.base_python(), private=_relative(layout.private, layout.prefix),
         libdir=_relative(layout.libdir, layout.prefix)), encoding="utf-8")
     launcher.chmod(0o755)
-    share = layout.staged(layout.datadir, root)
-    (share / "dnsshim").mkdir(parents=True)
-    shutil.copyfile(pipeline.SUPPRESSIONS, share / "dnsshim" / pipeline.SUPPRESSIONS.name)
+    data = layout.staged(layout.datadir, root)
+    data.mkdir(parents=True)
+    shutil.copyfile(pipeline.SUPPRESSIONS, data / pipeline.SUPPRESSIONS.name)
     if not layout.system:  # a distribution installs its own documentation
-        (share / "doc" / "dnsshim").mkdir(parents=True)
-        shutil.copyfile(pipeline.ROOT / "NEWS", share / "doc" / "dnsshim" / "NEWS")
+        doc = layout.staged(layout.part("doc"), root)
+        doc.mkdir(parents=True)
+        shutil.copyfile(pipeline.ROOT / "NEWS", doc / "NEWS")
     under = layout.libdir.relative_to(layout.prefix) if layout.libdir.is_relative_to(
         layout.prefix) else None
-    pipeline.write_pkgconfig(lib, str(layout.prefix), pipeline.Mode.PREFIX,
-                              libdir=f"${{prefix}}/{under}" if under else str(layout.libdir),
-                              rpath=not pipeline.system_library_dir(layout.libdir))
-    cmake_files(pipeline, layout, lib / "cmake" / "dnsshim")
+    pipeline.write_pkgconfig(layout.staged(layout.part("pkgconfig"), root), str(layout.prefix),
+                             pipeline.Mode.PREFIX,
+                             libdir=f"${{prefix}}/{under}" if under else str(layout.libdir),
+                             rpath=not pipeline.system_library_dir(layout.libdir))
+    cmake_files(pipeline, layout, layout.staged(layout.part("cmake"), root))
     tools = {"dnsshim-dump": tool_help(dump, lib),
              "dnsshim-config": config.parser("dnsshim-config", epilog=config.EPILOG)
              .format_help()}
-    man.write_pages(share / "man", tools)
+    man.write_pages(layout.staged(layout.part("man"), root), tools)
     python_side(layout.staged(layout.private, root), layout.system)
 
 
@@ -293,28 +309,30 @@ def commit(layout: Layout, staging: Path) -> dict:
 
 
 def package_tree(prefix, mode=None, verbose: bool = False) -> Path:
-    """A complete tree under prefix: lib/ (the libraries, pkgconfig/ and
-    cmake/dnsshim/), include/dns_shim.h, bin/dnsshim-dump,
-    share/dnsshim/libdnsshim.supp (python build_ffi.py --prefix installs
-    more: install()).  In
-    pipeline.Mode.PACKAGE prefix is the installed package's shim/ directory, and the
-    .pc files find it relative to themselves.  Returns libdnsshim's shared
-    object."""
+    """A complete tree of the package form (shim/layout.py) under prefix:
+    the libraries with their .pc and CMake files, dns_shim.h, dnsshim-dump,
+    the valgrind suppressions (python build_ffi.py --prefix installs more:
+    install()).  In pipeline.Mode.PACKAGE prefix is the installed package's
+    shim/ directory, and the .pc files find it relative to themselves; in
+    Mode.SOURCE_TREE (an editable install) it is the source tree's.  Returns
+    libdnsshim's shared object."""
     mode = mode or pipeline.Mode.SOURCE_TREE
-    prefix = Path(os.path.abspath(prefix))
-    lib = prefix / "lib"
+    layout = Layout.of(prefix, form=mode.form)
+    lib = layout.libdir
     shared = pipeline.build(lib, mode, verbose=verbose)
-    include = prefix / "include"
-    include.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(pipeline.HEADER, include / pipeline.HEADER.name)
+    layout.includedir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pipeline.HEADER, layout.includedir / pipeline.HEADER.name)
     # dnsshim-dump, finding the library beside it wherever the tree is moved.
-    (prefix / "bin").mkdir(parents=True, exist_ok=True)
-    pipeline.compile_program([pipeline.TOOLS / "dnsshim-dump.c"], prefix / "bin" / "dnsshim-dump", against=lib,
-                    rpath="$ORIGIN/../lib", verbose=verbose)
-    (prefix / "share" / "dnsshim").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(pipeline.SUPPRESSIONS, prefix / "share" / "dnsshim" / pipeline.SUPPRESSIONS.name)
-    pipeline.write_pkgconfig(lib, "${pcfiledir}/../.." if mode is pipeline.Mode.PACKAGE else str(prefix), mode)
-    cmake_files(pipeline, Layout.of(prefix), lib / "cmake" / "dnsshim")  # relative paths
+    layout.bindir.mkdir(parents=True, exist_ok=True)
+    pipeline.compile_program([pipeline.TOOLS / "dnsshim-dump.c"], layout.bindir / "dnsshim-dump",
+                             against=lib, rpath=f"$ORIGIN/{_relative(lib, layout.bindir)}",
+                             verbose=verbose)
+    layout.datadir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pipeline.SUPPRESSIONS, layout.datadir / pipeline.SUPPRESSIONS.name)
+    pc_dir = layout.part("pkgconfig")
+    pipeline.write_pkgconfig(pc_dir, "${pcfiledir}/" + _relative(layout.prefix, pc_dir)
+                             if mode is pipeline.Mode.PACKAGE else str(layout.prefix), mode)
+    cmake_files(pipeline, layout, layout.part("cmake"))  # relative paths
     return shared
 
 

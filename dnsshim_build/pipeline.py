@@ -39,6 +39,8 @@ from pathlib import Path
 
 import cffi
 
+from shim import layout
+
 #: The source tree: csrc/, shim/, cmake/ beside this package.
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
@@ -575,34 +577,24 @@ def base_python() -> str:
 # The pipeline
 
 
-class Mode(enum.Enum):
-    """Where a built library finds the CPython it runs and the shim package."""
+class _Mode(enum.Enum):
+    @property
+    def form(self) -> layout.Form:
+        return layout.FORMS[self.value]
 
-    #: The Python that builds it, pinned in, and this source tree's shim
-    #: package: ``build/``, a prefix install, an editable install.
-    SOURCE_TREE = "source tree"
-    #: Installed as ``shim/lib/`` inside the package (pip install .): the
-    #: package, and the Python installation it sits in, from the shared
-    #: object's own path; the static archive uses the pinned Python's own
-    #: sys.path.
-    PACKAGE = "package"
-    #: A bundle's ``lib/`` (dnsshim_build/bundle.py): the interpreter and modules of
-    #: the folder it sits in, nothing else; no static archive (it could not
-    #: find the folder).
-    BUNDLE = "bundle"
-    #: The firmware object (dnsshim_build/firmware.py): CPython linked in, every
-    #: module frozen in, nothing on disk.
-    FIRMWARE = "firmware"
-    #: Installed under a prefix (dnsshim_build/install.py, python build_ffi.py
-    #: --prefix): the Python side (the shim package, dnspython, cffi's
-    #: backend) in <libdir>/dnsshim/python, found from the shared object's
-    #: own path (the static archive: the path it was installed to); the
-    #: CPython it runs is the base installation of the one that built it.
-    PREFIX = "prefix"
+
+#: Which install form a build is for: one member per form of shim/layout.py
+#: that is built in its own way (Mode.SOURCE_TREE, PACKAGE, PREFIX, BUNDLE,
+#: FIRMWARE; the Debian packages are a prefix build), the one description of
+#: where each file goes and of how a library of each form finds the CPython
+#: it runs and the shim package (Form.finds), which its C is told
+#: (runtime_defines).
+Mode = _Mode("Mode", [(name.upper().replace(" ", "_"), name)
+                      for name, form in layout.FORMS.items() if not form.built_as])
 
 
 #: Where a prefix install keeps its Python side, relative to its libdir.
-PRIVATE_DIR = "dnsshim/python"
+PRIVATE_DIR = layout.PREFIX.python_from_lib()
 
 
 def _run(cmd: list, verbose: bool) -> None:
@@ -632,21 +624,20 @@ def runtime_defines(mode: Mode, shared: bool = True, optimize: int = 0, types=()
     comment lists them); a firmware's --types, the CPython minor version it
     embeds (``tag``; default: the one building), a prefix install's Python
     side (``private``: its installed path)."""
-    python = "" if mode in (Mode.BUNDLE, Mode.FIRMWARE) else sys.executable
-    root = str(ROOT) if mode is Mode.SOURCE_TREE else ""
-    if mode is Mode.PREFIX:
+    form = mode.form
+    finds = form.finds
+    python = "" if finds in (layout.Finds.BUNDLE, layout.Finds.FROZEN) else sys.executable
+    root = str(ROOT) if finds is layout.Finds.PINNED else ""
+    if finds is layout.Finds.PRIVATE:
         python, root = base_python(), private
     defines = [f'-DDNS_SHIM_DEFAULT_PYTHON="{python}"', f'-DDNS_SHIM_DEFAULT_ROOT="{root}"',
                f'-DDNS_SHIM_PYTHON_TAG="{tag or sysconfig.get_python_version()}"',
                f'-DDNS_SHIM_BUILD_PREFIX="{os.path.realpath(sys.base_prefix)}"',
-               f"-DDNS_SHIM_IN_PACKAGE={1 if mode is Mode.PACKAGE and shared else 0}"]
-    if mode is Mode.BUNDLE:
-        defines += ["-DDNS_SHIM_BUNDLE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}"]
-    if mode is Mode.PREFIX and shared:
-        defines.append(f'-DDNS_SHIM_PRIVATE_DIR="{PRIVATE_DIR}"')
-    if mode is Mode.FIRMWARE:
-        defines += ["-DDNS_SHIM_FIRMWARE=1", f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}",
-                    f'-DDNS_SHIM_FIRMWARE_TYPES="{",".join(types)}"']
+               *(f"-D{name}={value}" for name, value in form.c_defines(shared).items())]
+    if finds in (layout.Finds.BUNDLE, layout.Finds.FROZEN):
+        defines.append(f"-DDNS_SHIM_BUNDLE_OPTIMIZE={optimize}")
+    if finds is layout.Finds.FROZEN:
+        defines.append(f'-DDNS_SHIM_FIRMWARE_TYPES="{",".join(types)}"')
     return defines
 
 
@@ -812,11 +803,12 @@ def pkgconfig_text(library: Library, prefix: str, mode: Mode = Mode.SOURCE_TREE,
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
-def write_pkgconfig(lib_dir: Path, prefix: str, mode: Mode, libraries=LIBRARIES,
+def write_pkgconfig(pc_dir: Path, prefix: str, mode: Mode, libraries=LIBRARIES,
                     **where) -> Path:
-    """Each library's .pc file into lib_dir/pkgconfig/ (``where``: libdir and
-    rpath, as pkgconfig_text takes them); returns that directory."""
-    pc_dir = Path(lib_dir) / "pkgconfig"
+    """Each library's .pc file into pc_dir, its form's pkgconfig part
+    (``where``: libdir and rpath, as pkgconfig_text takes them); returns
+    that directory."""
+    pc_dir = Path(pc_dir)
     pc_dir.mkdir(parents=True, exist_ok=True)
     for library in libraries:
         text = pkgconfig_text(library, prefix, mode, **where)

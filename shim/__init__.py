@@ -22,6 +22,8 @@ The package is the Python half of ``libdnsshim.so``:
   is compiled into the library); :mod:`shim.requirements`: the floors it
   checks before it starts;
 * :mod:`shim.config`: ``dnsshim-config``, the flags a C build needs;
+* :mod:`shim.layout`: where each file of every install form goes, which
+  the installers, ``dnsshim-config`` and the library's C follow;
 * :mod:`shim.sample`: sample responses (the README's, the bundler's probe's);
   :mod:`shim.dump`: ``python -m shim dump``.
 

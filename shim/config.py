@@ -41,6 +41,8 @@ import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from shim import layout
+
 HERE = Path(__file__).resolve().parent
 
 OPTIONS = (
@@ -89,11 +91,13 @@ class Installation:
     :param libdir: the directory of the libraries (default: ``prefix/lib``).
     """
 
-    def __init__(self, prefix: Path, libdir: Path | None = None) -> None:
+    def __init__(self, prefix: Path, libdir: Path | None = None,
+                 form: layout.Form = layout.PACKAGE) -> None:
+        self.form = form
         self.prefix: Path = Path(prefix)
-        self.libdir: Path = Path(libdir) if libdir is not None else self.prefix / "lib"
-        self.includedir: Path = self.prefix / "include"
-        self.pkgconfig_dir: Path = self.libdir / "pkgconfig"
+        self.libdir: Path = Path(libdir) if libdir is not None else form.path("lib", prefix)
+        self.includedir: Path = form.path("include", prefix)
+        self.pkgconfig_dir: Path = form.path("pkgconfig", prefix, libdir=self.libdir)
 
     def pc(self, module: str) -> dict:
         """A .pc file's variables and fields, ${...} expanded, as pkg-config
@@ -142,13 +146,13 @@ class Installation:
 
     @property
     def suppressions(self) -> Path:
-        return self.prefix / "share" / "dnsshim" / "libdnsshim.supp"
+        return self.form.path("data", self.prefix) / "libdnsshim.supp"
 
     def check(self) -> int:
         """Runs the installation's ``dnsshim-dump --check``; its exit status."""
         import subprocess
 
-        program = self.prefix / "bin" / "dnsshim-dump"
+        program = self.form.path("bin", self.prefix) / "dnsshim-dump"
         if not program.is_file():
             print(f"check: {program} is missing: this installation is incomplete; reinstall it",
                   file=sys.stderr)
@@ -158,7 +162,7 @@ class Installation:
 
 
 def _has_library(package: Path) -> bool:
-    return (package / "lib" / "libdnsshim.so").exists()
+    return (layout.PACKAGE.path("lib", package) / "libdnsshim.so").exists()
 
 
 def _source_root(package: Path) -> Path | None:

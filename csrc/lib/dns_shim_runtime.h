@@ -15,10 +15,13 @@
 **   DNS_SHIM_DEFAULT_ROOT    the directory holding the shim package it was
 **                            built from ("" when that Python finds it)
 **   DNS_SHIM_PYTHON_TAG      the CPython minor version embedded, "3.11"
-**   DNS_SHIM_IN_PACKAGE      1 when this shared object is installed as
-**                            shim/lib/ inside the Python package: the
-**                            package and its Python are then found from
-**                            this file's own path
+** The layout ones come from the install form's entry in shim/layout.py
+** (Form.c_defines), the one description of where each file goes:
+**   DNS_SHIM_IN_PACKAGE      1 when this shared object is installed inside
+**                            the Python package: the package and its Python
+**                            are then found from this file's own path
+**   DNS_SHIM_PACKAGE_LIBDIR  then, how that path ends: "shim/lib" for
+**                            <site-packages>/shim/lib/libdnsshim.so.N
 **   DNS_SHIM_PRIVATE_DIR     for a prefix install (build_ffi.py --prefix):
 **                            the directory of its Python side (the shim
 **                            package, dnspython, cffi's backend) relative
@@ -26,8 +29,12 @@
 **                            DNS_SHIM_DEFAULT_ROOT is its installed path,
 **                            which the static archive uses
 **   DNS_SHIM_BUNDLE          1 for a self-contained folder (python -m shim
-**                            bundle): this file is <bundle>/lib/libdnsshim.so.N
-**                            and the interpreter runs from <bundle> alone
+**                            bundle): this file is <bundle>/<libdir>/
+**                            libdnsshim.so.N and the interpreter runs from
+**                            <bundle> alone
+**   DNS_SHIM_BUNDLE_LIBDIR   then, that <libdir>: "lib", which is also where
+**                            CPython looks for its modules under its home
+**                            (<home>/lib/pythonX.Y)
 **   DNS_SHIM_BUNDLE_OPTIMIZE the optimisation level its .pyc files have
 **   DNS_SHIM_BUILD_PREFIX    the CPython installation it was built with
 **                            (sys.base_prefix): another one is said
@@ -54,8 +61,14 @@
 #ifndef DNS_SHIM_IN_PACKAGE
 #  define DNS_SHIM_IN_PACKAGE 0
 #endif
+#ifndef DNS_SHIM_PACKAGE_LIBDIR
+#  define DNS_SHIM_PACKAGE_LIBDIR "shim/lib"
+#endif
 #ifndef DNS_SHIM_BUNDLE
 #  define DNS_SHIM_BUNDLE 0
+#endif
+#ifndef DNS_SHIM_BUNDLE_LIBDIR
+#  define DNS_SHIM_BUNDLE_LIBDIR "lib"
 #endif
 #ifndef DNS_SHIM_BUNDLE_OPTIMIZE
 #  define DNS_SHIM_BUNDLE_OPTIMIZE 0

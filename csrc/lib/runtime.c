@@ -119,9 +119,10 @@ static void dns_shim__own_dir(char *out, size_t size)
 }
 
 /* Where the shim package is, and the Python installation it belongs to,
-** for a library installed in it: <site-packages>/shim/lib/libdnsshim.so.N,
-** <prefix>/lib/pythonX.Y/site-packages, <prefix>/bin/pythonX.Y.  A bundle's
-** library is <bundle>/lib/libdnsshim.so.N: its folder is all it needs. */
+** for a library installed in it: <site-packages>/shim/lib/libdnsshim.so.N
+** (DNS_SHIM_PACKAGE_LIBDIR), <prefix>/lib/pythonX.Y/site-packages,
+** <prefix>/bin/pythonX.Y.  A bundle's library is <bundle>/lib/libdnsshim.so.N
+** (DNS_SHIM_BUNDLE_LIBDIR): its folder is all it needs. */
 void dns_shim__locate(void)
 {
     char dir[4096];
@@ -134,11 +135,12 @@ void dns_shim__locate(void)
         ** any other place the folder is not a bundle, and the library
         ** refuses to start (dns_shim__start_interpreter) rather than run
         ** some other Python found there. */
+        static const char libdir[] = "/" DNS_SHIM_BUNDLE_LIBDIR;
         char modules[4096 + 64];
         snprintf(modules, sizeof modules, "%s/python" DNS_SHIM_PYTHON_TAG, dir);
-        if (n > strlen("/lib") && strcmp(dir + n - strlen("/lib"), "/lib") == 0 &&
+        if (n > strlen(libdir) && strcmp(dir + n - strlen(libdir), libdir) == 0 &&
             access(modules, R_OK | X_OK) == 0) {
-            dir[n - strlen("/lib")] = '\0';
+            dir[n - strlen(libdir)] = '\0';
             snprintf(dns_shim__bundle_home, sizeof dns_shim__bundle_home, "%s", dir);
         }
         return;
@@ -156,9 +158,10 @@ void dns_shim__locate(void)
 #pragma GCC diagnostic pop
         return;
     }
-    if (n > strlen("/shim/lib") && strcmp(dir + n - strlen("/shim/lib"), "/shim/lib") == 0) {
+    if (n > strlen("/" DNS_SHIM_PACKAGE_LIBDIR) &&
+        strcmp(dir + n - strlen("/" DNS_SHIM_PACKAGE_LIBDIR), "/" DNS_SHIM_PACKAGE_LIBDIR) == 0) {
         char python[4096 + 64];
-        dir[n - strlen("/shim/lib")] = '\0'; /* site-packages */
+        dir[n - strlen("/" DNS_SHIM_PACKAGE_LIBDIR)] = '\0'; /* site-packages */
         snprintf(dns_shim__root, sizeof dns_shim__root, "%s", dir);
         snprintf(python, sizeof python, "%s/../../../bin/python" DNS_SHIM_PYTHON_TAG, dir);
         if (access(python, X_OK) == 0)
@@ -205,8 +208,9 @@ static PyStatus dns_shim__bundle_config(PyConfig *config)
     char path[4096 + 64];
     wchar_t *wide;
     PyStatus st;
-    static const char *const dirs[] = {"/lib/python" DNS_SHIM_PYTHON_TAG,
-                                       "/lib/python" DNS_SHIM_PYTHON_TAG "/lib-dynload"};
+    static const char *const dirs[] = {
+        "/" DNS_SHIM_BUNDLE_LIBDIR "/python" DNS_SHIM_PYTHON_TAG,
+        "/" DNS_SHIM_BUNDLE_LIBDIR "/python" DNS_SHIM_PYTHON_TAG "/lib-dynload"};
     size_t i;
 
     config->site_import = 0;
