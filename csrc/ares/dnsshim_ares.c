@@ -135,15 +135,15 @@ int dnsshim_ares__compute(int32_t kind, const unsigned char *buf, int len, int o
         if (why != NULL) {
             /* A bug on the Python side: nothing of it is copied. */
             char line[256];
-            snprintf(line, sizeof line, "the parser's result has %s; returning %s", why,
-                     kind == DNSSHIM_ARES_KIND_EXPAND_NAME ? "ARES_EBADNAME"
-                     : kind == DNSSHIM_ARES_KIND_EXPAND_STRING ? "ARES_EBADSTR" : "ARES_EBADRESP");
+            const char *name;
+            int status = dnsshim_ares__unreadable(kind, &name);
+            snprintf(line, sizeof line, "the parser's result has %s; returning %s", why, name);
             dnsshim_ares__log(line);
             if (*token != 0)
                 dnsshim_ares__py_release(*token);
             memset(r, 0, sizeof *r);
             *token = 0;
-            return r->status = dnsshim_ares__unreadable(kind, NULL);
+            return r->status = status;
         }
         return r->status;
     }
