@@ -1,8 +1,10 @@
 /*
 ** dnsshim_ares.c: libdnsshim_ares's bridge to cffi.
 **
-** Not compiled on its own: build_ffi.py hands it to cffi as the preamble of
-** the library's embedded module (_dnsshim_ares_cffi), after cffi's runtime
+** Not compiled on its own: cffi's preamble of the library's embedded module
+** (_dnsshim_ares_cffi) includes it by its path (#include
+** "ares/dnsshim_ares.c": dnsshim_build.pipeline.preamble, so that a
+** compiler's diagnostics name this file), after cffi's runtime
 ** (cffi_start_python, whose two guest calls lib/dns_shim_cffi_guest.h
 ** redirects) and before cffi's code for the two extern "Python" functions
 ** of csrc/ares/dnsshim_ares.h and for dnsshim_ares__report_start_failure,
