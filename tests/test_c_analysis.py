@@ -177,3 +177,19 @@ def test_the_bridge_check_does_fail_on_a_finding(tmp_path, emitted):
              if line.startswith(f"{planted}:")]
     assert any("-Wsign-compare" in line for line in found), result.stderr
     assert any("-Wanalyzer-malloc-leak" in line for line in found), result.stderr
+
+
+@pytest.mark.parametrize("path", sorted(BRIDGES))
+def test_the_guest_check_reads_cffi_runtime_before_the_bridge(path, emitted, tmp_path):
+    """pipeline.check_for_guest finds cffi's runtime as the text before the
+    bridge's #include: it accepts cffi's file as emitted, and refuses one
+    whose bridge comes before the runtime's two guest calls."""
+    library = BRIDGES[path]
+    cffi_file = emitted[path].with_suffix(".cffi.c")
+    pipeline.check_for_guest(cffi_file, library)
+    text = cffi_file.read_text(encoding="utf-8")
+    include = pipeline.preamble(library)
+    moved = tmp_path / cffi_file.name
+    moved.write_text(include + text.replace(include, ""), encoding="utf-8")
+    with pytest.raises(SystemExit, match="before the preamble, not one"):
+        pipeline.check_for_guest(moved, library)
