@@ -51,12 +51,16 @@ int dnsshim_ares__hostent(const dnsshim_ares_result *r, int addrtype, int length
     /* GCC 12's analyser forgets a pointer stored at a symbolic index of an
     ** array on the heap and reports it leaked: each alias is freed by
     ** dnsshim_ares__free_hostent_fields, on failure as by ares_free_hostent. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
     for (i = 0; i < r->naliases; i++)
         if ((h->h_aliases[i] = (char *)dnsshim_ares__copy(&r->aliases[i])) == NULL)
             goto enomem;
-#pragma GCC diagnostic pop
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+#  pragma GCC diagnostic pop
+#endif
     if (naddrs > 0) {
         char *block = malloc(naddrs * (size_t)length);
         if (block == NULL)
