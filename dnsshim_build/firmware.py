@@ -303,7 +303,7 @@ def runtime_objects(pipeline, tc: Toolchain, cffi_src: Path, work: Path, types, 
                      "-include", str(firmware / "cffi_alloc.h"), *[f"-I{d}" for d in tc.includes]]
     units = [_compile(tc, unit, work / f"unit-{unit.stem}.o", [*flags, f"-I{work}"], verbose)
              for unit in pipeline.DNSSHIM.units]
-    return [_compile(tc, module, work / "module.o", flags, verbose), *units,
+    return [_compile(tc, module, work / "module.o", [*flags, f"-I{work}"], verbose), *units,
             _compile(tc, firmware / "contextvars.c", work / "contextvars.o", flags, verbose),
             _compile(tc, firmware / "crc32.c", work / "crc32.o", flags, verbose),
             _compile(tc, backend_c, work / "_cffi_backend.o", backend_flags, verbose)]

@@ -258,7 +258,8 @@ class Library:
     module: str
     #: () -> the declarations cffi is given
     cdef: object
-    #: the C half: cffi's preamble (the bridge, which sees cffi's code)
+    #: the bridge: the C that sees cffi's code, included by cffi's preamble
+    #: (preamble())
     source: Path
     #: () -> the text of its GENERATED_HEADER (generated from the Python
     #: side), "" for none
@@ -321,17 +322,27 @@ DNSSHIM_ARES = Library(
     generated=lambda: "", init_code=ARES_INIT_CODE, major="1",
     exports=CSRC / "ares" / "libdnsshim_ares.map",
     pc_template=CSRC / "ares" / "dnsshim-ares.pc.in", links=("dnsshim",),
-    guest_prefix="dnsshim_ares")
+    guest_prefix="dnsshim_ares",
+    units=(CSRC / "ares" / "check.c", CSRC / "ares" / "free.c", CSRC / "ares" / "owned.c",
+           CSRC / "ares" / "parsers.c", CSRC / "ares" / "structures.c"))
 
 #: Every library, in the order they are built (a library after those it links).
 LIBRARIES = (DNSSHIM, DNSSHIM_ARES)
+
+
+def preamble(library: Library) -> str:
+    """cffi's preamble for a library: its bridge, included by its path under
+    csrc/ (on the include path of every compile of the unit), so that the
+    compiler sees the bridge as itself and its diagnostics name the bridge's
+    own file and lines."""
+    return f'#include "{library.source.relative_to(CSRC).as_posix()}"\n'
 
 
 def make_ffi(library: Library = DNSSHIM) -> cffi.FFI:
     """The cffi.FFI that generates a library's embedded module."""
     ffi = cffi.FFI()
     ffi.cdef(library.cdef())
-    ffi.set_source(library.module, library.source.read_text(encoding="utf-8"))
+    ffi.set_source(library.module, preamble(library))
     ffi.embedding_init_code(library.init_code)
     return ffi
 
@@ -655,7 +666,7 @@ def emit(library: Library, tmp: Path, verbose: bool = False) -> Path:
     emitted = tmp / f"{library.module}.cffi.c"
     with contextlib.redirect_stdout(sys.stdout if verbose else io.StringIO()):
         make_ffi(library).emit_c_code(str(emitted))
-    check_for_guest(emitted)
+    check_for_guest(emitted, library)
     generated_headers(library, tmp)
     c_file = tmp / f"{library.module}.c"
     c_file.write_text(guest_unit(library, emitted.name), encoding="utf-8")
@@ -678,21 +689,26 @@ GUEST_HEADER = CSRC / "lib" / "dns_shim_cffi_guest.h"
 #: exactly once each, for GUEST_HEADER to point it at the guest.
 _GUEST_CALLS = ('PyImport_ImportModule("_cffi_backend")', "PyEval_GetBuiltins()")
 
-#: The first line of each library's C that ends GUEST_HEADER's macros.
+#: The line of each library's bridge that ends GUEST_HEADER's macros.
 _GUEST_END = "#undef PyImport_ImportModule\n"
 
 
-def check_for_guest(c_file: Path) -> None:
+def check_for_guest(c_file: Path, library: Library) -> None:
     """Refuses (one line) a cffi whose emitted runtime does not make the
-    calls of _GUEST_CALLS exactly once each before the preamble.  Reads
-    cffi's text; nothing edits it."""
+    calls of _GUEST_CALLS exactly once each before the preamble (the
+    library's bridge, preamble()), and a bridge that does not end
+    GUEST_HEADER's macros.  Reads cffi's text; nothing edits it."""
     text = Path(c_file).read_text(encoding="utf-8")
-    runtime = text[:text.find(_GUEST_END)] if _GUEST_END in text else ""
+    where = text.find(preamble(library))
+    runtime = text[:where] if where >= 0 else ""
     for call in _GUEST_CALLS:
         if runtime.count(call) != 1:
             raise SystemExit(f"{c_file}: cffi's runtime has {runtime.count(call)} of {call!r} "
                              f"before the preamble, not one: this cffi is not one "
                              f"{GUEST_HEADER.name} knows")
+    if _GUEST_END not in library.source.read_text(encoding="utf-8"):
+        raise SystemExit(f"{library.source}: the bridge does not end {GUEST_HEADER.name}'s "
+                         f"macros ({_GUEST_END.strip()})")
 
 
 def guest_unit(library: Library, emitted: str) -> str:

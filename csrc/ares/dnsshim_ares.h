@@ -18,7 +18,7 @@
 **      this project declares them.
 **
 **   2. The plain data the Python side (shim/ares_glue.py) hands the C side
-**      (csrc/ares/dnsshim_ares.c) for one call: what the c-ares function returns,
+**      (csrc/ares/) for one call: what the c-ares function returns,
 **      as flat arrays.  The C side only copies it into c-ares's structures
 **      with malloc; every byte of the message is read by dnspython.
 **
@@ -32,9 +32,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The functions between the two sides are static inside the library (it is
-** one translation unit: cffi's module with csrc/ares/dnsshim_ares.c as its
-** preamble).  For cffi, DNSSHIM_ARES_PYTHON reads as extern "Python" (the
+/* The functions between the two sides are static inside cffi's unit (the
+** module with csrc/ares/dnsshim_ares.c, the bridge, as its preamble): the
+** bridge defines both markers as static; the library's other units never
+** call them.  For cffi, DNSSHIM_ARES_PYTHON reads as extern "Python" (the
 ** Python side's functions) and DNSSHIM_ARES_INTERNAL as nothing (C functions
 ** the Python side calls). */
 #ifndef DNSSHIM_ARES_PYTHON

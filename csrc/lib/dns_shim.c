@@ -1,10 +1,11 @@
 /*
 ** dns_shim.c: libdnsshim's bridge to cffi.
 **
-** Not compiled on its own: build_ffi.py hands it to cffi as the preamble of
-** the embedded module, after cffi's own runtime (which defines
-** cffi_start_python, and whose two guest calls lib/dns_shim_cffi_guest.h
-** redirects) and before cffi's code for the internal ``extern "Python"``
+** Not compiled on its own: cffi's preamble of the embedded module includes
+** it by its path (#include "lib/dns_shim.c": dnsshim_build.pipeline.preamble,
+** so that a compiler's diagnostics name this file), after cffi's own
+** runtime (which defines cffi_start_python, and whose two guest calls
+** lib/dns_shim_cffi_guest.h redirects) and before cffi's code for the internal ``extern "Python"``
 ** functions (dns_shim__py_process, dns_shim__py_release) and for the
 ** functions the Python side calls (dnsshim_build.pipeline._INTERNAL_CDEF).
 **

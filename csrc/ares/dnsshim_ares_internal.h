@@ -1,0 +1,131 @@
+/*
+** dnsshim_ares_internal.h: what crosses libdnsshim_ares's C units.
+**
+** libdnsshim_ares's C is several units: the bridge (dnsshim_ares.c), cffi's
+** preamble, which sees cffi's generated code, and units compiled on their
+** own: owned.c (the pointers this library handed out), check.c (what the
+** Python side hands over, checked), structures.c (c-ares's structures
+** built), free.c (the free functions, ares_strerror) and parsers.c (the
+** exported parsers).  Every name here but DNSSHIM_ARES_API's is hidden:
+** neither exported by the shared object (its version script lists c-ares's
+** names) nor left global in the static archive
+** (dnsshim_build.pipeline._archive links the units into one object and
+** makes hidden symbols local), so it cannot collide with a program's.
+*/
+#ifndef DNSSHIM_ARES_INTERNAL_H
+#define DNSSHIM_ARES_INTERNAL_H
+
+#include "ares/dnsshim_ares.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DNSSHIM_ARES__HIDDEN __attribute__((visibility("hidden")))
+/* c-ares's functions, exported (libdnsshim_ares.map says which). */
+#define DNSSHIM_ARES_API __attribute__((visibility("default")))
+
+/* A line on stderr, "dnsshim_ares: <message>" (check.c). */
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__log(const char *message);
+
+/* ------------------------------------------------------------------ */
+/* What the Python side hands over (check.c)                            */
+
+/* What a parse returns when the parser failed unexpectedly or handed over
+** a result C cannot trust: c-ares's code for a reply, a name or a string
+** it could not read; *name (when name is not NULL) gets the code's name,
+** for the log. */
+DNSSHIM_ARES__HIDDEN int dnsshim_ares__unreadable(int32_t kind, const char **name);
+/* A result checked whole before C copies a byte of it: NULL, or what is
+** wrong with it. */
+DNSSHIM_ARES__HIDDEN const char *dnsshim_ares__check_result(int32_t kind,
+                                                            const dnsshim_ares_result *r,
+                                                            int len, int offset);
+
+/* ------------------------------------------------------------------ */
+/* One call into Python (the bridge, dnsshim_ares.c)                    */
+
+/* The runtime started once; the message handed to the Python side for
+** `kind`; its result checked (dnsshim_ares__check_result).  Returns
+** r->status, c-ares's code; on success *r holds the result and *token
+** names its memory, until dnsshim_ares__done(*token). */
+DNSSHIM_ARES__HIDDEN int dnsshim_ares__compute(int32_t kind, const unsigned char *buf, int len,
+                                               int offset, int flags, dnsshim_ares_result *r,
+                                               uint64_t *token);
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__done(uint64_t token);
+
+/* ------------------------------------------------------------------ */
+/* What this library allocated (owned.c)                                */
+
+/* Hostents and strings have no room for a mark: the pointers handed out
+** are kept in a set.  own: records p (0), or -1 when out of memory;
+** disown: forgets p, 1 if it was ours. */
+DNSSHIM_ARES__HIDDEN int dnsshim_ares__own(void *p);
+DNSSHIM_ARES__HIDDEN int dnsshim_ares__disown(const void *p);
+
+/* The next definition of a c-ares function after this library (the real
+** c-ares's, when the program links it too), or NULL (free.c). */
+DNSSHIM_ARES__HIDDEN void *dnsshim_ares__next(const char *name);
+
+/* c-ares's ares_datatype values (src/lib/ares_data.h). */
+enum {
+    DNSSHIM_ARES__SRV = 2,
+    DNSSHIM_ARES__TXT = 3,
+    DNSSHIM_ARES__TXT_EXT = 4,
+    DNSSHIM_ARES__MX = 6,
+    DNSSHIM_ARES__NAPTR = 7,
+    DNSSHIM_ARES__SOA = 8,
+    DNSSHIM_ARES__URI = 9,
+    DNSSHIM_ARES__CAA = 15
+};
+#define DNSSHIM_ARES__MARK 0xd5a5u /* c-ares's is 0xbead */
+
+/* ares_free_data's structures carry a header, as c-ares's own do (struct
+** ares_data: type, mark, then the data): the same layout with our own
+** mark, so that looking at the header of a c-ares pointer reads c-ares's
+** header. */
+typedef struct dnsshim_ares__data {
+    unsigned int type;
+    unsigned int mark;
+    union {
+        dnsshim_ares_srv_reply srv;
+        dnsshim_ares_txt_reply txt;
+        dnsshim_ares_txt_ext txt_ext;
+        dnsshim_ares_mx_reply mx;
+        dnsshim_ares_naptr_reply naptr;
+        dnsshim_ares_soa_reply soa;
+        dnsshim_ares_uri_reply uri;
+        dnsshim_ares_caa_reply caa;
+    } data;
+} dnsshim_ares__data;
+
+_Static_assert(offsetof(dnsshim_ares__data, data) == 8,
+               "the data sits where c-ares's struct ares_data has it");
+
+/* ------------------------------------------------------------------ */
+/* Building c-ares's structures (structures.c)                          */
+
+/* A NUL-terminated copy of s (binary safe: len octets, then a NUL). */
+DNSSHIM_ARES__HIDDEN unsigned char *dnsshim_ares__copy(const dnsshim_ares_bytes *s);
+/* A copy as c-ares makes it with strncpy: cut at the first NUL, the rest of
+** the len octets zeroed. */
+DNSSHIM_ARES__HIDDEN unsigned char *dnsshim_ares__copy_cut(const dnsshim_ares_bytes *s);
+/* A hostent from the result, owned (dnsshim_ares__own): r->name,
+** r->aliases, and naddrs addresses of length octets at addrs in one
+** block.  DNSSHIM_ARES_SUCCESS or DNSSHIM_ARES_ENOMEM; *out NULL on
+** failure. */
+DNSSHIM_ARES__HIDDEN int dnsshim_ares__hostent(const dnsshim_ares_result *r, int addrtype,
+                                               int length, const void *addrs, size_t naddrs,
+                                               dnsshim_ares_hostent **out);
+/* Frees a hostent laid out as c-ares lays it out (not looked up in the
+** set: the caller has disowned it, or never owned it). */
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__free_hostent_fields(dnsshim_ares_hostent *host);
+/* One list element of ares_datatype `type` from item *it, or NULL when out
+** of memory: its header, whose data (&->data, what c-ares hands out) is
+** freed with ares_free_data. */
+DNSSHIM_ARES__HIDDEN dnsshim_ares__data *dnsshim_ares__element(unsigned int type,
+                                                               const dnsshim_ares_item *it);
+
+/* c-ares's free function for these, exported (free.c). */
+DNSSHIM_ARES_API void ares_free_data(void *dataptr);
+
+#endif

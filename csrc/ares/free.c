@@ -1,0 +1,152 @@
+/*
+** free.c: c-ares's free functions and ares_strerror.
+**
+** The free functions recognise this library's allocations (the set of
+** owned.c for hostents and strings, the mark in the header of
+** ares_free_data's structures) and pass any other pointer on to the next
+** definition: the real c-ares's, when the program links it too.
+*/
+#define _GNU_SOURCE 1
+#include "ares/dnsshim_ares_internal.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+void *dnsshim_ares__next(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+/* The header before the data of one of ares_free_data's structures. */
+static dnsshim_ares__data *dnsshim_ares__header(void *p)
+{
+    return (dnsshim_ares__data *)(void *)((char *)p - offsetof(dnsshim_ares__data, data));
+}
+
+DNSSHIM_ARES_API void ares_free_hostent(dnsshim_ares_hostent *host)
+{
+    void (*next)(dnsshim_ares_hostent *);
+    if (host == NULL)
+        return;
+    if (!dnsshim_ares__disown(host)) {
+        *(void **)&next = dnsshim_ares__next("ares_free_hostent");
+        if (next != NULL) {
+            next(host);
+            return;
+        }
+        /* No other c-ares: c-ares allocates with malloc unless told not to. */
+    }
+    dnsshim_ares__free_hostent_fields(host);
+}
+
+DNSSHIM_ARES_API void ares_free_string(void *str)
+{
+    void (*next)(void *);
+    if (str == NULL)
+        return;
+    if (!dnsshim_ares__disown(str)) {
+        *(void **)&next = dnsshim_ares__next("ares_free_string");
+        if (next != NULL) {
+            next(str);
+            return;
+        }
+    }
+    free(str);
+}
+
+DNSSHIM_ARES_API void ares_free_data(void *dataptr)
+{
+    while (dataptr != NULL) {
+        dnsshim_ares__data *d = dnsshim_ares__header(dataptr);
+        void *next = NULL;
+        if (d->mark != DNSSHIM_ARES__MARK) {
+            /* Not ours: c-ares's own (ares_get_servers...). */
+            void (*next_free)(void *);
+            *(void **)&next_free = dnsshim_ares__next("ares_free_data");
+            if (next_free != NULL)
+                next_free(dataptr);
+            return;
+        }
+        switch (d->type) {
+        case DNSSHIM_ARES__SRV:
+            next = d->data.srv.next;
+            free(d->data.srv.host);
+            break;
+        case DNSSHIM_ARES__MX:
+            next = d->data.mx.next;
+            free(d->data.mx.host);
+            break;
+        case DNSSHIM_ARES__TXT:
+        case DNSSHIM_ARES__TXT_EXT:
+            next = d->data.txt.next;
+            free(d->data.txt.txt);
+            break;
+        case DNSSHIM_ARES__NAPTR:
+            next = d->data.naptr.next;
+            free(d->data.naptr.flags);
+            free(d->data.naptr.service);
+            free(d->data.naptr.regexp);
+            free(d->data.naptr.replacement);
+            break;
+        case DNSSHIM_ARES__SOA:
+            free(d->data.soa.nsname);
+            free(d->data.soa.hostmaster);
+            break;
+        case DNSSHIM_ARES__URI:
+            next = d->data.uri.next;
+            free(d->data.uri.uri);
+            break;
+        case DNSSHIM_ARES__CAA:
+            next = d->data.caa.next;
+            free(d->data.caa.property);
+            free(d->data.caa.value);
+            break;
+        default:
+            return; /* not a type we make: leave it */
+        }
+        d->mark = 0;
+        free(d);
+        dataptr = next;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Text                                                                 */
+
+/* c-ares 1.18's texts, by code (ares_strerror.c); a code beyond them goes
+** to the real c-ares when the program links it too (a newer one knows more). */
+DNSSHIM_ARES_API const char *ares_strerror(int code)
+{
+    const char *(*next)(int);
+    static const char *const texts[] = {
+        "Successful completion",
+        "DNS server returned answer with no data",
+        "DNS server claims query was misformatted",
+        "DNS server returned general failure",
+        "Domain name not found",
+        "DNS server does not implement requested operation",
+        "DNS server refused query",
+        "Misformatted DNS query",
+        "Misformatted domain name",
+        "Unsupported address family",
+        "Misformatted DNS reply",
+        "Could not contact DNS servers",
+        "Timeout while contacting DNS servers",
+        "End of file",
+        "Error reading file",
+        "Out of memory",
+        "Channel is being destroyed",
+        "Misformatted string",
+        "Illegal flags specified",
+        "Given hostname is not numeric",
+        "Illegal hints flags specified",
+        "c-ares library initialization not yet performed",
+        "Error loading iphlpapi.dll",
+        "Could not find GetNetworkParams function",
+        "DNS query cancelled",
+    };
+    if (code >= 0 && code < (int)(sizeof texts / sizeof texts[0]))
+        return texts[code];
+    *(void **)&next = dnsshim_ares__next("ares_strerror");
+    return next != NULL ? next(code) : "unknown";
+}
