@@ -39,6 +39,8 @@ from pathlib import Path
 
 import cffi
 
+from dnsshim_build import header
+
 #: The source tree: csrc/, shim/, cmake/ beside this package.
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
@@ -53,29 +55,16 @@ TOOLS = CSRC / "tools"
 SUPPRESSIONS = CSRC / "lib" / "libdnsshim.supp"
 
 # ---------------------------------------------------------------------------
-# What cffi is given
-#
-# A header becomes cffi's cdef() by dropping its preprocessor lines (integer
-# #defines excepted) and the markers that only mean something to a C
-# compiler; csrc/ares/dnsshim_ares.h marks its Python side's functions
-# DNSSHIM_ARES_PYTHON, read here as extern "Python".
-
-_MARKERS = re.compile(r"\b(DNS_SHIM_API|DNS_SHIM_BEGIN_DECLS|DNS_SHIM_END_DECLS"
-                      r"|DNSSHIM_ARES_INTERNAL)\b")
-_PYTHON_MARKER = re.compile(r"\bDNSSHIM_ARES_PYTHON\b")
-_INT_DEFINE = re.compile(r"^#\s*define\s+(DNS_SHIM|DNSSHIM_ARES)_\w+\s+-?\d+\s*$")
+# What cffi is given: a header's declarations, as dnsshim_build.header reads
+# them (its preprocessor lines dropped but for integer #defines, and the
+# markers that only mean something to a C compiler; csrc/ares/dnsshim_ares.h
+# marks its Python side's functions DNSSHIM_ARES_PYTHON, read as extern
+# "Python").
 
 
 def header_cdef(path: Path = HEADER) -> str:
     """A header's declarations in the form cffi's cdef() takes."""
-    lines = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            stripped = line.strip()
-            if stripped.startswith("#") and not _INT_DEFINE.match(stripped):
-                continue
-            lines.append(_PYTHON_MARKER.sub('extern "Python"', _MARKERS.sub("", line)))
-    return "".join(lines)
+    return header.read(path).cdef()
 
 
 # libdnsshim's internal entry points (csrc/lib/dns_shim.c says how they are
@@ -340,39 +329,21 @@ def make_ffi(library: Library = DNSSHIM) -> cffi.FFI:
 
 def header_statuses(path: Path = HEADER) -> dict:
     """``{enumerator: value}`` of ``enum dns_shim_status`` in the header."""
-    return statuses(Path(path).read_text(encoding="utf-8"))
-
-
-def statuses(text: str) -> dict:
-    """header_statuses() of a header's text (dnsshim_build/man.py reads a given
-    header's text)."""
-    body = re.search(r"enum dns_shim_status\s*\{(.*?)\}", text, re.S).group(1)
-    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
-    return {name: int(value) for name, value in re.findall(r"(DNS_SHIM_\w+)\s*=\s*(-?\d+)", body)}
+    return header.read(path).enum("dns_shim_status")
 
 
 def header_functions(path: Path = HEADER) -> set:
     """The functions the header exports (DNS_SHIM_API)."""
-    return set(api_functions(Path(path).read_text(encoding="utf-8")))
-
-
-def api_functions(text: str) -> list:
-    """The functions a header's text exports (DNS_SHIM_API), in its order
-    (dnsshim_build/man.py reads a given header's text)."""
-    return re.findall(r"^DNS_SHIM_API\s[^;(]*?\b(\w+)\s*\(", text, re.M)
+    return set(header.read(path).function_names())
 
 
 def header_version(path: Path = HEADER) -> str:
-    text = Path(path).read_text(encoding="utf-8")
-    return ".".join(re.search(rf"#define DNS_SHIM_VERSION_{part}\s+(\d+)", text).group(1)
-                    for part in ("MAJOR", "MINOR", "PATCH"))
+    return header.read(path).version()
 
 
 def header_defines(path: Path, prefix: str) -> dict:
     """``{name: value}`` of a header's integer ``#define PREFIX...`` lines."""
-    text = Path(path).read_text(encoding="utf-8")
-    return {name: int(value) for name, value in
-            re.findall(rf"^#\s*define\s+({prefix}\w*)\s+(-?\d+)\s*(?:/\*.*)?$", text, re.M)}
+    return header.read(path).defines(prefix)
 
 
 def version_nodes(library: Library = DNSSHIM) -> dict:
