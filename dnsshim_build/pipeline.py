@@ -10,7 +10,9 @@ file from its template.  ``pip install .`` runs it into the installed package
 (dnsshim_build/bundle.py), the firmware object its own way (firmware.py).
 
 The sources of truth are files, not this script: ``csrc/dns_shim.h`` (the
-ABI: its declarations are what cffi is given), ``csrc/lib/libdnsshim.map``
+ABI: its declarations are what cffi is given, and the sizes of its
+versioned structs in each release what the library accepts; it is read by
+dnsshim_build/header.py), ``csrc/lib/libdnsshim.map``
 and ``csrc/ares/libdnsshim_ares.map`` (what each library exports, in which
 symbol-version node), ``csrc/lib/dnsshim.pc.in`` and
 ``csrc/ares/dnsshim-ares.pc.in`` (the pkg-config files).  Before anything is
@@ -359,6 +361,7 @@ def header_functions(path: Path = HEADER) -> set:
 
 
 def header_version(path: Path = HEADER) -> str:
+    """The header's version, "MAJOR.MINOR.PATCH"."""
     return header.read(path).version()
 
 
