@@ -19,16 +19,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The sizes of each versioned struct that this library accepts, and the
-** release of each, oldest first: when a struct grows, the older sizes stay
-** known, so older callers still work.  The build writes them from the
-** header (DNS_SHIM__SIZES_<struct>, dnsshim_build.pipeline.struct_sizes),
-** where a comment on a line of its own names the release that appended the
-** members after it: each size is an offsetof or sizeof that the compiler
-** computes, on every ABI, without a second copy of an old struct.  Nothing
-** here changes when a release appends a member. */
-#define DNS_SHIM__SIZE(size, release) (uint32_t)(size),
-#define DNS_SHIM__RELEASE(size, release) release,
+/* The sizes of dns_shim_callbacks and dns_shim_query this library accepts,
+** and their releases: when a struct grows, the older sizes stay known, so
+** older callers still work (dns_shim_internal.h says where they come from). */
 static const uint32_t dns_shim__known_sizes[] = {
     DNS_SHIM__SIZES_dns_shim_callbacks(DNS_SHIM__SIZE)
 };
@@ -45,24 +38,24 @@ static const char *const dns_shim__known_query_releases[] = {
 #define DNS_SHIM__KNOWN_QUERY_FLAGS DNS_SHIM_MATCH_CASE
 
 /* ------------------------------------------------------------------ */
-/* Callback sets                                                        */
+/* Struct sizes                                                         */
 
-#define DNS_SHIM__COUNT(table) (sizeof(table) / sizeof((table)[0]))
+int dns_shim__size_known(uint32_t size, const uint32_t *known, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (size == known[i])
+            return 1;
+    return 0;
+}
 
-/* DNS_SHIM_OK when size is one of the n known sizes; else
-** DNS_SHIM_ERR_BAD_ARGUMENT, saying "the <what>'s struct_size is S, not one
-** this library knows (K)", K the one size, or "S1 for 1.0, ..., Sn for 1.N
-** and later". */
-static int32_t dns_shim__check_size(const char *what, uint32_t size, const uint32_t *known,
-                                    const char *const *releases, size_t n)
+int32_t dns_shim__unknown_size(const char *what, uint32_t size, const uint32_t *known,
+                               const char *const *releases, size_t n)
 {
     char text[256];
     size_t i;
     int used = 0;
 
-    for (i = 0; i < n; i++)
-        if (size == known[i])
-            return DNS_SHIM_OK;
     text[0] = '\0';
     for (i = 0; i < n && used >= 0 && (size_t)used < sizeof text; i++) {
         if (n == 1)
@@ -77,6 +70,14 @@ static int32_t dns_shim__check_size(const char *what, uint32_t size, const uint3
                           (unsigned)size, text);
 }
 
+/* DNS_SHIM_OK when size is one of table's, else what dns_shim__unknown_size says. */
+#define DNS_SHIM__CHECK_SIZE(what, size, table, releases)                                 \
+    (dns_shim__size_known((size), (table), DNS_SHIM__COUNT(table)) ? DNS_SHIM_OK            \
+     : dns_shim__unknown_size((what), (size), (table), (releases), DNS_SHIM__COUNT(table)))
+
+/* ------------------------------------------------------------------ */
+/* Callback sets                                                        */
+
 /* Copies *in into *out, normalised to the full current struct (members the
 ** caller's older header does not know are zeroed, and never read from the
 ** caller's memory).  Returns a status (and says why it failed). */
@@ -90,9 +91,8 @@ static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_c
     /* Read once: the caller's memory may change while we look (another
     ** thread), and the size checked must be the size copied. */
     size = *(const volatile uint32_t *)&in->struct_size;
-    status = dns_shim__check_size("callbacks set", size, dns_shim__known_sizes,
-                                  dns_shim__known_size_releases,
-                                  DNS_SHIM__COUNT(dns_shim__known_sizes));
+    status = DNS_SHIM__CHECK_SIZE("callbacks set", size, dns_shim__known_sizes,
+                                  dns_shim__known_size_releases);
     if (status != DNS_SHIM_OK)
         return status;
     memset(out, 0, sizeof(*out));
@@ -116,9 +116,8 @@ static int32_t dns_shim__copy_query(const dns_shim_query *in, dns_shim_query *ou
     if (in == NULL)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the query is NULL");
     size = *(const volatile uint32_t *)&in->struct_size; /* read once, as for callbacks */
-    status = dns_shim__check_size("query", size, dns_shim__known_query_sizes,
-                                  dns_shim__known_query_releases,
-                                  DNS_SHIM__COUNT(dns_shim__known_query_sizes));
+    status = DNS_SHIM__CHECK_SIZE("query", size, dns_shim__known_query_sizes,
+                                  dns_shim__known_query_releases);
     if (status != DNS_SHIM_OK)
         return status;
     memset(out, 0, sizeof(*out));
