@@ -87,6 +87,10 @@ def release_marker(text: str):
     return m.group(1) if m else None
 
 
+def _release_key(release: str) -> tuple:
+    return tuple(int(part) for part in release.split("."))
+
+
 def _uncommented(code: str) -> str:
     return re.sub(r"/\*.*?\*/", "", code, flags=re.S)
 
@@ -353,6 +357,9 @@ class Header:
         out = [[release or FIRST_RELEASE, None]]
         for m in self.struct(name)[1:]:
             if re.fullmatch(r"\d+\.\d+", m.above):
+                if _release_key(m.above) <= _release_key(out[-1][0]):
+                    raise ValueError(f"{name}: the members from {m.name} on are marked "
+                                     f"{m.above}, not a release after {out[-1][0]}")
                 out[-1][1] = m.name
                 out.append([m.above, None])
         return [tuple(r) for r in out]
