@@ -8,7 +8,8 @@
 This file is the entry point only.  The build lives in ``dnsshim_build/``
 beside the runtime package ``shim/``, never installed and never imported by
 it: ``pipeline.py`` (the sources of truth read and checked, the toolchain,
-the pipeline over the table of libraries), ``install.py`` (the package's tree
+the pipeline over the table of libraries), ``header.py`` (the one reader of
+the C headers), ``install.py`` (the package's tree
 and a prefix install), ``bundle.py`` and ``elf.py``, ``firmware.py`` and
 ``firmware_freeze.py``, ``man.py`` with ``man_roff.py`` and
 ``man_markdown.py``.  ``python -m shim bundle|firmware`` and

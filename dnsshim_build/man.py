@@ -22,9 +22,9 @@ Each function's symbol version comes from ``csrc/lib/libdnsshim.map``; a
 
 Every page is ASCII, has no date (``.TH``'s date field is empty: builds are
 reproducible), no blank line and no trailing whitespace, and renders without
-a warning from ``man --warnings`` or ``groff -ww``.  The header's version
-and the version scripts are read by dnsshim_build.pipeline's readers, the build's
-own; otherwise standard library only.  :mod:`dnsshim_build.man_roff` writes the
+a warning from ``man --warnings`` or ``groff -ww``.  The header is read by
+:mod:`dnsshim_build.header` and the version scripts by dnsshim_build.pipeline,
+the build's own readers; otherwise standard library only.  :mod:`dnsshim_build.man_roff` writes the
 roff, :mod:`dnsshim_build.man_markdown` converts the README's Markdown.
 
 ``python -m dnsshim_build.man --out DIR [--tool NAME=HELPFILE]`` writes the pages of
@@ -40,9 +40,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["write_pages", "pages", "pages_from_tree", "api_functions"]
+__all__ = ["write_pages", "pages", "pages_from_tree"]
 
+from dnsshim_build import header as header_reader
 from dnsshim_build import pipeline
+from dnsshim_build.header import Declaration, Header, join_lines, release_marker
 from dnsshim_build.man_markdown import markdown_section, markdown_to_roff
 from dnsshim_build.man_roff import (Inline, code_block, esc, finish, line_safe, quote_arg, sentence_lines,
                            split_top, title_lines, wrap_decl)
@@ -51,32 +53,7 @@ INCLUDE = "dns_shim.h"
 
 
 # ---------------------------------------------------------------------------
-# Reading C comments
-
-
-def comment_text(comment: str) -> list:
-    """The lines of a /* ... */ comment without its markers: '**' and one
-    space taken off each line, deeper indentation kept."""
-    body = comment.strip()
-    assert body.startswith("/*") and body.endswith("*/"), body[:40]
-    body = body[2:-2]
-    lines = []
-    for n, line in enumerate(body.split("\n")):
-        if n == 0:
-            line = line[1:] if line.startswith(" ") else line
-        else:
-            stripped = line.lstrip()
-            if stripped.startswith("**"):
-                line = stripped[2:]
-                line = line[1:] if line.startswith(" ") else line
-            else:
-                line = stripped
-        lines.append(line.rstrip())
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return lines
+# Comments' text as blocks
 
 
 def _dedent(lines: list) -> list:
@@ -118,21 +95,6 @@ def _dedent_sections(lines: list) -> list:
     return out
 
 
-def _join(lines: list) -> str:
-    """A block's lines as one text; a line that ends a sentence is followed
-    by two spaces, as the header writes sentences inside a line."""
-    text = ""
-    for line in lines:
-        line = line.strip()
-        if not text:
-            text = line
-        elif re.search(r"[.!?][)\"']?$", text) and not text.endswith(("e.g.", "i.e.", "...")):
-            text += "  " + line
-        else:
-            text += " " + line
-    return text
-
-
 ITEM = re.compile(r"^(`?\w+`?(?:, `?\w+`?)*):\s+(.*)$")
 
 
@@ -167,9 +129,9 @@ def classify(lines: list, sections: bool = False) -> list:
                     items.append([m.group(1).replace("`", ""), [m.group(2)]])
                 else:
                     items[-1][1].append(line)
-            out.append(Block("items", items=[(n, _join(t)) for n, t in items]))
+            out.append(Block("items", items=[(n, join_lines(t)) for n, t in items]))
             continue
-        text = _join(block)
+        text = join_lines(block)
         m = re.match(r"^([A-Za-z][\w ()'-]{0,40}?)\.  (?=\S)", text) if sections else None
         if m and not ITEM.match(first):
             out.append(Block("section", title=m.group(1), text=text[m.end():]))
@@ -194,222 +156,6 @@ def render_blocks(bs: list, inline: Inline, params=()) -> list:
                 out.append(", ".join(f"\\f{font}{esc(n)}\\fP" for n in names.split(", ")))
                 out += [line_safe(inline(s)) for s in sentence_lines(text)]
     return out
-
-
-# ---------------------------------------------------------------------------
-# Reading the header
-
-
-@dataclass
-class Member:
-    name: str
-    decl: str
-    comment: str = ""
-    heading: str = ""          # an own-line comment before it (a group title)
-    shared_with: str = ""      # the next member, when both share one comment
-
-
-@dataclass
-class Chunk:
-    """One column-0 comment and the code after it, up to the next one."""
-    comment: list
-    code: str
-    kind: str = ""
-    names: list = field(default_factory=list)
-    members: list = field(default_factory=list)
-    prototype: str = ""
-
-
-@dataclass
-class Header:
-    top: list
-    bottom: list
-    chunks: list
-
-    def functions(self) -> list:
-        return [c for c in self.chunks if c.kind == "function"]
-
-    def chunk(self, name: str):
-        for c in self.chunks:
-            if name in c.names:
-                return c
-        return None
-
-
-def _member_tokens(body: str):
-    """(start, end, text, is_comment) of an enum or struct body: comments, and
-    declarations ending at ',' or ';' outside parentheses (a function-pointer
-    member's parameter list is one declaration) or where a comment begins."""
-    depth, start, i = 0, 0, 0
-    while i < len(body):
-        if body.startswith("/*", i):
-            end = body.find("*/", i + 2)
-            end = len(body) if end < 0 else end + 2
-            if depth == 0:
-                if body[start:i].strip():
-                    yield start, i, body[start:i], False
-                yield i, end, body[i:end], True
-                start = end
-            i = end
-            continue
-        c = body[i]
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-        elif c in ",;" and depth == 0:
-            yield start, i + 1, body[start:i + 1], False
-            start = i + 1
-        i += 1
-    if body[start:].strip():
-        yield start, len(body), body[start:], False
-
-
-def _member_name(decl: str):
-    """The member a declaration declares: an enumerator, a function
-    pointer's name, an array's or a plain member's."""
-    m = (re.match(r"^(\w+)\s*=", decl) or re.search(r"\(\s*\*\s*(\w+)\s*\)\s*\(", decl)
-         or re.search(r"(\w+)\s*(?:\[[^\]]*\])?$", decl))
-    return m.group(1) if m else None
-
-
-def _members(body: str) -> list:
-    """Members of an enum or struct body with their comments: the comment
-    before a member (on lines of its own) or after it on the same line."""
-    out, pending = [], ""
-    last_end = None
-    for start, end, tok, is_comment in _member_tokens(body):
-        if is_comment:
-            text = _join(comment_text(tok))
-            same_line = last_end is not None and "\n" not in body[last_end:start]
-            if same_line and out and not out[-1].comment:
-                out[-1].comment = text
-            else:
-                pending = text
-            continue
-        decl = " ".join(re.sub(r"/\*.*?\*/", " ", tok, flags=re.S).strip().rstrip(",;").split())
-        name = _member_name(decl) if decl else None
-        if not name:
-            continue
-        member = Member(name, decl)
-        if pending:
-            # a comment before the member: its description if the next
-            # member's comment is trailing (a group title), checked below
-            member.heading = pending
-        out.append(member)
-        pending = ""
-        last_end = end
-    # One sentence written across two members' comments ("... 0 when" /
-    # "qdcount is 0"): both members get the whole sentence.
-    for a, b in zip(out, out[1:]):
-        if a.comment and b.comment and re.search(
-                r"\b(when|and|or|of|the|a|an|if|than|whose)$", a.comment):
-            a.comment = b.comment = a.comment + " " + b.comment
-            b.heading = b.heading or ""
-            a.shared_with = b.name
-    # A comment before a member that also has a trailing comment is a group
-    # title; one before a member without is that member's description.
-    for member in out:
-        if member.heading and not member.comment:
-            member.comment, member.heading = member.heading, ""
-    return out
-
-
-def _split_decls(code: str) -> list:
-    """Top-level declarations (up to ';' outside braces) of a piece of C."""
-    out, cur, depth = [], "", 0
-    stripped = re.sub(r"/\*.*?\*/", lambda m: m.group(0).replace(";", "\0"), code, flags=re.S)
-    for c in stripped:
-        cur += c
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-        elif c == ";" and depth == 0:
-            out.append(cur.replace("\0", ";"))
-            cur = ""
-    if cur.strip():
-        if out:
-            out[-1] += cur.replace("\0", ";")
-        else:
-            out.append(cur.replace("\0", ";"))
-    return out
-
-
-def parse_header(text: str) -> Header:
-    comments = list(re.finditer(r"^/\*.*?\*/", text, re.M | re.S))
-    chunks = []
-    for n, m in enumerate(comments):
-        end = comments[n + 1].start() if n + 1 < len(comments) else len(text)
-        chunks.append(Chunk(comment_text(m.group(0)), text[m.end():end]))
-    top = chunks.pop(0)
-    split = []
-    for c in chunks:
-        decls = _split_decls(c.code)
-        if len(decls) > 1 and sum(bool(re.match(r"typedef\s+(struct|enum)", d.strip()))
-                                  for d in decls) > 1:
-            split.append(Chunk(c.comment, decls[0]))
-            split += [Chunk([], d) for d in decls[1:]]
-        else:
-            split.append(c)
-    chunks = split
-    bottom = None
-    for c in chunks:
-        if c.comment and c.comment[0].strip() == "VERSIONING":
-            bottom = c
-    if bottom is not None:
-        chunks.remove(bottom)
-    for c in chunks:
-        code = c.code
-        api = re.search(r"^DNS_SHIM_API\s+(.*?);", code, re.M | re.S)
-        if api:
-            c.kind = "function"
-            c.prototype = " ".join(api.group(1).split()).replace("( ", "(").replace(" )", ")") + ";"
-            c.names = api_functions(code)
-        elif re.search(r"typedef\s+enum", code):
-            c.kind = "enum"
-            body = re.search(r"\{(.*)\}", code, re.S).group(1)
-            c.members = _members(body)
-            c.names = re.findall(r"\}\s*(\w+)\s*;", code)
-        elif re.search(r"typedef\s+struct", code):
-            c.kind = "struct"
-            body = re.search(r"\{(.*)\}", code, re.S).group(1)
-            c.members = _members(body)
-            c.names = re.findall(r"\}\s*(\w+)\s*;", code)
-        elif re.search(r"^typedef\b", code, re.M):
-            c.kind = "typedef"
-            c.names = re.findall(r"\(\s*\*\s*(\w+)\s*\)", code) or re.findall(r"(\w+)\s*;", code)
-        elif re.search(r"^#define\s+DNS_SHIM_VERSION", code, re.M):
-            c.kind = "version"
-            c.names = re.findall(r"^#define\s+(\w+)", code, re.M)
-        elif re.search(r"^#define\s+\w+", code, re.M):
-            c.kind = "define"
-            c.names = re.findall(r"^#define\s+(\w+)", code, re.M)
-        else:
-            c.kind = "other"
-    return Header(top.comment, bottom.comment if bottom else [], chunks)
-
-
-def api_functions(header_text: str) -> list:
-    """The functions the header declares with DNS_SHIM_API, in its order
-    (dnsshim_build.pipeline's reading, the build's)."""
-    return pipeline.api_functions(header_text)
-
-
-def _decl_code(code: str) -> list:
-    """A declaration's code without comments, preprocessor guards or the
-    API marker, as lines for an .EX block."""
-    code = re.sub(r"/\*.*?\*/", "", code, flags=re.S)
-    lines = []
-    for line in code.split("\n"):
-        if re.match(r"\s*#\s*(if|endif|else|ifn?def|undef)", line) or line.strip() in (
-                "DNS_SHIM_BEGIN_DECLS", "DNS_SHIM_END_DECLS"):
-            continue
-        line = line.replace("DNS_SHIM_API ", "").rstrip()
-        line = re.sub(r"(\S)  +", r"\1 ", line)
-        if line.strip():
-            lines.append(line)
-    return lines
 
 
 # ---------------------------------------------------------------------------
@@ -468,16 +214,11 @@ def _params(prototype: str) -> list:
     return names
 
 
-def _marker(text: str):
-    m = re.search(r"\((\d+\.\d+)\)", text)
-    return m.group(1) if m else None
-
-
-def _type_section(chunk: Chunk, inline: Inline, title: str) -> list:
+def _type_section(chunk: Declaration, inline: Inline, title: str) -> list:
     """A data type: its comment, its declaration, its members' comments."""
     out = [f".SS {quote_arg(title)}"]
     out += render_blocks(classify(chunk.comment), inline)
-    decl = _decl_code(chunk.code)
+    decl = chunk.code_lines()
     if decl:
         out += code_block(decl)
     commented = [m for m in chunk.members if m.comment or m.heading]
@@ -498,12 +239,12 @@ def _type_section(chunk: Chunk, inline: Inline, title: str) -> list:
     return out
 
 
-def function_page(header: Header, chunk: Chunk, version: str, node: str,
+def function_page(header: Header, chunk: Declaration, version: str, node: str,
                   functions: list, extra_see_also=()) -> str:
     name = chunk.names[0]
     inline = Inline(functions)
     all_blocks = blocks(chunk.comment)
-    first = _join(all_blocks[0]) if all_blocks else ""
+    first = join_lines(all_blocks[0]) if all_blocks else ""
     bs = classify([l for b in all_blocks[1:] for l in b + [""]])
     m = re.match(rf"^{re.escape(name)}\s*(?:\((\d+\.\d+)\))?\s*:\s*(.*)$", first, re.S)
     summary_rest = ""
@@ -544,13 +285,13 @@ def function_page(header: Header, chunk: Chunk, version: str, node: str,
     seen, queue = set(), re.findall(r"\b(dns_shim_\w+)\b", chunk.prototype)
     while queue:
         typ = queue.pop(0)
-        t = header.chunk(typ)
+        t = header.declaration(typ)
         if t is None or typ in seen or t.kind not in ("struct", "typedef", "enum"):
             continue
         seen.add(typ)
         out += _type_section(t, inline, f"The {typ} type")
         queue += [n for n in re.findall(r"\b(dns_shim_\w+)\b", "\n".join(t.comment))
-                  if getattr(header.chunk(n), "kind", "") == "enum"]
+                  if getattr(header.declaration(n), "kind", "") == "enum"]
 
     out.append(".SH RETURN VALUE")
     if ret:
@@ -571,13 +312,9 @@ def function_page(header: Header, chunk: Chunk, version: str, node: str,
     return finish(out)
 
 
-def _status_table(enum: Chunk, values: dict) -> list:
-    """The status codes' table: each enumerator's documentation, and its
-    value as the build reads it (``values``: pipeline.statuses)."""
-    documented = {m.name: m.decl.split("=", 1)[1].strip() for m in enum.members}
-    if documented != {name: str(value) for name, value in values.items()}:
-        raise ValueError(f"the pages' reading of enum dns_shim_status ({documented}) is not "
-                         f"the build's ({values})")
+def _status_table(enum: Declaration, values: dict) -> list:
+    """The status codes' table: each enumerator's documentation and its
+    value (``values``: Header.enum, as the build reads them)."""
     out = [".TS", "tab(\t);", "lB r lx.", "\\fIcode\\fP\t\\fIvalue\\fP\t\\fImeaning\\fP", "_"]
     for m in enum.members:
         value = str(values[m.name])
@@ -587,7 +324,7 @@ def _status_table(enum: Chunk, values: dict) -> list:
     return out
 
 
-def _member_list(enum: Chunk, inline: Inline) -> list:
+def _member_list(enum: Declaration, inline: Inline) -> list:
     out = []
     for m in enum.members:
         value = m.decl.split("=", 1)[1].strip() if "=" in m.decl else ""
@@ -598,8 +335,8 @@ def _member_list(enum: Chunk, inline: Inline) -> list:
 
 def overview_page(header: Header, version: str, functions: list, summaries: dict,
                   extra_see_also=(), statuses: dict | None = None) -> str:
-    """dnsshim.7; ``statuses``: the status codes' values as the build reads
-    them (pipeline.statuses), for the header's enum dns_shim_status."""
+    """dnsshim.7; ``statuses``: the values of the header's enum
+    dns_shim_status (Header.enum)."""
     inline = Inline(functions)
     out = title_lines("dnsshim", "7", version)
 
@@ -622,8 +359,8 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
         out += [".TP", f".BR {esc(f, code=True)} (3)",
                 line_safe(inline(short_summary(summaries.get(f, ""))))]
 
-    status_enum = header.chunk("dns_shim_status")
-    log_enum = header.chunk("dns_shim_log_level")
+    status_enum = header.declaration("dns_shim_status")
+    log_enum = header.declaration("dns_shim_log_level")
     environment = []
     for b in rest:
         if b.kind == "heading":
@@ -644,7 +381,7 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
     if log_enum is not None:
         out += [".SS \"Log levels\""]
         out += render_blocks(classify(log_enum.comment), inline)
-        handler = header.chunk("dns_shim_log_handler")
+        handler = header.declaration("dns_shim_log_handler")
         if handler is not None:
             out += render_blocks(classify(handler.comment), inline)
         out += [".PP", "The levels (enum", ".BR dns_shim_log_level ):"]
@@ -661,12 +398,12 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
                 out += render_blocks([Block("para", text=b.text)], inline)
             else:
                 out += render_blocks([b], inline)
-        for c in header.chunks:
+        for c in header.declarations:
             if c.kind == "version":
                 out += render_blocks(classify(c.comment), inline)
-                out += code_block(_decl_code(c.code))
+                out += code_block(c.code_lines())
 
-    types = [c for c in header.chunks if c.kind in ("struct", "enum", "typedef", "define")
+    types = [c for c in header.declarations if c.kind in ("struct", "enum", "typedef", "define")
              and c is not status_enum and c is not log_enum
              and not (handler is not None and c is handler if log_enum is not None else False)]
     if types:
@@ -774,7 +511,7 @@ def parse_help(name: str, text: str) -> dict:
     def flush():
         nonlocal para
         if para:
-            (after if options else description).append(_join(para))
+            (after if options else description).append(join_lines(para))
         para = []
 
     while i < len(lines):
@@ -828,7 +565,7 @@ def _option_items(block: list) -> list:
             items.append([spec, [text] if text else []])
         elif items:
             items[-1][1].append(line.strip())
-    return [(spec, _join(text)) for spec, text in items]
+    return [(spec, join_lines(text)) for spec, text in items]
 
 
 def tool_page(name: str, help_text: str, version: str, others=()) -> str:
@@ -902,12 +639,12 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     it, a marker that disagrees is an error.  ares_map, readme: the c-ares
     layer's export list and README.md (both needed for dnsshim_ares.3);
     ares_description: its one-line summary (dnsshim-ares.pc's)."""
-    header = parse_header(header_text)
+    header = header_reader.parse(header_text)
     funcs = header.functions()
     names = [c.names[0] for c in funcs]
-    if names != api_functions(header_text):
-        raise ValueError(f"the pages' reading of the header's functions ({names}) is not the "
-                         f"build's ({api_functions(header_text)})")
+    if names != header.function_names():
+        raise ValueError(f"a function of the header has no comment of its own: the pages "
+                         f"have {names}, the header declares {header.function_names()}")
     prefix, first_node = _default_nodes(header)
     see_tools = [(t, "1") for t in tools]
     extra = [("dnsshim_ares", "3")] if ares_map and readme else []
@@ -915,7 +652,7 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     summaries = {}
     for c in funcs:
         name = c.names[0]
-        marker = _marker(c.comment[0]) if c.comment else None
+        marker = release_marker(c.comment[0]) if c.comment else None
         node = f"{prefix}_{marker}" if marker else first_node
         if symbol_versions is not None:
             given = symbol_versions.get(name)
@@ -924,11 +661,11 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
             if marker and given != node:
                 raise ValueError(f"{name}: its comment says ({marker}), the version script {given}")
             node = given
-        first = _join(blocks(c.comment)[0]) if c.comment else ""
+        first = join_lines(blocks(c.comment)[0]) if c.comment else ""
         m = re.match(rf"^{re.escape(name)}\s*(?:\(\d+\.\d+\))?\s*:\s*(.*)$", first, re.S)
         summaries[name] = sentence_lines(m.group(1))[0] if m else ""
         out[f"{name}.3"] = function_page(header, c, version, node, names)
-    statuses = (pipeline.statuses(header_text) if header.chunk("dns_shim_status")
+    statuses = (header.enum("dns_shim_status") if header.declaration("dns_shim_status")
                 else None)
     out["dnsshim.7"] = overview_page(header, version, names, summaries, extra + see_tools,
                                      statuses)

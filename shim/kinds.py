@@ -22,11 +22,11 @@ What follows from the table:
   programs build_ffi.compile_program compiles.
 
 Adding a typed kind is one row here plus its struct, callback typedef and
-member in ``csrc/dns_shim.h`` (appended: the ABI only grows, and the release
-that appends it adds the size before it to the known sizes in
-``csrc/lib/dns_shim.c``).  The row's converter may be left empty (its fields
-then say how the struct is filled) or name a method written in
-``shim/glue.py``.  tests/test_kinds.py checks every row against the header
+member in ``csrc/dns_shim.h`` (appended, after a comment naming the release
+that appends it: the ABI only grows, and the build derives the struct sizes
+the library accepts from those comments).  The row's converter may be left
+empty (its fields then say how the struct is filled) or name a method
+written in ``shim/glue.py``.  tests/test_kinds.py checks every row against the header
 and dnspython.
 
 This module imports only collections: ``import shim`` reads it, and the

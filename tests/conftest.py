@@ -193,7 +193,7 @@ def sanitized_build(tmp_path_factory):
 #: The build's modules (dnsshim_build/ and build_ffi.py), by the names they
 #: had or could be given in a shipped tree: written out here, not read from
 #: the tree, so that a build module moved back into shim/ is caught.
-BUILD_MODULES = frozenset({"build_ffi", "pipeline", "bundle", "elf", "firmware",
+BUILD_MODULES = frozenset({"build_ffi", "pipeline", "header", "bundle", "elf", "firmware",
                            "firmware_freeze", "install", "man", "man_roff", "man_markdown"})
 
 

@@ -144,14 +144,16 @@ def environment(base=None) -> dict:
     return {**(os.environ if base is None else base), **options()}
 
 
-def build(out: Path, names=None) -> Sanitized:
+def build(out: Path, names=None, root: Path = ROOT) -> Sanitized:
     """Both libraries and the programs (default: PROGRAMS, and ARES_PROGRAMS
-    where c-ares's headers are installed) into out, instrumented."""
+    where c-ares's headers are installed) into out, instrumented; the
+    libraries of the source tree root (default: this one; a copy whose
+    Python side a test changed, say)."""
     out = Path(out)
     flags = " ".join(FLAGS)
     env = {**os.environ, "CFLAGS": f"{os.environ.get('CFLAGS', '')} {flags}".strip(),
            "LDFLAGS": f"{os.environ.get('LDFLAGS', '')} {flags}".strip()}
-    done = subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--out", str(out)],
+    done = subprocess.run([sys.executable, str(Path(root) / "build_ffi.py"), "--out", str(out)],
                           capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"the sanitized build failed:\n{done.stdout}{done.stderr}")

@@ -2,6 +2,9 @@
 public struct fails here, so that it is never made by accident (append
 members only, and only where the header's versioning rule allows)."""
 
+import re
+import subprocess
+
 import pytest
 
 # On LP64 Linux (x86_64, aarch64): pointers and size_t of 8 octets.
@@ -58,9 +61,9 @@ def test_layout(header_ffi, struct):
 
 
 def test_every_public_struct_is_recorded(header_ffi):
-    import re
-    from dnsshim_build import pipeline
-    declared = set(re.findall(r"typedef struct (dns_shim_[a-z_]+) \{", pipeline.header_cdef()))
+    from dnsshim_build import header, pipeline
+    declared = {name for d in header.read(pipeline.HEADER).declarations if d.kind == "struct"
+                for name in d.names}
     assert declared == set(LAYOUT)
 
 
@@ -89,3 +92,148 @@ def test_1_0_sizes_are_what_1_0_declared(header_ffi):
         pytest.skip("the layout is recorded for LP64")
     assert header_ffi.offsetof("dns_shim_callbacks", "on_edns_option") == \
         SIZE_IN_1_0["dns_shim_callbacks"]
+
+
+# ---- the sizes the library accepts, from the header ---------------------------------
+
+#: What a test program defines in place of the library's other units, so that
+#: csrc/lib/api.c (the checks of every struct that crosses from the program)
+#: can be compiled alone against a header copy: a failure prints its text.
+SIZE_PROBE = r"""
+#include "dns_shim.h"
+#include "lib/dns_shim_internal.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static char last[512];
+int32_t dns_shim__ok(void) { last[0] = '\0'; return DNS_SHIM_OK; }
+int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last, sizeof last, fmt, ap);
+    va_end(ap);
+    return status;
+}
+int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
+                      const dns_shim_callbacks *callbacks)
+{
+    (void)buf; (void)len; (void)query; (void)callbacks;
+    return DNS_SHIM_OK;
+}
+
+int main(void)
+{
+    static const uint8_t message[12];
+    dns_shim_callbacks cb;
+    dns_shim_query query;
+    uint32_t size;
+
+    for (size = 0; size < 4096; size++) {
+        memset(&cb, 0, sizeof cb);
+        cb.struct_size = size;
+        if (dns_shim_register_callbacks(&cb) == DNS_SHIM_OK)
+            printf("callbacks %u\n", (unsigned)size);
+        memset(&query, 0, sizeof query);
+        query.struct_size = size;
+        query.qname = "example.com";
+        if (dns_shim_process_reply(message, 12, &query, NULL) == DNS_SHIM_OK)
+            printf("query %u\n", (unsigned)size);
+    }
+    cb.struct_size = 7;
+    printf("%d %s\n", (int)dns_shim_register_callbacks(&cb), last);
+    query.struct_size = 7;
+    printf("%d %s\n", (int)dns_shim_process_reply(message, 12, &query, NULL), last);
+    return 0;
+}
+"""
+
+
+def accepted_sizes(header_text: str, where) -> list:
+    """What csrc/lib/api.c, compiled against a header with that text and
+    the sizes the build generates from it, accepts and says: the lines of
+    SIZE_PROBE's output."""
+    from dnsshim_build import pipeline
+
+    include = where / "include"
+    include.mkdir()
+    (include / "dns_shim.h").write_text(header_text, encoding="utf-8")
+    pipeline.kinds_header(include)
+    (include / pipeline.GENERATED_HEADER).write_text(
+        pipeline.generated_defines(include / "dns_shim.h"), encoding="utf-8")
+    probe = where / "probe.c"
+    probe.write_text(SIZE_PROBE, encoding="utf-8")
+    program = pipeline.compile_program([probe, pipeline.CSRC / "lib" / "api.c"], where / "probe",
+                                       flags=[f"-I{include}"], cflags=["-Werror"])
+    return subprocess.run([str(program)], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+
+
+def _grow(text: str, struct: str, last: str, release: str, member: str) -> str:
+    """The header's text with a member appended to a struct by a release
+    (last: the struct's last line as written)."""
+    end = f"    {last}\n}} {struct};"
+    assert text.count(end) == 1, f"{struct} does not end with {last}"
+    return text.replace(end, f"    {last}\n    /* {release} */\n    {member};\n}} {struct};")
+
+
+def test_the_sizes_accepted_are_the_headers(tmp_path, header_ffi):
+    """api.c accepts, for dns_shim_callbacks and dns_shim_query, exactly each
+    release's size (computed by the compiler from the header), and says
+    which they are when it refuses another."""
+    if header_ffi.sizeof("void *") != 8:
+        pytest.skip("the layout is recorded for LP64")
+    from dnsshim_build import pipeline
+
+    assert accepted_sizes(pipeline.HEADER.read_text(encoding="utf-8"), tmp_path) == [
+        "query 32", "callbacks 120", "callbacks 128",
+        "-12 the callbacks set's struct_size is 7, not one this library knows "
+        "(120 for 1.0, 128 for 1.1 and later)",
+        "-12 the query's struct_size is 7, not one this library knows (32)"]
+
+
+def test_a_member_appended_by_a_release_is_one_more_size(tmp_path, header_ffi):
+    """A header copy where a new release appends a member to each versioned
+    struct (a comment naming the release before it, as the header does for
+    1.1's on_edns_option): the library built from it accepts one more size
+    of each, that release's, with no edit anywhere else."""
+    if header_ffi.sizeof("void *") != 8:
+        pytest.skip("the layout is recorded for LP64")
+    from dnsshim_build import header, pipeline
+
+    text = pipeline.HEADER.read_text(encoding="utf-8")
+    grown = _grow(text, "dns_shim_callbacks", "dns_shim_edns_option_cb on_edns_option;", "1.3",
+                  "dns_shim_raw_cb on_future")
+    grown = _grow(grown, "dns_shim_query", "const uint8_t *cookie_client;  /* 8 octets, or NULL */",
+                  "1.3", "uint32_t future")
+    assert header.parse(grown).struct_releases("dns_shim_callbacks") == [
+        ("1.0", "on_edns_option"), ("1.1", "on_future"), ("1.3", None)]
+    assert accepted_sizes(grown, tmp_path) == [
+        "query 32", "query 40", "callbacks 120", "callbacks 128", "callbacks 136",
+        "-12 the callbacks set's struct_size is 7, not one this library knows "
+        "(120 for 1.0, 128 for 1.1, 136 for 1.3 and later)",
+        "-12 the query's struct_size is 7, not one this library knows "
+        "(32 for 1.1, 40 for 1.3 and later)"]
+
+
+def test_no_size_of_a_versioned_struct_is_written_by_hand():
+    """The library's C has no size of a versioned struct of its own: no
+    sizeof of one, every table of sizes comes from the generated
+    DNS_SHIM__SIZES_<struct> (a number or a sizeof there would be a size
+    that a release's new member does not update), and each versioned struct
+    has its table."""
+    from dnsshim_build import header, pipeline
+
+    structs = header.read(pipeline.HEADER).versioned_structs()
+    assert {"dns_shim_callbacks", "dns_shim_query", "dns_shim_allocator"} <= set(structs)
+    tables = []
+    for path in sorted((pipeline.CSRC / "lib").glob("*.[ch]")):
+        code = re.sub(r"/\*.*?\*/", " ", path.read_text(encoding="utf-8"), flags=re.S)
+        for struct in structs:
+            assert not re.search(rf"\bsizeof\s*\(?\s*{struct}\b", code), (path.name, struct)
+        for name, body in re.findall(r"\buint32_t\s+(\w+)\s*\[\s*\]\s*=\s*\{(.*?)\};", code, re.S):
+            table = re.fullmatch(r"\s*DNS_SHIM__SIZES_(\w+)\(DNS_SHIM__SIZE\)\s*", body)
+            assert table, (path.name, name, body)
+            tables.append(table.group(1))
+    assert sorted(tables) == sorted(structs)

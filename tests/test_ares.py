@@ -26,7 +26,7 @@ import dns.rrset
 import pytest
 
 import ares_diff
-from dnsshim_build import pipeline
+from dnsshim_build import header, pipeline
 import malformed
 import vectors
 from conftest import ROOT, available_corpus, require_cares
@@ -72,9 +72,10 @@ STRUCTS = {
 
 
 def _header_defines(prefix):
-    text = open(pipeline.ARES_HEADER, encoding="utf-8").read()
-    return {m.group(1): int(m.group(2))
-            for m in re.finditer(rf"#define {prefix}(\w+) (\d+)", text)}
+    """{name after the prefix: value} of the c-ares header's integer defines,
+    as the build reads them."""
+    return {name[len(prefix):]: value
+            for name, value in pipeline.header_defines(pipeline.ARES_HEADER, prefix).items()}
 
 
 def test_layout_and_codes_match_ares_h(progs, tmp_path):
@@ -100,8 +101,8 @@ def test_layout_and_codes_match_ares_h(progs, tmp_path):
     src = tmp_path / "layout.c"
     src.write_text("\n".join(lines) + "\n")
     pipeline.compile_program([src], tmp_path / "layout", cflags=("-std=gnu11", "-Werror"))
-    assert len(STRUCTS) == len(re.findall(r"typedef struct (dnsshim_ares_\w+) \{.*?\} \1;",
-                                          open(pipeline.ARES_HEADER).read(), re.S)) - 3, \
+    declared = [d for d in header.read(pipeline.ARES_HEADER).declarations if d.kind == "struct"]
+    assert len(STRUCTS) == len(declared) - 3, \
         "every c-ares struct of the header is checked (the 3 others are the Python-to-C data)"
 
 

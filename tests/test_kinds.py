@@ -19,6 +19,7 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
+from dnsshim_build import header as header_reader
 from shim import api, glue, kinds
 from shim.decode import decode
 from shim.kinds import Field, Kind
@@ -43,20 +44,16 @@ C_DECLARATIONS = {
 }
 
 
-def _uncommented(text):
-    return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-
-
-def struct_members(header, struct):
-    """[(type, member)] of ``typedef struct <struct> {...} <struct>;``."""
-    m = re.search(rf"typedef struct {struct} \{{(.*?)\}} {struct};", header, re.S)
-    assert m, f"{struct} is not in the header"
+def struct_members(header_text, struct):
+    """[(type, member)] of ``typedef struct <struct> {...} <struct>;``, as the
+    build's reader (dnsshim_build.header) reads the header's text."""
+    read = header_reader.parse(header_text)
+    assert getattr(read.declaration(struct), "kind", "") == "struct", \
+        f"{struct} is not in the header"
     members = []
-    for decl in _uncommented(m.group(1)).split(";"):
-        decl = " ".join(decl.split())
-        if decl:
-            d = re.fullmatch(r"(.*?)\s*(\w+(?:\[\d+\])?)", decl)
-            members.append((d.group(1), d.group(2)))
+    for m in read.struct(struct):
+        d = re.fullmatch(r"(.*?)\s*(\w+(?:\[\d+\])?)", m.decl)
+        members.append((d.group(1), d.group(2)))
     return members
 
 
@@ -66,10 +63,12 @@ def typed_members(header):
             if m.startswith("on_") and m not in NOT_TYPED]
 
 
-def callback_struct(header, cb_type):
+def callback_struct(header_text, cb_type):
     """The struct a callback typedef's record argument points to."""
-    m = re.search(rf"typedef int32_t \(\*{cb_type}\)\(void \*ctx, const (\w+) \*\w+\);", header)
-    assert m, f"no typedef of {cb_type}"
+    d = header_reader.parse(header_text).declaration(cb_type)
+    assert d is not None and d.kind == "typedef", f"no typedef of {cb_type}"
+    m = re.search(rf"typedef int32_t \(\*{cb_type}\)\(void \*ctx, const (\w+) \*\w+\);", d.code)
+    assert m, f"{cb_type} is not a callback of one record"
     return m.group(1)
 
 

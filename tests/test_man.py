@@ -14,7 +14,7 @@ import pytest
 import shim
 import shim.config
 from conftest import ROOT, require_program
-from dnsshim_build import man
+from dnsshim_build import header, man
 
 HEADER = (ROOT / "csrc" / "dns_shim.h").read_text()
 LIB_MAP = (ROOT / "csrc" / "lib" / "libdnsshim.map").read_text()
@@ -97,7 +97,7 @@ def test_a_page_for_every_exported_function(pages):
     exported = map_globals(LIB_MAP)
     assert set(FUNCTIONS) == set(exported) - {"PyInit__dnsshim_cffi"}
     assert {"dns_shim_set_allocator", "dns_shim_set_memory_limit"} <= set(FUNCTIONS)
-    assert man.api_functions(HEADER) == list(FUNCTIONS)
+    assert header.parse(HEADER).function_names() == list(FUNCTIONS)
     assert sorted(pages) == sorted(PAGES)
 
 

@@ -12,16 +12,14 @@ whole, answered as the README says for an unexpected failure (ARES_EBADRESP;
 ARES_EBADNAME, ARES_EBADSTR for the expand functions) and logged with what
 is wrong, and nothing of it is copied (ares_every_parser prints no field).
 
-``corrupting_build(where, env)`` builds those libraries, dnsshim_test and
-(with c-ares's headers) ares_every_parser into
-``where`` (env: e.g. CFLAGS/LDFLAGS for an ASan/UBSan build, which
-build_ffi.py honours), so the same cases can run against another build
-(``check_all(out, files, runner, extra_env)``, ``check_all_ares``):
-test_every_corruption_under_asan_and_ubsan does so with
--fsanitize=address,undefined.
+``corrupting_build(where)`` builds those libraries, dnsshim_test and
+(with c-ares's headers) ares_every_parser into ``where``; the same cases
+run against another build of the same copy (``corrupting_clone``) with
+``check_all(out, files, runner, extra_env)`` and ``check_all_ares``:
+test_every_corruption_under_asan_and_ubsan does so with the ASan/UBSan build
+of tests/sanitizers.py.
 """
 
-import os
 import subprocess
 import sys
 
@@ -31,6 +29,7 @@ import pytest
 import cprograms
 import malformed
 import plan_corruption
+import sanitizers
 import vectors
 from conftest import require_cares, require_program
 from test_install import source_copy
@@ -125,13 +124,19 @@ ARES = [
 ]
 
 
-def corrupting_build(where, env=None):
+def corrupting_clone(where):
+    """A copy of the source tree, in where/clone, whose shim package corrupts
+    plans and c-ares results."""
+    return plan_corruption.tweak_ares(plan_corruption.tweak(source_copy(where / "clone")))
+
+
+def corrupting_build(where):
     """The library with the corrupting shim package, and dnsshim_test, in
     where/out; returns that folder."""
-    clone = plan_corruption.tweak_ares(plan_corruption.tweak(source_copy(where / "clone")))
+    clone = corrupting_clone(where)
     out = where / "out"
     subprocess.run([sys.executable, str(clone / "build_ffi.py"), "--out", str(out)], check=True,
-                   capture_output=True, env={**os.environ, **(env or {})})
+                   capture_output=True)
     cprograms.build(out, ["dnsshim_test"])
     if cprograms.cares_flags() is not None:
         cprograms.build(out, ["ares_every_parser"])
@@ -239,52 +244,34 @@ def test_every_ares_corruption_under_valgrind_memcheck(corrupting, files):
     assert "ERROR SUMMARY: 0 errors from 0 contexts" in result.stderr
 
 
-SANITIZE = "-fsanitize=address,undefined -fno-sanitize-recover"
-
-
 @pytest.fixture(scope="module")
-def sanitized(tmp_path_factory):
-    """The corrupting build with AddressSanitizer and UBSan (the programs too:
-    build_ffi.py and cprograms honour CFLAGS and LDFLAGS)."""
-    flags = {"CFLAGS": SANITIZE, "LDFLAGS": SANITIZE}
-    saved = {k: os.environ.get(k) for k in flags}
-    os.environ.update(flags)
-    try:
-        out = corrupting_build(tmp_path_factory.mktemp("plan-checks-asan"), flags)
-        cprograms.build(out, ["audit_edges"])
-        return out
-    except subprocess.CalledProcessError as e:
-        pytest.skip(f"no ASan/UBSan build here: {e}")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+def sanitized_corrupting(tmp_path_factory):
+    """The corrupting libraries, dnsshim_test and (with c-ares's headers)
+    ares_every_parser built as every sanitized build is (tests/sanitizers.py:
+    ASan and UBSan, the same flags and options as conftest's
+    sanitized_build)."""
+    where = tmp_path_factory.mktemp("plan-checks-asan")
+    names = ["dnsshim_test"] + (["ares_every_parser"] if cprograms.cares_flags() is not None
+                                else [])
+    return sanitizers.build(where / "out", names, root=corrupting_clone(where))
 
 
-#: CPython keeps its memory at exit by design: leaks are valgrind's business.
-ASAN_ENV = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
-            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
-
-
-def test_every_corruption_under_asan_and_ubsan(sanitized, files):
-    result = check_all(sanitized, files, extra_env=ASAN_ENV)
-    assert "ERROR: AddressSanitizer" not in result.stderr and "runtime error" not in result.stderr
+def test_every_corruption_under_asan_and_ubsan(sanitized_corrupting, files):
+    result = check_all(sanitized_corrupting.dir, files, extra_env=sanitizers.options())
+    sanitizers.check(result, "dnsshim_test")
     if cprograms.cares_flags() is not None:
-        result = check_all_ares(sanitized, files, extra_env=ASAN_ENV)
-        assert "ERROR: AddressSanitizer" not in result.stderr
+        result = check_all_ares(sanitized_corrupting.dir, files, extra_env=sanitizers.options())
+        sanitizers.check(result, "ares_every_parser")
 
 
-def test_struct_size_flips_and_exact_size_structs_under_asan(sanitized, tmp_path):
+def test_struct_size_flips_and_exact_size_structs_under_asan(sanitized_build, tmp_path):
     """audit_edges (tests/test_c_programs.py) on the ASan/UBSan build: the
     callbacks' struct_size read once while another thread flips it; 1.0's
     struct and the query in exact-size heap blocks."""
-    env = {"PATH": "/usr/bin:/bin", **ASAN_ENV}
+    program = cprograms.build(tmp_path, ["audit_edges"], against=sanitized_build.dir,
+                              cflags=sanitizers.FLAGS)["audit_edges"]
     good = tmp_path / "good.bin"
     good.write_bytes(malformed.GOOD)
     for args in (["flip", "1000000"], ["sizes", str(good)]):
-        result = subprocess.run([str(sanitized / "audit_edges"), *args], capture_output=True,
-                                text=True, env=env, timeout=600)
+        result = sanitized_build.run(program, *args, env={"PATH": "/usr/bin:/bin"})
         assert result.returncode == 0, result.stdout + result.stderr[-5000:]
-        assert "ERROR: AddressSanitizer" not in result.stderr

@@ -19,34 +19,28 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The sizes of dns_shim_callbacks that this library accepts.  When the
-** struct grows, the old size is kept here so older callers still work.
-** 1.0's struct ended with on_other, a function pointer, so its size (padded
-** to a pointer's alignment) is where the next pointer, on_edns_option,
-** starts: offsetof gives it on every ABI, without a second copy of the old
-** struct. */
+/* The sizes of dns_shim_callbacks and dns_shim_query this library accepts,
+** and their releases: when a struct grows, the older sizes stay known, so
+** older callers still work (dns_shim_internal.h says where they come from). */
 static const uint32_t dns_shim__known_sizes[] = {
-    (uint32_t)offsetof(dns_shim_callbacks, on_edns_option), /* 1.0 */
-    (uint32_t)sizeof(dns_shim_callbacks),                   /* 1.1 */
+    DNS_SHIM__SIZES_dns_shim_callbacks(DNS_SHIM__SIZE)
 };
-/* The release of each size, in the same order, for the message that
-** refuses another size (the last: that release and later). */
-static const char *const dns_shim__known_size_releases[] = {"1.0", "1.1"};
-typedef char dns_shim__one_release_a_size[
-    sizeof dns_shim__known_sizes / sizeof dns_shim__known_sizes[0] ==
-    sizeof dns_shim__known_size_releases / sizeof dns_shim__known_size_releases[0] ? 1 : -1];
-
-/* The sizes of dns_shim_query that this library accepts (it is 1.1's). */
+static const char *const dns_shim__known_size_releases[] = {
+    DNS_SHIM__SIZES_dns_shim_callbacks(DNS_SHIM__RELEASE)
+};
 static const uint32_t dns_shim__known_query_sizes[] = {
-    (uint32_t)sizeof(dns_shim_query), /* 1.1 */
+    DNS_SHIM__SIZES_dns_shim_query(DNS_SHIM__SIZE)
+};
+static const char *const dns_shim__known_query_releases[] = {
+    DNS_SHIM__SIZES_dns_shim_query(DNS_SHIM__RELEASE)
 };
 
 #define DNS_SHIM__KNOWN_QUERY_FLAGS DNS_SHIM_MATCH_CASE
 
 /* ------------------------------------------------------------------ */
-/* Callback sets                                                        */
+/* Struct sizes                                                         */
 
-static int dns_shim__known_size(uint32_t size, const uint32_t *known, size_t n)
+int dns_shim__size_known(uint32_t size, const uint32_t *known, size_t n)
 {
     size_t i;
     for (i = 0; i < n; i++)
@@ -55,8 +49,34 @@ static int dns_shim__known_size(uint32_t size, const uint32_t *known, size_t n)
     return 0;
 }
 
-#define DNS_SHIM__KNOWN(size, table) \
-    dns_shim__known_size((size), (table), sizeof(table) / sizeof((table)[0]))
+int32_t dns_shim__unknown_size(const char *what, uint32_t size, const uint32_t *known,
+                               const char *const *releases, size_t n)
+{
+    char text[256];
+    size_t i;
+    int used = 0;
+
+    text[0] = '\0';
+    for (i = 0; i < n && used >= 0 && (size_t)used < sizeof text; i++) {
+        if (n == 1)
+            used += snprintf(text + used, sizeof text - (size_t)used, "%u", (unsigned)known[i]);
+        else
+            used += snprintf(text + used, sizeof text - (size_t)used, "%s%u for %s%s",
+                             i ? ", " : "", (unsigned)known[i], releases[i],
+                             i + 1 == n ? " and later" : "");
+    }
+    return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
+                          "the %s's struct_size is %u, not one this library knows (%s)", what,
+                          (unsigned)size, text);
+}
+
+/* DNS_SHIM_OK when size is one of table's, else what dns_shim__unknown_size says. */
+#define DNS_SHIM__CHECK_SIZE(what, size, table, releases)                                 \
+    (dns_shim__size_known((size), (table), DNS_SHIM__COUNT(table)) ? DNS_SHIM_OK            \
+     : dns_shim__unknown_size((what), (size), (table), (releases), DNS_SHIM__COUNT(table)))
+
+/* ------------------------------------------------------------------ */
+/* Callback sets                                                        */
 
 /* Copies *in into *out, normalised to the full current struct (members the
 ** caller's older header does not know are zeroed, and never read from the
@@ -64,26 +84,17 @@ static int dns_shim__known_size(uint32_t size, const uint32_t *known, size_t n)
 static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_callbacks *out)
 {
     uint32_t size;
-    size_t i, n = sizeof dns_shim__known_sizes / sizeof dns_shim__known_sizes[0];
-    char known[256];
-    int used = 0;
+    int32_t status;
 
     if (in == NULL)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the callbacks set is NULL");
     /* Read once: the caller's memory may change while we look (another
     ** thread), and the size checked must be the size copied. */
     size = *(const volatile uint32_t *)&in->struct_size;
-    if (!DNS_SHIM__KNOWN(size, dns_shim__known_sizes)) {
-        /* "%u for 1.0, ..., %u for 1.N and later", from the tables above */
-        known[0] = '\0';
-        for (i = 0; i < n && used >= 0 && (size_t)used < sizeof known; i++)
-            used += snprintf(known + used, sizeof known - (size_t)used, "%s%u for %s%s",
-                             i ? ", " : "", (unsigned)dns_shim__known_sizes[i],
-                             dns_shim__known_size_releases[i], i + 1 == n ? " and later" : "");
-        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
-                              "the callbacks set's struct_size is %u, not one this library knows "
-                              "(%s)", (unsigned)size, known);
-    }
+    status = DNS_SHIM__CHECK_SIZE("callbacks set", size, dns_shim__known_sizes,
+                                  dns_shim__known_size_releases);
+    if (status != DNS_SHIM_OK)
+        return status;
     memset(out, 0, sizeof(*out));
     memcpy(out, in, size);
     out->struct_size = (uint32_t)sizeof(*out);
@@ -100,14 +111,15 @@ static int32_t dns_shim__copy_callbacks(const dns_shim_callbacks *in, dns_shim_c
 static int32_t dns_shim__copy_query(const dns_shim_query *in, dns_shim_query *out)
 {
     uint32_t size;
+    int32_t status;
 
     if (in == NULL)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the query is NULL");
     size = *(const volatile uint32_t *)&in->struct_size; /* read once, as for callbacks */
-    if (!DNS_SHIM__KNOWN(size, dns_shim__known_query_sizes))
-        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT,
-                              "the query's struct_size is %u, not one this library knows (%u)",
-                              (unsigned)size, (unsigned)dns_shim__known_query_sizes[0]);
+    status = DNS_SHIM__CHECK_SIZE("query", size, dns_shim__known_query_sizes,
+                                  dns_shim__known_query_releases);
+    if (status != DNS_SHIM_OK)
+        return status;
     memset(out, 0, sizeof(*out));
     memcpy(out, in, size);
     out->struct_size = (uint32_t)sizeof(*out);

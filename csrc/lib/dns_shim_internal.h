@@ -22,6 +22,26 @@
 #define DNS_SHIM__ALL_SECTIONS \
     (DNS_SHIM_SECTION_ANSWER | DNS_SHIM_SECTION_AUTHORITY | DNS_SHIM_SECTION_ADDITIONAL)
 
+/* The sizes of a versioned struct that the library accepts, and the release
+** of each, oldest first, as tables: the build writes them from the header
+** (DNS_SHIM__SIZES_<struct> in dns_shim_generated.h), where a comment on a
+** line of its own names the release that appended the members after it.
+** Each size is an offsetof or sizeof the compiler computes: nothing in the
+** library's C changes when a release appends a member.
+**   static const uint32_t sizes[] = {DNS_SHIM__SIZES_x(DNS_SHIM__SIZE)};
+**   static const char *const releases[] = {DNS_SHIM__SIZES_x(DNS_SHIM__RELEASE)}; */
+#define DNS_SHIM__SIZE(size, release) (uint32_t)(size),
+#define DNS_SHIM__RELEASE(size, release) release,
+#define DNS_SHIM__COUNT(table) (sizeof(table) / sizeof((table)[0]))
+/* Whether size is one of the n sizes known (api.c). */
+DNS_SHIM__HIDDEN int dns_shim__size_known(uint32_t size, const uint32_t *known, size_t n);
+/* DNS_SHIM_ERR_BAD_ARGUMENT for a size not known, saying "the <what>'s
+** struct_size is S, not one this library knows (K)", K the one size, or
+** "S1 for 1.0, ..., Sn for 1.N and later" (api.c). */
+DNS_SHIM__HIDDEN int32_t dns_shim__unknown_size(const char *what, uint32_t size,
+                                                const uint32_t *known,
+                                                const char *const *releases, size_t n);
+
 /* The reason for the last failure, this thread's (failure.c). */
 #define DNS_SHIM__ERROR_SIZE 2048
 DNS_SHIM__HIDDEN extern __thread char dns_shim__error[DNS_SHIM__ERROR_SIZE];

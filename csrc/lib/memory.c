@@ -30,6 +30,8 @@
 #include <Python.h>
 
 #include "dns_shim.h"
+/* The sizes of the versioned structs: written by the build (dnsshim_build.pipeline.generated_headers). */
+#include "dns_shim_generated.h"
 #include "lib/dns_shim_internal.h"
 
 #include <pthread.h>
@@ -185,18 +187,33 @@ static void dns_shim__arena_free(void *ctx, void *ptr, size_t n)
 
 static pthread_mutex_t dns_shim__memory_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The sizes of dns_shim_allocator this library accepts, and their releases
+** (dns_shim_internal.h says where they come from). */
+static const uint32_t dns_shim__known_allocator_sizes[] = {
+    DNS_SHIM__SIZES_dns_shim_allocator(DNS_SHIM__SIZE)
+};
+static const char *const dns_shim__known_allocator_releases[] = {
+    DNS_SHIM__SIZES_dns_shim_allocator(DNS_SHIM__RELEASE)
+};
+
 DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 {
     int32_t rc = DNS_SHIM_OK;
     uint32_t size = 0;
+    int known = 0;
     dns_shim_allocator copy;
-    /* Each member is read once (struct_size, then the whole struct into
-    ** copy): what is checked is what is used, whatever the caller's memory
-    ** does meanwhile. */
-    if (allocator != NULL)
+    /* Each member is read once (struct_size, then the struct into copy,
+    ** normalised to the whole current struct: members an older caller does
+    ** not know are zeroed): what is checked is what is used, whatever the
+    ** caller's memory does meanwhile. */
+    if (allocator != NULL) {
         size = *(const volatile uint32_t *)&allocator->struct_size;
-    if (allocator != NULL && size == sizeof copy) {
-        memcpy(&copy, (const void *)allocator, sizeof copy);
+        known = dns_shim__size_known(size, dns_shim__known_allocator_sizes,
+                                     DNS_SHIM__COUNT(dns_shim__known_allocator_sizes));
+    }
+    if (known) {
+        memset(&copy, 0, sizeof copy);
+        memcpy(&copy, (const void *)allocator, size);
     }
     pthread_mutex_lock(&dns_shim__memory_lock);
     if (dns_shim__memory_started) {
@@ -204,14 +221,15 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
                             "is set before the first call that starts it");
     } else if (allocator == NULL) {
         memset(&dns_shim__host, 0, sizeof dns_shim__host);
-    } else if (size != sizeof copy) {
-        rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the allocator's struct_size is %u, not "
-                            "one this library knows (%u)", (unsigned)size, (unsigned)sizeof copy);
+    } else if (!known) {
+        rc = dns_shim__unknown_size("allocator", size, dns_shim__known_allocator_sizes,
+                                    dns_shim__known_allocator_releases,
+                                    DNS_SHIM__COUNT(dns_shim__known_allocator_sizes));
     } else if (copy.malloc == NULL || copy.realloc == NULL || copy.free == NULL) {
         rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the allocator's malloc, realloc and free "
                             "are required (calloc may be NULL)");
     } else {
-        copy.struct_size = size;
+        copy.struct_size = (uint32_t)sizeof copy;
         dns_shim__host = copy;
     }
     pthread_mutex_unlock(&dns_shim__memory_lock);
