@@ -100,7 +100,7 @@ class Header:
     __slots__ = (
         "id", "flags", "opcode", "rcode", "qdcount", "ancount", "nscount", "arcount",
         "qname", "qtype", "qclass", "edns_version", "edns_payload", "edns_flags",
-        "options",
+        "options", "opt_position", "opt_ttl", "opt_rdata", "end",
     )
 
     def __init__(self, id, flags, qdcount, ancount, nscount, arcount):
@@ -119,6 +119,10 @@ class Header:
         self.edns_payload = 0
         self.edns_flags = 0
         self.options = []  # the OPT record's EdnsOptions, in wire order
+        self.opt_position = -1  # the OPT's place among the additional records
+        self.opt_ttl = 0  # the OPT's TTL field as it stood (extended RCODE, version, flags)
+        self.opt_rdata = (0, 0)  # where the OPT's RDATA stood: (start, end)
+        self.end = 0  # where the last record ended
 
     @property
     def edns_do(self) -> bool:
@@ -175,10 +179,13 @@ class Record:
     ``rdata`` is the dnspython Rdata, or None for the RDATA-less records of
     an UPDATE message (class ANY, or a prerequisite of class NONE).
     ``rdata_wire`` is the RDATA as it stood on the wire when no name inside it
-    was compressed (else None).
+    was compressed (else None).  ``wire_ttl`` is the TTL field as it stood
+    (``ttl`` is 0 where RFC 2181 or dnspython say so), ``rdata_span`` where
+    the RDATA stood in the message: ``(start, end)``.
     """
 
-    __slots__ = ("section", "index", "name", "rdtype", "rdclass", "ttl", "rdata", "rdata_wire")
+    __slots__ = ("section", "index", "name", "rdtype", "rdclass", "ttl", "rdata", "rdata_wire",
+                 "wire_ttl", "rdata_span")
 
     def __init__(self, section, index, name, rdtype, rdclass, ttl, rdata, rdata_wire=None):
         self.section = section
@@ -189,6 +196,8 @@ class Record:
         self.ttl = ttl
         self.rdata = rdata
         self.rdata_wire = rdata_wire
+        self.wire_ttl = ttl
+        self.rdata_span = (0, 0)
 
     def __repr__(self):
         return (f"Record({self.section.name}#{self.index} {self.name} "
@@ -488,7 +497,7 @@ def _read_options(wire, start, end):
     return options
 
 
-def decode(wire, expect=None) -> Response:
+def decode(wire, expect=None, *, any_message=False) -> Response:
     """Decode a whole DNS response.
 
     :param wire: the message, without a TCP length prefix (bytes-like).
@@ -497,6 +506,10 @@ def decode(wire, expect=None) -> Response:
         header, QR, then the ID (before any other work), then the whole
         message (a malformed message with the right ID gets its malformation
         status), then the question and the COOKIE.
+    :param any_message: read any message as c-ares's ``ares_dns_parse``
+        reads it (shim/ares_dnsrec.py): a query too (QR clear), UPDATE
+        records by their class like any other, octets after the last record
+        left unread.
     :returns: the :class:`Response`.
     :raises shim.status.DnsShimError: the subclass for the first defect
         (``MismatchError`` when the response does not answer ``expect``).
@@ -506,12 +519,12 @@ def decode(wire, expect=None) -> Response:
     if wire_end < 12:
         raise ShortHeaderError(f"{octets(wire_end)}, fewer than the 12 of the header")
     id_, flags, qdcount, ancount, nscount, arcount = _HEADER.unpack_from(wire)
-    if not flags & _QR:
+    if not flags & _QR and not any_message:
         raise NotResponseError("the QR bit is clear: a query, not a response", 2)
     if expect is not None:
         expect.check_id(id_)
     header = Header(id_, flags, qdcount, ancount, nscount, arcount)
-    update = header.opcode == _OPCODE_UPDATE
+    update = header.opcode == _OPCODE_UPDATE and not any_message
     zone_class = None  # UPDATE: the class of the zone (question) section
 
     parser = _Parser(wire)
@@ -564,28 +577,37 @@ def decode(wire, expect=None) -> Response:
                 if rdlen > wire_end - parser.current:
                     raise TruncatedError(
                         f"RDLENGTH {rdlen} runs past the end of the message", start)
+                rdata_start = parser.current
                 if rdtype == _OPT:
-                    rdata_start = parser.current
                     parser.current = rdata_start + rdlen
                     parser.furthest = max(parser.furthest, parser.current)
                     header.options = _read_options(wire, rdata_start, parser.current)
+                    header.opt_rdata = (rdata_start, parser.current)
                 else:
                     rdata, rdata_wire = _read_rdata(parser, rdclass, rdtype, rdlen)
             if rdtype == _OPT:
                 have_opt = True
+                header.opt_position = index
+                header.opt_ttl = ttl
                 header.edns_payload = wire_class
                 header.edns_version = (ttl >> 16) & 0xFF
                 header.edns_flags = ttl & 0xFFFF
                 header.rcode |= (ttl >> 24) << 4
                 continue
+            wire_ttl = ttl
             if rdtype == _TSIG or rdata is None:
                 ttl = 0  # as dnspython keeps TSIG and RDATA-less UPDATE records
             elif ttl > 0x7FFFFFFF:
                 ttl = 0  # RFC 2181, section 8
-            records.append(Record(section, index, name, rdtype, wire_class, ttl, rdata, rdata_wire))
+            record = Record(section, index, name, rdtype, wire_class, ttl, rdata, rdata_wire)
+            record.wire_ttl = wire_ttl
+            if rdata is not None:
+                record.rdata_span = (rdata_start, rdata_start + rdlen)
+            records.append(record)
             index += 1
 
-    if parser.current != wire_end:
+    header.end = parser.current
+    if parser.current != wire_end and not any_message:
         raise TrailingDataError(octets(wire_end - parser.current), parser.current)
     response = Response(header, records)
     if expect is not None:
