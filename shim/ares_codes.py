@@ -12,6 +12,8 @@ reads it without dnspython.
 CODES = {
     "SUCCESS": 0,
     "ENODATA": 1,
+    "EFORMERR": 2,
+    "ENOTIMP": 5,
     "EBADQUERY": 7,
     "EBADNAME": 8,
     "EBADRESP": 10,

@@ -6,7 +6,8 @@ started the interpreter by then).  ``_dnsshim_ares_cffi`` is the module cffi
 has created for this library, beside libdnsshim's ``_dnsshim_cffi`` in the
 same interpreter: :func:`attach` gives its two ``extern "Python"`` functions
 their bodies, which are :func:`shim.ares_glue.run` and
-:func:`shim.ares_glue.release`; both report through libdnsshim's
+:func:`shim.ares_glue.release` (the classic parsers), :func:`shim.ares_dnsrec.run`
+and :func:`shim.ares_dnsrec.release` (``ares_dns_parse``); both report through libdnsshim's
 :class:`shim.glue.Runtime` (:func:`shim.embedded.runtime`), its log.
 
 The C side reads a return of 0 as "cffi could not run this function": a
@@ -16,7 +17,7 @@ everything, so this is the last line of defence) returns
 ``DNSSHIM_ARES__PY_FAILED``, reported with its traceback.
 """
 
-from shim import ares_glue, embedded, glue
+from shim import ares_dnsrec, ares_glue, embedded, glue
 
 
 def attach():
@@ -36,3 +37,12 @@ def attach():
     @ffi.def_extern(onerror=report_unraisable)
     def dnsshim_ares__py_release(token):
         ares_glue.release(token)
+
+    @ffi.def_extern(error=lib.DNSSHIM_ARES__PY_FAILED, onerror=report_unraisable)
+    def dnsshim_ares__py_message(buf, length, flags, out, token):
+        ares_dnsrec.run(ffi, buf, length, flags, out, token, runtime)
+        return done
+
+    @ffi.def_extern(onerror=report_unraisable)
+    def dnsshim_ares__py_message_release(token):
+        ares_dnsrec.release(token)

@@ -167,3 +167,33 @@ void dnsshim_ares__done(uint64_t token)
     if (token != 0)
         dnsshim_ares__py_release(token);
 }
+
+/* ares_dns_parse's call (dnsrec.c): the same start, one call into Python. */
+int dnsshim_ares__message(const unsigned char *buf, int len, unsigned int flags,
+                          dnsshim_ares_message *m, uint64_t *token)
+{
+    memset(m, 0, sizeof *m);
+    *token = 0;
+    pthread_once(&dnsshim_ares__once, dnsshim_ares__init_once);
+    if (!dnsshim_ares__ready)
+        return DNSSHIM_ARES_ENOTINITIALIZED;
+    switch (dnsshim_ares__py_message(buf, len, flags, m, token)) {
+    case DNSSHIM_ARES__PY_DONE:
+        return DNSSHIM_ARES_SUCCESS;
+    case 0:
+        dnsshim_ares__log("ares_dns_parse: the parser is not attached to the library");
+        *token = 0;
+        return DNSSHIM_ARES_ENOTINITIALIZED;
+    default:
+        /* An exception escaped the Python side (logged there). */
+        memset(m, 0, sizeof *m);
+        *token = 0;
+        return DNSSHIM_ARES_EBADRESP;
+    }
+}
+
+void dnsshim_ares__message_done(uint64_t token)
+{
+    if (token != 0)
+        dnsshim_ares__py_message_release(token);
+}

@@ -51,6 +51,8 @@
 /* The return codes the parsers give (ares.h's ARES_*). */
 #define DNSSHIM_ARES_SUCCESS 0
 #define DNSSHIM_ARES_ENODATA 1
+#define DNSSHIM_ARES_EFORMERR 2
+#define DNSSHIM_ARES_ENOTIMP 5
 #define DNSSHIM_ARES_EBADQUERY 7
 #define DNSSHIM_ARES_EBADNAME 8
 #define DNSSHIM_ARES_EBADRESP 10
@@ -227,6 +229,61 @@ DNSSHIM_ARES_PYTHON int32_t dnsshim_ares__py_parse(int32_t kind, const uint8_t *
                                                    int32_t offset, int32_t flags,
                                                    dnsshim_ares_result *out, uint64_t *token);
 DNSSHIM_ARES_PYTHON void dnsshim_ares__py_release(uint64_t token);
+
+/* ------------------------------------------------------------------ */
+/* 3. ares_dns_parse: a message as c-ares's record builders take it     */
+
+/* One field of a record: its ares_dns_rr_key_t, the ares_dns_datatype_t it
+** has (which builder sets it: 1 INADDR and 2 INADDR6, bytes of 4 and 16
+** octets; 3 U8, 4 U16, 5 U32, number; 6 NAME and 7 STR, text without a NUL;
+** 8 BIN and 9 BINP, octets; 10 OPT, number the option's code and bytes its
+** value; 11 ABINP, one string of the array, added in order). */
+typedef struct dnsshim_ares_field {
+    uint32_t key;
+    uint32_t datatype;
+    uint32_t number;
+    dnsshim_ares_bytes bytes;
+} dnsshim_ares_field;
+
+/* One record: ares_dns_record_rr_add's arguments (section an
+** ares_dns_section_t, type an ares_dns_rec_type_t, RAW_RR 65536 included),
+** then its fields. */
+typedef struct dnsshim_ares_rr {
+    uint32_t section;
+    uint32_t type;
+    uint32_t rclass;
+    uint32_t ttl;
+    dnsshim_ares_bytes name;
+    size_t nfields;
+    const dnsshim_ares_field *fields;
+} dnsshim_ares_rr;
+
+/* A whole message: when status is DNSSHIM_ARES_SUCCESS,
+** ares_dns_record_create's arguments (flags as ares_dns_flags_t), the one
+** question, and nrrs records in wire order. */
+typedef struct dnsshim_ares_message {
+    int32_t status;
+    uint32_t id;
+    uint32_t flags;
+    uint32_t opcode;
+    uint32_t rcode;
+    dnsshim_ares_bytes qname;
+    uint32_t qtype;
+    uint32_t qclass;
+    size_t nrrs;
+    const dnsshim_ares_rr *rrs;
+} dnsshim_ares_message;
+
+/*
+** The Python side (shim/ares_embedded.py, around shim.ares_dnsrec.run):
+** the plan of len octets at buf under the ARES_DNS_PARSE_* flags, into
+** *out, whose pointers stay valid until dnsshim_ares__py_message_release(
+** *token).  Returns as dnsshim_ares__py_parse does.
+*/
+DNSSHIM_ARES_PYTHON int32_t dnsshim_ares__py_message(const uint8_t *buf, int32_t len,
+                                                     uint32_t flags, dnsshim_ares_message *out,
+                                                     uint64_t *token);
+DNSSHIM_ARES_PYTHON void dnsshim_ares__py_message_release(uint64_t token);
 
 /* For the init code (build_ffi.py): the parser could not be attached; why,
 ** and whether that is logged already (through libdnsshim's log). */

@@ -5,8 +5,8 @@
 ** preamble, which sees cffi's generated code, and units compiled on their
 ** own: owned.c (the pointers this library handed out), check.c (what the
 ** Python side hands over, checked), structures.c (c-ares's structures
-** built), free.c (the free functions, ares_strerror) and parsers.c (the
-** exported parsers).  Every name here but DNSSHIM_ARES_API's is hidden:
+** built), free.c (the free functions, ares_strerror), parsers.c (the
+** exported parsers) and dnsrec.c (ares_dns_parse).  Every name here but DNSSHIM_ARES_API's is hidden:
 ** neither exported by the shared object (its version script lists c-ares's
 ** names) nor left global in the static archive
 ** (dnsshim_build.pipeline._archive links the units into one object and
@@ -23,6 +23,19 @@
 #define DNSSHIM_ARES__HIDDEN __attribute__((visibility("hidden")))
 /* c-ares's functions, exported (libdnsshim_ares.map says which). */
 #define DNSSHIM_ARES_API __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------------ */
+/* ares_dns_parse's call into Python (the bridge)                       */
+
+/* The plan of len octets at buf under the ARES_DNS_PARSE_* flags into *m:
+** DNSSHIM_ARES_SUCCESS when *m holds the Python side's plan (its status
+** says what it found), else the code to return (ARES_ENOTINITIALIZED: the
+** runtime did not start; ARES_EBADRESP: the parser failed, logged).
+** *token names the plan's memory until dnsshim_ares__message_done. */
+DNSSHIM_ARES__HIDDEN int dnsshim_ares__message(const unsigned char *buf, int len,
+                                               unsigned int flags, dnsshim_ares_message *m,
+                                               uint64_t *token);
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__message_done(uint64_t token);
 
 /* A line on stderr, "dnsshim_ares: <message>" (check.c). */
 DNSSHIM_ARES__HIDDEN void dnsshim_ares__log(const char *message);

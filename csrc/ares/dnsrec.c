@@ -1,0 +1,312 @@
+/*
+** dnsrec.c: ares_dns_parse, the parser c-ares 1.22 and later run on every
+** message (its resolver on each reply, ares_send on the program's query,
+** ares_dns_record_duplicate on a copy), with dnspython reading the octets.
+**
+** The Python side (shim/ares_dnsrec.py) decodes the whole message and hands
+** over a plan (dnsshim_ares_message: the header's values, the question, each
+** record with its fields).  This file checks the whole plan, then makes the
+** record with the public builders of the c-ares library loaded in the
+** process: the one whose ares_dns_parse this definition comes before
+** (LD_PRELOAD, or -ldnsshim_ares before -lcares).  The record is c-ares's
+** own, allocated by c-ares's allocator (ares_library_init_mem included):
+** the program and c-ares use it, write it and free it with
+** ares_dns_record_destroy as ever.  The builders check what c-ares's own
+** parser has them check (the opcode, the rcode, each type and class), so
+** those answers are c-ares's.
+**
+** Which c-ares: found once, from the next definition of ares_dns_record_create
+** after this library (else the first in the process), and its ares_version.
+** A c-ares older than 1.28 (no ares_dns_rr_add_abin: TXT strings as an
+** array), or none at all, gets ARES_ENOTIMP and one log line naming what
+** was found.
+*/
+#define _GNU_SOURCE 1
+#include "ares/dnsshim_ares_internal.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The oldest c-ares whose builders this file uses (ARES_VERSION's form). */
+#define DNSSHIM_ARES__DNSREC_FLOOR 0x011c00 /* 1.28.0 */
+#define DNSSHIM_ARES__DNSREC_FLOOR_TEXT "1.28.0"
+
+/* ares_dns_datatype_t */
+enum {
+    DNSSHIM_ARES__INADDR = 1,
+    DNSSHIM_ARES__INADDR6 = 2,
+    DNSSHIM_ARES__U8 = 3,
+    DNSSHIM_ARES__U16 = 4,
+    DNSSHIM_ARES__U32 = 5,
+    DNSSHIM_ARES__NAME = 6,
+    DNSSHIM_ARES__STR = 7,
+    DNSSHIM_ARES__BIN = 8,
+    DNSSHIM_ARES__BINP = 9,
+    DNSSHIM_ARES__OPT = 10,
+    DNSSHIM_ARES__ABINP = 11
+};
+
+/* c-ares's builders, as this file calls them (ares_dns_record.h: the
+** enums are ints in the C ABI, the records opaque). */
+struct dnsshim_ares__builders {
+    const char *(*version)(int *);
+    int (*create)(void **, unsigned short, unsigned short, int, int);
+    void (*destroy)(void *);
+    int (*query_add)(void *, const char *, int, int);
+    int (*rr_add)(void **, void *, int, const char *, int, int, unsigned int);
+    int (*key_datatype)(int);
+    int (*set_addr)(void *, int, const void *);
+    int (*set_addr6)(void *, int, const void *);
+    int (*set_u8)(void *, int, unsigned char);
+    int (*set_u16)(void *, int, unsigned short);
+    int (*set_u32)(void *, int, unsigned int);
+    int (*set_str)(void *, int, const char *);
+    int (*set_bin)(void *, int, const unsigned char *, size_t);
+    int (*add_abin)(void *, int, const unsigned char *, size_t);
+    int (*set_opt)(void *, int, unsigned short, const unsigned char *, size_t);
+};
+static struct dnsshim_ares__builders dnsshim_ares__cares;
+
+static pthread_once_t dnsshim_ares__cares_once = PTHREAD_ONCE_INIT;
+static int dnsshim_ares__cares_found = 0;
+
+/* One builder from the handle into its field (POSIX's idiom for a
+** function pointer from dlsym); *missing names it when it is not there. */
+#define DNSSHIM_ARES__FIND(field, name)                                        \
+    do {                                                                       \
+        *(void **)&dnsshim_ares__cares.field = dlsym(handle, name);            \
+        if (dnsshim_ares__cares.field == NULL && missing == NULL)              \
+            missing = name;                                                    \
+    } while (0)
+
+static void dnsshim_ares__find_cares(void)
+{
+    char line[512];
+    void *create = dlsym(RTLD_NEXT, "ares_dns_record_create");
+    void *handle;
+    Dl_info info;
+    const char *missing = NULL, *text;
+    int number = 0;
+
+    if (create == NULL)
+        create = dlsym(RTLD_DEFAULT, "ares_dns_record_create");
+    if (create == NULL || dladdr(create, &info) == 0 || info.dli_fname == NULL) {
+        dnsshim_ares__log("ares_dns_parse: no c-ares 1.22 or later is loaded in this process "
+                          "(no ares_dns_record_create); returning ARES_ENOTIMP: link the "
+                          "program with c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later");
+        return;
+    }
+    /* The library that defines it, already loaded: its builders, not
+    ** another copy's.  The handle is kept: it holds that library in the
+    ** process for as long as these pointers may be called. */
+    handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == NULL)
+        handle = RTLD_DEFAULT;
+    DNSSHIM_ARES__FIND(version, "ares_version");
+    DNSSHIM_ARES__FIND(create, "ares_dns_record_create");
+    DNSSHIM_ARES__FIND(destroy, "ares_dns_record_destroy");
+    DNSSHIM_ARES__FIND(query_add, "ares_dns_record_query_add");
+    DNSSHIM_ARES__FIND(rr_add, "ares_dns_record_rr_add");
+    DNSSHIM_ARES__FIND(key_datatype, "ares_dns_rr_key_datatype");
+    DNSSHIM_ARES__FIND(set_addr, "ares_dns_rr_set_addr");
+    DNSSHIM_ARES__FIND(set_addr6, "ares_dns_rr_set_addr6");
+    DNSSHIM_ARES__FIND(set_u8, "ares_dns_rr_set_u8");
+    DNSSHIM_ARES__FIND(set_u16, "ares_dns_rr_set_u16");
+    DNSSHIM_ARES__FIND(set_u32, "ares_dns_rr_set_u32");
+    DNSSHIM_ARES__FIND(set_str, "ares_dns_rr_set_str");
+    DNSSHIM_ARES__FIND(set_bin, "ares_dns_rr_set_bin");
+    DNSSHIM_ARES__FIND(add_abin, "ares_dns_rr_add_abin");
+    DNSSHIM_ARES__FIND(set_opt, "ares_dns_rr_set_opt");
+    if (missing != NULL) {
+        snprintf(line, sizeof line, "ares_dns_parse: the c-ares at %s has no %s; returning "
+                 "ARES_ENOTIMP: it needs c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later",
+                 info.dli_fname, missing);
+        dnsshim_ares__log(line);
+        return;
+    }
+    text = dnsshim_ares__cares.version(&number);
+    if (number < DNSSHIM_ARES__DNSREC_FLOOR) {
+        snprintf(line, sizeof line, "ares_dns_parse: the c-ares at %s is %s; returning "
+                 "ARES_ENOTIMP: it needs c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later",
+                 info.dli_fname, text != NULL ? text : "of an unknown version");
+        dnsshim_ares__log(line);
+        return;
+    }
+    dnsshim_ares__cares_found = 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* The plan, checked whole before the first builder runs                */
+
+/* A text field: NUL-terminated where its length says, no NUL before. */
+static int dnsshim_ares__text_ok(const dnsshim_ares_bytes *b)
+{
+    return b->data != NULL && b->len < 65536 && memchr(b->data, '\0', b->len) == NULL &&
+           b->data[b->len] == '\0';
+}
+
+static const char *dnsshim_ares__check_field(const dnsshim_ares_field *f)
+{
+    int expected = dnsshim_ares__cares.key_datatype((int)f->key);
+    if (f->datatype < DNSSHIM_ARES__INADDR || f->datatype > DNSSHIM_ARES__ABINP)
+        return "a field of an unknown datatype";
+    if ((int)f->datatype != expected)
+        return "a field whose datatype is not its key's";
+    switch (f->datatype) {
+    case DNSSHIM_ARES__INADDR:
+        return f->bytes.data != NULL && f->bytes.len == 4 ? NULL : "an IPv4 address not of 4 octets";
+    case DNSSHIM_ARES__INADDR6:
+        return f->bytes.data != NULL && f->bytes.len == 16 ? NULL
+                                                            : "an IPv6 address not of 16 octets";
+    case DNSSHIM_ARES__U8:
+        return f->number <= 0xFF ? NULL : "an 8-bit field above 255";
+    case DNSSHIM_ARES__U16:
+        return f->number <= 0xFFFF ? NULL : "a 16-bit field above 65535";
+    case DNSSHIM_ARES__U32:
+        return NULL;
+    case DNSSHIM_ARES__NAME:
+    case DNSSHIM_ARES__STR:
+        return dnsshim_ares__text_ok(&f->bytes) ? NULL : "a text field that is not a C string";
+    case DNSSHIM_ARES__OPT:
+        if (f->number > 0xFFFF)
+            return "an option code above 65535";
+        /* fall through */
+    default: /* BIN, BINP, ABINP */
+        return (f->bytes.data != NULL || f->bytes.len == 0) && f->bytes.len < 65536
+                   ? NULL
+                   : "octets without a buffer or longer than a message";
+    }
+}
+
+/* NULL, or what is wrong with the plan of a message of len octets. */
+static const char *dnsshim_ares__check_message(const dnsshim_ares_message *m, size_t len)
+{
+    size_t i, j, fields = 0;
+    if (m->status != DNSSHIM_ARES_SUCCESS)
+        return m->status == DNSSHIM_ARES_EFORMERR || m->status == DNSSHIM_ARES_EBADRESP ||
+                       m->status == DNSSHIM_ARES_EBADNAME || m->status == DNSSHIM_ARES_EBADSTR ||
+                       m->status == DNSSHIM_ARES_ENOMEM
+                   ? NULL
+                   : "a status ares_dns_parse does not return";
+    if (m->id > 0xFFFF || m->flags > 0x7F || m->opcode > 0xF || m->rcode > 0xFFF)
+        return "a header field out of its range";
+    if (!dnsshim_ares__text_ok(&m->qname) || m->qtype > 0xFFFF || m->qclass > 0xFFFF)
+        return "a question that is not one";
+    /* Each record takes 11 octets at least: no more than the message holds. */
+    if (m->nrrs > len / 11 || (m->nrrs > 0 && m->rrs == NULL))
+        return "more records than the message holds";
+    for (i = 0; i < m->nrrs; i++) {
+        const dnsshim_ares_rr *rr = &m->rrs[i];
+        if (rr->section < 1 || rr->section > 3 || rr->type > 65536 || rr->rclass > 0xFFFF)
+            return "a record out of range";
+        if (!dnsshim_ares__text_ok(&rr->name))
+            return "a record's name that is not a C string";
+        if (rr->nfields > len || (rr->nfields > 0 && rr->fields == NULL))
+            return "more fields than the message holds";
+        fields += rr->nfields;
+        if (fields > len)
+            return "more fields than the message holds";
+        for (j = 0; j < rr->nfields; j++) {
+            const char *why = dnsshim_ares__check_field(&rr->fields[j]);
+            if (why != NULL)
+                return why;
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The record                                                           */
+
+static int dnsshim_ares__set(void *rr, const dnsshim_ares_field *f)
+{
+    int key = (int)f->key;
+    switch (f->datatype) {
+    case DNSSHIM_ARES__INADDR:
+        return dnsshim_ares__cares.set_addr(rr, key, f->bytes.data);
+    case DNSSHIM_ARES__INADDR6:
+        return dnsshim_ares__cares.set_addr6(rr, key, f->bytes.data);
+    case DNSSHIM_ARES__U8:
+        return dnsshim_ares__cares.set_u8(rr, key, (unsigned char)f->number);
+    case DNSSHIM_ARES__U16:
+        return dnsshim_ares__cares.set_u16(rr, key, (unsigned short)f->number);
+    case DNSSHIM_ARES__U32:
+        return dnsshim_ares__cares.set_u32(rr, key, f->number);
+    case DNSSHIM_ARES__NAME:
+    case DNSSHIM_ARES__STR:
+        return dnsshim_ares__cares.set_str(rr, key, (const char *)f->bytes.data);
+    case DNSSHIM_ARES__ABINP:
+        return dnsshim_ares__cares.add_abin(rr, key, f->bytes.data, f->bytes.len);
+    case DNSSHIM_ARES__OPT:
+        return dnsshim_ares__cares.set_opt(rr, key, (unsigned short)f->number,
+                                           f->bytes.len ? f->bytes.data : NULL, f->bytes.len);
+    default: /* BIN, BINP */
+        return dnsshim_ares__cares.set_bin(rr, key, f->bytes.data, f->bytes.len);
+    }
+}
+
+static int dnsshim_ares__build(const dnsshim_ares_message *m, void **out)
+{
+    void *rec = NULL;
+    size_t i, j;
+    int status = dnsshim_ares__cares.create(&rec, (unsigned short)m->id,
+                                            (unsigned short)m->flags, (int)m->opcode,
+                                            (int)m->rcode);
+    if (status == DNSSHIM_ARES_SUCCESS)
+        status = dnsshim_ares__cares.query_add(rec, (const char *)m->qname.data, (int)m->qtype,
+                                               (int)m->qclass);
+    for (i = 0; i < m->nrrs && status == DNSSHIM_ARES_SUCCESS; i++) {
+        const dnsshim_ares_rr *r = &m->rrs[i];
+        void *rr = NULL;
+        status = dnsshim_ares__cares.rr_add(&rr, rec, (int)r->section, (const char *)r->name.data,
+                                            (int)r->type, (int)r->rclass, r->ttl);
+        for (j = 0; j < r->nfields && status == DNSSHIM_ARES_SUCCESS; j++)
+            status = dnsshim_ares__set(rr, &r->fields[j]);
+    }
+    if (status != DNSSHIM_ARES_SUCCESS) {
+        if (rec != NULL)
+            dnsshim_ares__cares.destroy(rec);
+        return status;
+    }
+    *out = rec;
+    return DNSSHIM_ARES_SUCCESS;
+}
+
+DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, unsigned int flags,
+                                    void **dnsrec)
+{
+    dnsshim_ares_message m;
+    uint64_t token = 0;
+    const char *why;
+    int status;
+
+    if (buf == NULL || buf_len == 0 || dnsrec == NULL)
+        return DNSSHIM_ARES_EFORMERR;
+    *dnsrec = NULL;
+    /* The largest DNS message, over TCP too. */
+    if (buf_len > 0xFFFF)
+        return DNSSHIM_ARES_EFORMERR;
+    pthread_once(&dnsshim_ares__cares_once, dnsshim_ares__find_cares);
+    if (!dnsshim_ares__cares_found)
+        return DNSSHIM_ARES_ENOTIMP;
+    status = dnsshim_ares__message(buf, (int)buf_len, flags, &m, &token);
+    if (status != DNSSHIM_ARES_SUCCESS) {
+        dnsshim_ares__message_done(token);
+        return status;
+    }
+    why = dnsshim_ares__check_message(&m, buf_len);
+    if (why != NULL) {
+        /* A bug on the Python side: nothing of it is built. */
+        char line[256];
+        snprintf(line, sizeof line, "ares_dns_parse: the parser's plan has %s; returning "
+                 "ARES_EBADRESP", why);
+        dnsshim_ares__log(line);
+        dnsshim_ares__message_done(token);
+        return DNSSHIM_ARES_EBADRESP;
+    }
+    status = m.status == DNSSHIM_ARES_SUCCESS ? dnsshim_ares__build(&m, dnsrec) : m.status;
+    dnsshim_ares__message_done(token);
+    return status;
+}
