@@ -18,8 +18,8 @@
 ** Which c-ares: found once, from the next definition of ares_dns_record_create
 ** after this library (else the first in the process), and its ares_version.
 ** A c-ares older than 1.28 (no ares_dns_rr_add_abin: TXT strings as an
-** array), or none at all, gets ARES_ENOTIMP and one log line naming what
-** was found.
+** array), or none at all, gets ARES_ENOTIMP, and the first such call one
+** log line naming what was found.
 */
 #define _GNU_SOURCE 1
 #include "ares/dnsshim_ares_internal.h"
@@ -68,9 +68,39 @@ struct dnsshim_ares__builders {
     int (*set_opt)(void *, int, unsigned short, const unsigned char *, size_t);
 };
 static struct dnsshim_ares__builders dnsshim_ares__cares;
+static void *(*dnsshim_ares__duplicate)(const void *);
 
 static pthread_once_t dnsshim_ares__cares_once = PTHREAD_ONCE_INIT;
 static int dnsshim_ares__cares_found = 0;
+/* Why not, when not: logged by the first ares_dns_parse (a program of an
+** older c-ares that only calls the classic parsers hears nothing). */
+static char dnsshim_ares__cares_missing[512];
+/* Whether c-ares's own calls of ares_dns_parse reach this definition (its
+** resolver's, its classic parsers'): found once by a probe. */
+static int dnsshim_ares__interposed = 0;
+static __thread int dnsshim_ares__probing = 0;
+
+/* Does c-ares call this ares_dns_parse itself?  ares_dns_record_duplicate
+** writes a record and parses it again: with a one-question record, and
+** this thread's next ares_dns_parse answering the probe, the answer is
+** whether that call arrived here.  It does when this library comes before
+** c-ares in the lookup order and c-ares calls the function through its
+** PLT, as c-ares's shared library does. */
+static void dnsshim_ares__probe(void)
+{
+    void *rec = NULL, *copy;
+    if (dnsshim_ares__duplicate == NULL ||
+        dnsshim_ares__cares.create(&rec, 0, 0, 0, 0) != DNSSHIM_ARES_SUCCESS)
+        return;
+    if (dnsshim_ares__cares.query_add(rec, "probe.invalid", 1, 1) == DNSSHIM_ARES_SUCCESS) {
+        dnsshim_ares__probing = 1;
+        copy = dnsshim_ares__duplicate(rec);
+        dnsshim_ares__probing = 0;
+        if (copy != NULL)
+            dnsshim_ares__cares.destroy(copy);
+    }
+    dnsshim_ares__cares.destroy(rec);
+}
 
 /* One builder from the handle into its field (POSIX's idiom for a
 ** function pointer from dlsym); *missing names it when it is not there. */
@@ -83,7 +113,6 @@ static int dnsshim_ares__cares_found = 0;
 
 static void dnsshim_ares__find_cares(void)
 {
-    char line[512];
     void *create = dlsym(RTLD_NEXT, "ares_dns_record_create");
     void *handle;
     Dl_info info;
@@ -93,9 +122,10 @@ static void dnsshim_ares__find_cares(void)
     if (create == NULL)
         create = dlsym(RTLD_DEFAULT, "ares_dns_record_create");
     if (create == NULL || dladdr(create, &info) == 0 || info.dli_fname == NULL) {
-        dnsshim_ares__log("ares_dns_parse: no c-ares 1.22 or later is loaded in this process "
-                          "(no ares_dns_record_create); returning ARES_ENOTIMP: link the "
-                          "program with c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later");
+        snprintf(dnsshim_ares__cares_missing, sizeof dnsshim_ares__cares_missing,
+                 "ares_dns_parse: no c-ares 1.22 or later is loaded in this process (no "
+                 "ares_dns_record_create); returning ARES_ENOTIMP: link the program with "
+                 "c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later");
         return;
     }
     /* The library that defines it, already loaded: its builders, not
@@ -119,22 +149,29 @@ static void dnsshim_ares__find_cares(void)
     DNSSHIM_ARES__FIND(set_bin, "ares_dns_rr_set_bin");
     DNSSHIM_ARES__FIND(add_abin, "ares_dns_rr_add_abin");
     DNSSHIM_ARES__FIND(set_opt, "ares_dns_rr_set_opt");
+    *(void **)&dnsshim_ares__duplicate = dlsym(handle, "ares_dns_record_duplicate");
     if (missing != NULL) {
-        snprintf(line, sizeof line, "ares_dns_parse: the c-ares at %s has no %s; returning "
-                 "ARES_ENOTIMP: it needs c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later",
-                 info.dli_fname, missing);
-        dnsshim_ares__log(line);
+        snprintf(dnsshim_ares__cares_missing, sizeof dnsshim_ares__cares_missing,
+                 "ares_dns_parse: the c-ares at %s has no %s; returning ARES_ENOTIMP: it needs "
+                 "c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later", info.dli_fname, missing);
         return;
     }
     text = dnsshim_ares__cares.version(&number);
     if (number < DNSSHIM_ARES__DNSREC_FLOOR) {
-        snprintf(line, sizeof line, "ares_dns_parse: the c-ares at %s is %s; returning "
-                 "ARES_ENOTIMP: it needs c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later",
-                 info.dli_fname, text != NULL ? text : "of an unknown version");
-        dnsshim_ares__log(line);
+        snprintf(dnsshim_ares__cares_missing, sizeof dnsshim_ares__cares_missing,
+                 "ares_dns_parse: the c-ares at %s is %s; returning ARES_ENOTIMP: it needs "
+                 "c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later", info.dli_fname,
+                 text != NULL ? text : "of an unknown version");
         return;
     }
     dnsshim_ares__cares_found = 1;
+    dnsshim_ares__probe();
+}
+
+void *dnsshim_ares__modern(const char *name)
+{
+    pthread_once(&dnsshim_ares__cares_once, dnsshim_ares__find_cares);
+    return dnsshim_ares__interposed ? dnsshim_ares__next(name) : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -274,6 +311,12 @@ static int dnsshim_ares__build(const dnsshim_ares_message *m, void **out)
     return DNSSHIM_ARES_SUCCESS;
 }
 
+static pthread_once_t dnsshim_ares__missing_once = PTHREAD_ONCE_INIT;
+static void dnsshim_ares__say_missing(void)
+{
+    dnsshim_ares__log(dnsshim_ares__cares_missing);
+}
+
 DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, unsigned int flags,
                                     void **dnsrec)
 {
@@ -282,6 +325,11 @@ DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, un
     const char *why;
     int status;
 
+    if (dnsshim_ares__probing) {
+        /* c-ares's ares_dns_record_duplicate, from dnsshim_ares__probe. */
+        dnsshim_ares__interposed = 1;
+        return DNSSHIM_ARES_ENOTIMP;
+    }
     if (buf == NULL || buf_len == 0 || dnsrec == NULL)
         return DNSSHIM_ARES_EFORMERR;
     *dnsrec = NULL;
@@ -289,8 +337,10 @@ DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, un
     if (buf_len > 0xFFFF)
         return DNSSHIM_ARES_EFORMERR;
     pthread_once(&dnsshim_ares__cares_once, dnsshim_ares__find_cares);
-    if (!dnsshim_ares__cares_found)
+    if (!dnsshim_ares__cares_found) {
+        pthread_once(&dnsshim_ares__missing_once, dnsshim_ares__say_missing);
         return DNSSHIM_ARES_ENOTIMP;
+    }
     status = dnsshim_ares__message(buf, (int)buf_len, flags, &m, &token);
     if (status != DNSSHIM_ARES_SUCCESS) {
         dnsshim_ares__message_done(token);

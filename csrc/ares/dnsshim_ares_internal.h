@@ -37,6 +37,12 @@ DNSSHIM_ARES__HIDDEN int dnsshim_ares__message(const unsigned char *buf, int len
                                                uint64_t *token);
 DNSSHIM_ARES__HIDDEN void dnsshim_ares__message_done(uint64_t token);
 
+/* When c-ares 1.28 or later is loaded after this library and calls this
+** library's ares_dns_parse itself (dnsrec.c finds out once): c-ares's own
+** definition of `name` (its classic parsers are wrappers over
+** ares_dns_parse there), else NULL. */
+DNSSHIM_ARES__HIDDEN void *dnsshim_ares__modern(const char *name);
+
 /* A line on stderr, "dnsshim_ares: <message>" (check.c). */
 DNSSHIM_ARES__HIDDEN void dnsshim_ares__log(const char *message);
 

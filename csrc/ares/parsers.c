@@ -5,7 +5,9 @@
 ** Each checks its arguments as c-ares does, hands the message to the
 ** Python side (dnsshim_ares__compute, in the bridge: dnspython reads every
 ** byte), and copies what it computed into c-ares's structures
-** (structures.c) without holding the interpreter's lock.
+** (structures.c) without holding the interpreter's lock; or, with c-ares 1.28
+** and later loaded after this library, passes the call to c-ares's own
+** parser, which runs this library's ares_dns_parse (DNSSHIM_ARES__MODERN).
 */
 #include "ares/dnsshim_ares_internal.h"
 
@@ -14,6 +16,18 @@
 #include <string.h>
 
 #define DNSSHIM_ARES__HFIXEDSZ 12
+
+/* With c-ares 1.28 or later loaded after this library, and calling this
+** library's ares_dns_parse itself (dnsrec.c): c-ares's own parser, which
+** is a wrapper over ares_dns_parse there, so that dnspython reads the
+** message and the results are exactly that c-ares's. */
+#define DNSSHIM_ARES__MODERN(fn, ...)                                          \
+    do {                                                                       \
+        __typeof__(fn) *modern_ = NULL;                                        \
+        *(void **)&modern_ = dnsshim_ares__modern(#fn);                        \
+        if (modern_ != NULL)                                                   \
+            return modern_(__VA_ARGS__);                                       \
+    } while (0)
 
 static int dnsshim_ares__addresses(int32_t kind, const unsigned char *abuf, int alen,
                                    dnsshim_ares_hostent **host, void *addrttls, int *naddrttls)
@@ -66,6 +80,7 @@ DNSSHIM_ARES_API int ares_parse_a_reply(const unsigned char *abuf, int alen,
                                         dnsshim_ares_hostent **host,
                                         dnsshim_ares_addrttl *addrttls, int *naddrttls)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_a_reply, abuf, alen, host, addrttls, naddrttls);
     return dnsshim_ares__addresses(DNSSHIM_ARES_KIND_A, abuf, alen, host, addrttls, naddrttls);
 }
 
@@ -73,6 +88,7 @@ DNSSHIM_ARES_API int ares_parse_aaaa_reply(const unsigned char *abuf, int alen,
                                            dnsshim_ares_hostent **host,
                                            dnsshim_ares_addr6ttl *addrttls, int *naddrttls)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_aaaa_reply, abuf, alen, host, addrttls, naddrttls);
     return dnsshim_ares__addresses(DNSSHIM_ARES_KIND_AAAA, abuf, alen, host, addrttls,
                                    naddrttls);
 }
@@ -80,6 +96,7 @@ DNSSHIM_ARES_API int ares_parse_aaaa_reply(const unsigned char *abuf, int alen,
 DNSSHIM_ARES_API int ares_parse_ns_reply(const unsigned char *abuf, int alen,
                                          dnsshim_ares_hostent **host)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_ns_reply, abuf, alen, host);
     dnsshim_ares_result r;
     uint64_t token;
     int status;
@@ -99,6 +116,7 @@ DNSSHIM_ARES_API int ares_parse_ns_reply(const unsigned char *abuf, int alen,
 DNSSHIM_ARES_API int ares_parse_ptr_reply(const unsigned char *abuf, int alen, const void *addr,
                                           int addrlen, int family, dnsshim_ares_hostent **host)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_ptr_reply, abuf, alen, addr, addrlen, family, host);
     dnsshim_ares_result r;
     uint64_t token;
     int status;
@@ -160,6 +178,7 @@ static int dnsshim_ares__list(int32_t kind, unsigned int type, const unsigned ch
 DNSSHIM_ARES_API int ares_parse_mx_reply(const unsigned char *abuf, int alen,
                                          dnsshim_ares_mx_reply **mx_out)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_mx_reply, abuf, alen, mx_out);
     return dnsshim_ares__list(DNSSHIM_ARES_KIND_MX, DNSSHIM_ARES__MX, abuf, alen,
                               (void **)mx_out);
 }
@@ -167,6 +186,7 @@ DNSSHIM_ARES_API int ares_parse_mx_reply(const unsigned char *abuf, int alen,
 DNSSHIM_ARES_API int ares_parse_srv_reply(const unsigned char *abuf, int alen,
                                           dnsshim_ares_srv_reply **srv_out)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_srv_reply, abuf, alen, srv_out);
     return dnsshim_ares__list(DNSSHIM_ARES_KIND_SRV, DNSSHIM_ARES__SRV, abuf, alen,
                               (void **)srv_out);
 }
@@ -174,6 +194,7 @@ DNSSHIM_ARES_API int ares_parse_srv_reply(const unsigned char *abuf, int alen,
 DNSSHIM_ARES_API int ares_parse_txt_reply(const unsigned char *abuf, int alen,
                                           dnsshim_ares_txt_reply **txt_out)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_txt_reply, abuf, alen, txt_out);
     return dnsshim_ares__list(DNSSHIM_ARES_KIND_TXT, DNSSHIM_ARES__TXT, abuf, alen,
                               (void **)txt_out);
 }
@@ -181,6 +202,7 @@ DNSSHIM_ARES_API int ares_parse_txt_reply(const unsigned char *abuf, int alen,
 DNSSHIM_ARES_API int ares_parse_txt_reply_ext(const unsigned char *abuf, int alen,
                                               dnsshim_ares_txt_ext **txt_out)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_txt_reply_ext, abuf, alen, txt_out);
     return dnsshim_ares__list(DNSSHIM_ARES_KIND_TXT_EXT, DNSSHIM_ARES__TXT_EXT, abuf, alen,
                               (void **)txt_out);
 }
@@ -188,6 +210,7 @@ DNSSHIM_ARES_API int ares_parse_txt_reply_ext(const unsigned char *abuf, int ale
 DNSSHIM_ARES_API int ares_parse_naptr_reply(const unsigned char *abuf, int alen,
                                             dnsshim_ares_naptr_reply **naptr_out)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_naptr_reply, abuf, alen, naptr_out);
     return dnsshim_ares__list(DNSSHIM_ARES_KIND_NAPTR, DNSSHIM_ARES__NAPTR, abuf, alen,
                               (void **)naptr_out);
 }
@@ -195,6 +218,7 @@ DNSSHIM_ARES_API int ares_parse_naptr_reply(const unsigned char *abuf, int alen,
 DNSSHIM_ARES_API int ares_parse_caa_reply(const unsigned char *abuf, int alen,
                                           dnsshim_ares_caa_reply **caa_out)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_caa_reply, abuf, alen, caa_out);
     return dnsshim_ares__list(DNSSHIM_ARES_KIND_CAA, DNSSHIM_ARES__CAA, abuf, alen,
                               (void **)caa_out);
 }
@@ -202,6 +226,7 @@ DNSSHIM_ARES_API int ares_parse_caa_reply(const unsigned char *abuf, int alen,
 DNSSHIM_ARES_API int ares_parse_uri_reply(const unsigned char *abuf, int alen,
                                           dnsshim_ares_uri_reply **uri_out)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_uri_reply, abuf, alen, uri_out);
     return dnsshim_ares__list(DNSSHIM_ARES_KIND_URI, DNSSHIM_ARES__URI, abuf, alen,
                               (void **)uri_out);
 }
@@ -209,6 +234,7 @@ DNSSHIM_ARES_API int ares_parse_uri_reply(const unsigned char *abuf, int alen,
 DNSSHIM_ARES_API int ares_parse_soa_reply(const unsigned char *abuf, int alen,
                                           dnsshim_ares_soa_reply **soa_out)
 {
+    DNSSHIM_ARES__MODERN(ares_parse_soa_reply, abuf, alen, soa_out);
     dnsshim_ares_result r;
     uint64_t token;
     int status;
