@@ -210,3 +210,49 @@ def build_code_in(tree) -> list:
             found.append(path)
     return sorted(found)
 
+
+
+# ---- the real c-ares 1.34, built from source -------------------------------------------
+
+
+def require_download(why: str) -> None:
+    """Skip the test: what it needs could not be downloaded (why); fail
+    instead under CI=true, where the network is at hand."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must be able to download it: {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def cares134():
+    """c-ares 1.34 as a shared library (tests/cares_source.py), built once and
+    cached: ``.lib`` (libcares.so.2's folder), ``.include``, ``.source``
+    (c-ares's source tree), ``.fuzzinput``.  Skips where cmake is missing or
+    PyPI cannot be reached with nothing cached (fails instead in CI)."""
+    import cares_source
+
+    require_program("cmake", "cmake")
+    try:
+        return cares_source.library()
+    except cares_source.Unavailable as why:
+        require_download(str(why))
+
+
+@pytest.fixture(scope="session")
+def arestest(cares134):
+    """c-ares's own test suite, built from the same source with its tests
+    enabled (cached beside the library): the program's path."""
+    import cares_source
+
+    require_program("g++", "g++")
+    require_tool("GoogleTest and GoogleMock", "libgtest-dev libgmock-dev",
+                 cares_source.gtest_found())
+    return cares_source.arestest()
+
+
+@pytest.fixture(scope="session")
+def ares_dnsrec(cares134, tmp_path_factory):
+    """tests/c/ares_dnsrec.c built against c-ares 1.34: the program's path."""
+    import cares_source
+
+    return cares_source.build_driver(cares134, tmp_path_factory.mktemp("ares_dnsrec"))

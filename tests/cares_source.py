@@ -1,0 +1,355 @@
+"""The real c-ares 1.34, built from source, for the tests that need a newer
+c-ares than the system's (Debian 12's libc-ares-dev is 1.18): ``ares_dns_parse``
+and the DNS record API, c-ares's own test suite (``arestest``) and its fuzz
+inputs.
+
+    cares = library()       # Cares: .lib (libcares.so.2's folder), .include, .source
+    program = arestest()    # c-ares's test suite, with its own libcares.so.2 beside it
+
+The source is c-ares as pycares's source distribution carries it
+(``deps/c-ares``): the version and the sha256 of that file are pinned in one
+place, ``tests/cares_source.toml``, and a download whose hash differs is
+refused.  Everything is cached under ``${XDG_CACHE_HOME:-~/.cache}/dnsshim/``
+(the project's own cache, as tests/debian_root.py's): the sdist, and in a
+folder keyed by c-ares's version and the sdist's hash, its source tree and
+each build, keyed by the build's options too.  Each is made in a temporary
+folder beside its place and renamed into place whole, so an interrupted or
+concurrent run never leaves a half-made one there.
+
+A build needs cmake and a C compiler; arestest also needs a C++ compiler and
+GoogleTest with GoogleMock (Debian: libgtest-dev, libgmock-dev).  The
+download needs PyPI (pip, as configured here): where the sdist is neither
+cached nor downloadable, :class:`Unavailable` says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LOCK = HERE / "cares_source.toml"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dnsshim"
+
+#: The library's build: shared only, no tools, no tests.
+LIBRARY_OPTIONS = ("-DCMAKE_BUILD_TYPE=Release", "-DCARES_SHARED=ON", "-DCARES_STATIC=OFF",
+                   "-DCARES_BUILD_TOOLS=OFF", "-DCARES_BUILD_TESTS=OFF", "-DCARES_INSTALL=ON",
+                   "-DCMAKE_INSTALL_LIBDIR=lib")
+#: arestest's build: the same library, with c-ares's tests, found at run time
+#: beside the program ($ORIGIN/../lib), so that the folder can be renamed.
+ARESTEST_OPTIONS = ("-DCMAKE_BUILD_TYPE=Release", "-DCARES_SHARED=ON", "-DCARES_STATIC=OFF",
+                    "-DCARES_BUILD_TOOLS=OFF", "-DCARES_BUILD_TESTS=ON", "-DCARES_INSTALL=OFF",
+                    "-DCMAKE_BUILD_RPATH=$ORIGIN/../lib")
+
+
+class Unavailable(Exception):
+    """Why c-ares cannot be had here (PyPI unreachable and nothing cached)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Cares:
+    """A c-ares build: its prefix, ``lib`` (libcares.so.2), ``include``
+    (ares.h and the rest), ``source`` (c-ares's source tree: ``test/``,
+    ``test/fuzzinput/``) and ``version``."""
+
+    prefix: Path
+    source: Path
+    version: str
+
+    @property
+    def lib(self) -> Path:
+        return self.prefix / "lib"
+
+    @property
+    def include(self) -> Path:
+        return self.prefix / "include"
+
+    @property
+    def fuzzinput(self) -> Path:
+        return self.source / "test" / "fuzzinput"
+
+
+@functools.lru_cache(maxsize=None)
+def lock() -> dict:
+    """tests/cares_source.toml: ``sdist`` (package, version, file, sha256)
+    and ``cares`` (version, path inside the sdist)."""
+    with open(LOCK, "rb") as f:
+        return tomllib.load(f)
+
+
+def home() -> Path:
+    """The cache folder of this version and hash of the source."""
+    pinned = lock()
+    return CACHE / f"c-ares-{pinned['cares']['version']}-{pinned['sdist']['sha256'][:12]}"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _into_place(final: Path, make) -> Path:
+    """final, made by make(folder) -> the path to rename into place, in a
+    temporary folder beside it; where another run got there first, its copy
+    is kept."""
+    if final.exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{final.name}-", dir=final.parent) as tmp:
+        made = make(Path(tmp))
+        try:
+            os.rename(made, final)
+        except OSError:
+            if not final.exists():
+                raise
+    return final
+
+
+def sdist() -> Path:
+    """The pinned sdist, from the cache or downloaded by pip into it, its
+    sha256 checked either way."""
+    pinned = lock()["sdist"]
+    path = CACHE / pinned["file"]
+
+    def download(tmp: Path) -> Path:
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+             "--timeout", "30", "--retries", "1",
+             "--dest", str(tmp), f"{pinned['package']}=={pinned['version']}"],
+            capture_output=True, text=True, timeout=600)
+        got = tmp / pinned["file"]
+        if result.returncode != 0 or not got.is_file():
+            last = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise Unavailable(f"pip could not download {pinned['package']}=={pinned['version']}"
+                              f" from PyPI: {last}")
+        return got
+
+    _into_place(path, download)
+    actual = _sha256(path)
+    if actual != pinned["sha256"]:
+        raise RuntimeError(f"{path} has sha256 {actual}, {LOCK.name} pins {pinned['sha256']}:"
+                           " delete it to download it again")
+    return path
+
+
+def source() -> Path:
+    """c-ares's source tree, unpacked from the sdist."""
+    inside = f"{lock()['sdist']['file'].removesuffix('.tar.gz')}/{lock()['cares']['path']}/"
+
+    def unpack(tmp: Path) -> Path:
+        with tarfile.open(sdist()) as tar:
+            members = [m for m in tar.getmembers() if m.name.startswith(inside)]
+            if not members:
+                raise RuntimeError(f"{sdist()} has no {inside}")
+            tar.extractall(tmp, members=members, filter="data")
+        return tmp / inside
+
+    return _into_place(home() / "source", unpack)
+
+
+def _options_key(options) -> str:
+    return hashlib.sha256("\0".join(options).encode()).hexdigest()[:8]
+
+
+def _run(cmd, log: Path, cwd=None) -> None:
+    with open(log, "a") as out:
+        out.write("$ " + " ".join(map(str, cmd)) + "\n")
+        out.flush()
+        result = subprocess.run(list(map(str, cmd)), stdout=out, stderr=subprocess.STDOUT,
+                                cwd=cwd, timeout=3600)
+    if result.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+        raise RuntimeError(f"c-ares build failed ({' '.join(map(str, cmd[:2]))} ...):\n{tail}")
+
+
+def _jobs() -> str:
+    return str(max(1, min(len(os.sched_getaffinity(0)), 4)))
+
+
+#: Seconds each build took in this process (name -> seconds), None where it
+#: came from the cache: the tests report them.
+TIMINGS: dict = {}
+
+
+def library() -> Cares:
+    """c-ares as a shared library: libcares.so.2 and its headers, installed
+    into the cache (Release, shared only, no tools)."""
+    src = source()
+    final = home() / f"shared-{_options_key(LIBRARY_OPTIONS)}"
+
+    def build(tmp: Path) -> Path:
+        started = time.monotonic()
+        log = tmp / "build.log"
+        _run(["cmake", "-S", src, "-B", tmp / "build", *LIBRARY_OPTIONS,
+              f"-DCMAKE_INSTALL_PREFIX={final}"], log)
+        _run(["cmake", "--build", tmp / "build", "-j", _jobs()], log)
+        # installed for its final place (the .pc's prefix), into a staging root
+        env = {**os.environ, "DESTDIR": str(tmp / "root")}
+        with open(log, "a") as out:
+            subprocess.run(["cmake", "--install", str(tmp / "build")], env=env, check=True,
+                           stdout=out, stderr=subprocess.STDOUT)
+        staged = tmp / "root" / str(final).lstrip("/")
+        shutil.rmtree(staged / "share", ignore_errors=True)  # the manual pages
+        TIMINGS["library"] = time.monotonic() - started
+        return staged
+
+    TIMINGS.setdefault("library", None)
+    prefix = _into_place(final, build)
+    return Cares(prefix, src, lock()["cares"]["version"])
+
+
+def arestest() -> Path:
+    """c-ares's own test suite built from the same source (its tests
+    enabled), as ``bin/arestest`` with the libcares.so.2 of that build in
+    ``lib/`` beside it; returns the program's path."""
+    src = source()
+    final = home() / f"arestest-{_options_key(ARESTEST_OPTIONS)}"
+
+    def build(tmp: Path) -> Path:
+        started = time.monotonic()
+        log = tmp / "build.log"
+        _run(["cmake", "-S", src, "-B", tmp / "build", *ARESTEST_OPTIONS], log)
+        _run(["cmake", "--build", tmp / "build", "-j", _jobs(), "--target", "arestest"], log)
+        out = tmp / "out"
+        (out / "bin").mkdir(parents=True)
+        shutil.copy2(tmp / "build" / "bin" / "arestest", out / "bin")
+        shutil.copytree(tmp / "build" / "lib", out / "lib", symlinks=True)
+        TIMINGS["arestest"] = time.monotonic() - started
+        return out
+
+    TIMINGS.setdefault("arestest", None)
+    return _into_place(final, build) / "bin" / "arestest"
+
+
+def gtest_found() -> bool:
+    """GoogleTest and GoogleMock's headers and CMake package, as arestest's
+    build looks for them."""
+    return all(Path("/usr/include", h).is_file() for h in ("gtest/gtest.h", "gmock/gmock.h")) \
+        and any(Path("/usr/lib").glob("*/cmake/GTest/GTestConfig.cmake"))
+
+
+def cache_size() -> int:
+    """Bytes under this source's cache folder and the sdist."""
+    total = sum(p.lstat().st_size for p in home().rglob("*") if not p.is_dir())
+    sd = CACHE / lock()["sdist"]["file"]
+    return total + (sd.stat().st_size if sd.is_file() else 0)
+
+
+# ---- running what was built --------------------------------------------------------
+
+
+def build_driver(cares: Cares, out: Path) -> Path:
+    """tests/c/ares_dnsrec.c built against that c-ares (its headers, -L and
+    run path to its lib), as every test program is built
+    (pipeline.compile_program, warnings as errors), into out."""
+    import cprograms
+    from dnsshim_build import pipeline
+
+    return pipeline.compile_program(
+        [HERE / "c" / "ares_dnsrec.c"], Path(out) / "ares_dnsrec", against=cares.lib,
+        libraries=("cares",), flags=(f"-I{cares.include}",), cflags=cprograms.STRICT)
+
+
+def _preloaded(preload, env=None) -> dict:
+    env = dict(os.environ if env is None else env)
+    if preload:
+        env["LD_PRELOAD"] = str(preload)
+    return env
+
+
+def run_driver(driver: Path, files, *, preload=None, flags: int | None = None,
+               wrapper=(), env=None, timeout: float = 600) -> dict:
+    """The driver on those message files: {file: (status, written)}, in the
+    order given, file being each item of files as given.  status:
+    ares_dns_parse's; written: ares_dns_write's bytes in hex where the parse
+    succeeded (its status, an int, where the write failed), else None.
+    preload: a library for LD_PRELOAD (libdnsshim_ares.so.1, to compare its
+    ares_dns_parse with c-ares's own); wrapper: a command to run the driver
+    under (valgrind ...).  Fails unless the driver exits 0 with one line per
+    file."""
+    files = list(files)
+    cmd = [*map(str, wrapper), str(driver),
+           *([] if flags is None else ["--flags", str(flags)]), "--", *map(str, files)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                            env=_preloaded(preload, env))
+    lines = result.stdout.splitlines()
+    if result.returncode != 0 or len(lines) != len(files):
+        raise AssertionError(f"ares_dnsrec exit {result.returncode}, {len(lines)} lines for "
+                             f"{len(files)} files\n{result.stderr[-4000:]}")
+    found = {}
+    for file, line in zip(files, lines):
+        head = f"{file} status "
+        if not line.startswith(head):
+            raise AssertionError(f"ares_dnsrec: {line!r} is not {file}'s line")
+        fields = line[len(head):].split(" ")
+        status = int(fields[0])
+        if fields[1:2] == ["write"] and len(fields) == 3:
+            written = fields[2]
+        elif fields[1:2] == ["write_status"] and len(fields) == 3:
+            written = int(fields[2])
+        elif len(fields) == 1:
+            written = None
+        else:
+            raise AssertionError(f"ares_dnsrec: cannot read {line!r}")
+        if (status == 0) != (written is not None):
+            raise AssertionError(f"ares_dnsrec: {line!r}: a write exactly when parsed")
+        found[file] = (status, written)
+    return found
+
+
+#: arestest's tests that need what a test machine may not have: the live
+#: ones query the Internet (c-ares's test/README.md), the container ones need
+#: user namespaces (built only with CARES_BUILD_CONTAINER_TESTS, which this
+#: build leaves off: the pattern keeps them out should that change).
+ARESTEST_FILTER = "-*.Live*:*Container*"
+
+
+@dataclasses.dataclass
+class ArestestRun:
+    """One run of arestest: its exit status, the number of tests gtest
+    reported passed, the names of those it reported failed, its output and
+    how long it took."""
+
+    returncode: int
+    passed: int
+    failed: list
+    output: str
+    seconds: float
+
+
+def run_arestest(program: Path, *, preload=None, gtest_filter: str = ARESTEST_FILTER,
+                 extra=(), env=None, timeout: float = 1800) -> ArestestRun:
+    """arestest with that filter (default: everything but the live and the
+    container tests), on a mock server of its own at an ephemeral port;
+    preload: a library for LD_PRELOAD."""
+    started = time.monotonic()
+    result = subprocess.run([str(program), f"--gtest_filter={gtest_filter}", *map(str, extra)],
+                            capture_output=True, text=True, errors="replace", timeout=timeout,
+                            env=_preloaded(preload, env))
+    seconds = time.monotonic() - started
+    output = result.stdout + result.stderr
+    passed = re.search(r"^\[  PASSED  \] (\d+) tests?\.", output, re.M)
+    failed = re.findall(r"^\[  FAILED  \] (\S+)(?: \(\d+ ms\)|,.*)?$", output, re.M)
+    return ArestestRun(result.returncode, int(passed.group(1)) if passed else 0,
+                       sorted(set(failed)), output, seconds)
+
+
+if __name__ == "__main__":
+    built = library()
+    print(built.lib, built.include, built.source, sep="\n")
+    if "--arestest" in sys.argv[1:]:
+        print(arestest())
