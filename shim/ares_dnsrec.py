@@ -295,6 +295,10 @@ def plan(wire, flags: int = 0) -> Message:
         if rdtype == _ANY_TYPE:
             raise Failed(EBADRESP, "a record of type ANY")
         raw = rdtype not in KNOWN or flags & _RAW_FLAGS[section][rdtype not in _BASE]
+        if record.rdata is None and not raw:
+            # An UPDATE record without RDATA (RFC 2136 2.5.2-2.5.4): c-ares
+            # reads its fields from the octets that follow, and fails.
+            raise Failed(EBADRESP, "a record of a type with fields, without RDATA")
         fields = _raw(record, wire, rdtype) if raw else _fields(rdtype, record.rdata)
         records.append(Record(section, name_text(record.name), RAW_RR if raw else rdtype,
                               record.rdclass, record.wire_ttl, fields))

@@ -507,9 +507,8 @@ def decode(wire, expect=None, *, any_message=False) -> Response:
         message (a malformed message with the right ID gets its malformation
         status), then the question and the COOKIE.
     :param any_message: read any message as c-ares's ``ares_dns_parse``
-        reads it (shim/ares_dnsrec.py): a query too (QR clear), UPDATE
-        records by their class like any other, octets after the last record
-        left unread.
+        reads it (shim/ares_dnsrec.py): a query too (QR clear), octets after
+        the last record left unread.
     :returns: the :class:`Response`.
     :raises shim.status.DnsShimError: the subclass for the first defect
         (``MismatchError`` when the response does not answer ``expect``).
@@ -524,7 +523,7 @@ def decode(wire, expect=None, *, any_message=False) -> Response:
     if expect is not None:
         expect.check_id(id_)
     header = Header(id_, flags, qdcount, ancount, nscount, arcount)
-    update = header.opcode == _OPCODE_UPDATE and not any_message
+    update = header.opcode == _OPCODE_UPDATE
     zone_class = None  # UPDATE: the class of the zone (question) section
 
     parser = _Parser(wire)
