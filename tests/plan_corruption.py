@@ -196,3 +196,57 @@ def tweak_ares(clone):
     with open(clone / "shim" / "ares_glue.py", "a") as f:
         f.write(ARES_HOOK)
     return clone
+
+
+DNSREC_HOOK = r'''
+
+# ---- test-only: plan corruption (tests/plan_corruption.py) ----
+import os as _os
+
+_CORRUPT_DNSREC = [k for k in _os.environ.get("DNS_SHIM_TEST_CORRUPT_DNSREC", "").split(",")
+                   if k]
+_real_dnsrec_fill = fill
+
+
+def fill(ffi, status, message, out):
+    keep = _real_dnsrec_fill(ffi, status, message, out)
+    if not _CORRUPT_DNSREC or status != SUCCESS:
+        return keep
+    how = _CORRUPT_DNSREC.pop(0)
+    no_nul = ffi.new("uint8_t[]", b"abcd")  # data[3] is "d", not NUL
+    keep.append(no_nul)
+    if how == "status":
+        out.status = 99
+    elif how == "opcode":
+        out.opcode = 16
+    elif how == "qname_no_nul":
+        out.qname = (no_nul, 3)
+    elif how == "rrs_too_many":
+        out.nrrs = 70000
+    elif how == "rrs_null":
+        out.rrs = ffi.NULL
+    elif how == "section":
+        out.rrs[0].section = 4
+    elif how == "name_no_nul":
+        out.rrs[0].name = (no_nul, 3)
+    elif how == "fields_null":
+        out.rrs[0].fields = ffi.NULL
+    elif how == "datatype":
+        out.rrs[0].fields[0].datatype = 7  # the A record's address, as a string
+    elif how == "addr_len":
+        out.rrs[0].fields[0].bytes.len = 3
+    elif how == "u16":
+        out.rrs[2].fields[0].number = 70000  # the MX record's preference
+    elif how != "none":
+        raise AssertionError(how)
+    return keep
+'''
+
+
+def tweak_dnsrec(clone):
+    """Gives the copy's shim package the corrupting ares_dns_parse plans:
+    the n-th successful plan gets the n-th kind named in
+    DNS_SHIM_TEST_CORRUPT_DNSREC."""
+    with open(clone / "shim" / "ares_dnsrec.py", "a") as f:
+        f.write(DNSREC_HOOK)
+    return clone

@@ -32,6 +32,7 @@ import plan_corruption
 import sanitizers
 import vectors
 from conftest import require_cares, require_program
+from dnsshim_build import pipeline
 from test_install import source_copy
 
 INTERNAL = "status -15 internal error in the DNS shim"
@@ -127,7 +128,8 @@ ARES = [
 def corrupting_clone(where):
     """A copy of the source tree, in where/clone, whose shim package corrupts
     plans and c-ares results."""
-    return plan_corruption.tweak_ares(plan_corruption.tweak(source_copy(where / "clone")))
+    return plan_corruption.tweak_dnsrec(plan_corruption.tweak_ares(
+        plan_corruption.tweak(source_copy(where / "clone"))))
 
 
 def corrupting_build(where):
@@ -241,6 +243,62 @@ def test_every_ares_corruption_under_valgrind_memcheck(corrupting, files):
     result = check_all_ares(corrupting, files,
                             ["valgrind", "--error-exitcode=99", "--leak-check=full",
                              "--errors-for-leak-kinds=definite,indirect"])
+    assert "ERROR SUMMARY: 0 errors from 0 contexts" in result.stderr
+
+
+#: Each corruption of an ares_dns_parse plan and what C logs refusing it.
+DNSREC = {
+    "status": "a status ares_dns_parse does not return",
+    "opcode": "a header field out of its range",
+    "qname_no_nul": "a question that is not one",
+    "rrs_too_many": "more records than the message holds",
+    "rrs_null": "more records than the message holds",
+    "section": "a record out of range",
+    "name_no_nul": "a record's name that is not a C string",
+    "fields_null": "more fields than the message holds",
+    "datatype": "a field whose datatype is not its key's",
+    "addr_len": "an IPv4 address not of 4 octets",
+    "u16": "a 16-bit field above 65535",
+}
+
+
+def check_all_dnsrec(out, driver, tmp_path, runner=()):
+    """Every corruption of an ares_dns_parse plan, one message each, in one
+    run of tests/c/ares_dnsrec.c against c-ares 1.34 with the corrupting
+    libdnsshim_ares preloaded; a good plan first and last."""
+    wire = dns.message.from_text(ARES_MESSAGE)
+    wire.use_edns(0)
+    wire = wire.to_wire()
+    kinds = ["none", *DNSREC, "none"]
+    files = []
+    for i, kind in enumerate(kinds):
+        files.append(tmp_path / f"{i:02d}_{kind}.bin")
+        files[-1].write_bytes(wire)
+    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_TEST_CORRUPT_DNSREC": ",".join(kinds)}
+    result = subprocess.run([*runner, str(driver), "--", *map(str, files)], capture_output=True,
+                            text=True, timeout=1800,
+                            env={**env, "LD_PRELOAD": str(out / "libdnsshim_ares.so.1")})
+    assert result.returncode == 0, result.stderr[-5000:]
+    lines = result.stdout.splitlines()
+    assert [line.split(" ")[2] for line in lines] == ["0", *["10"] * len(DNSREC), "0"]
+    assert lines[0].split(" ")[3:] == lines[-1].split(" ")[3:]  # the same record written
+    assert [line for line in result.stderr.splitlines() if line.startswith("dnsshim_ares: ")] == [
+        f"dnsshim_ares: ares_dns_parse: the parser's plan has {why}; returning ARES_EBADRESP"
+        for why in DNSREC.values()]
+    return result
+
+
+def test_every_dnsrec_corruption_is_refused_before_a_builder_runs(corrupting, ares_dnsrec,
+                                                                   tmp_path):
+    check_all_dnsrec(corrupting, ares_dnsrec, tmp_path)
+
+
+def test_every_dnsrec_corruption_under_valgrind_memcheck(corrupting, ares_dnsrec, tmp_path):
+    require_program("valgrind", "valgrind")
+    result = check_all_dnsrec(corrupting, ares_dnsrec, tmp_path,
+                              ["valgrind", "--error-exitcode=99", "--leak-check=full",
+                               "--errors-for-leak-kinds=definite,indirect",
+                               f"--suppressions={pipeline.SUPPRESSIONS}"])
     assert "ERROR SUMMARY: 0 errors from 0 contexts" in result.stderr
 
 
