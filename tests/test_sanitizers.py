@@ -423,3 +423,33 @@ def test_both_libraries_threads(ares):
     assert result.returncode == 0, result.stdout[-3000:]
     assert "ok 8 threads x 50 parses, 0 different" in result.stdout
     assert result.stdout.rstrip().endswith("0 failed")
+
+
+
+def test_ares_dns_parse_against_c_ares_134(san, built, cares134, ares_dnsrec, mutants, tmp_path):
+    """libdnsshim_ares's ares_dns_parse, sanitized, preloaded into the record
+    driver (tests/c/ares_dnsrec.c, sanitized too) built against the real
+    c-ares 1.34: the corpus, the malformed cases and the mutants give the
+    statuses and records of the plain build, with no report."""
+    import cares_source
+    from dnsshim_build import pipeline
+
+    driver = pipeline.compile_program(
+        [ROOT / "tests" / "c" / "ares_dnsrec.c"], tmp_path / "ares_dnsrec", against=cares134.lib,
+        libraries=("cares",), flags=(f"-I{cares134.include}",), cflags=sanitizers.FLAGS)
+    (tmp_path / "messages").mkdir()
+    files = write_messages(tmp_path / "messages", accepted=True,
+                           corpus=("good", "bad", "captures", "cares-fuzzinput"))
+    files += list(mutants[1])[:2000]
+    result = subprocess.run([str(driver), "--", *map(str, files)], capture_output=True,
+                            text=True, errors="replace", timeout=1800,
+                            env={**san.env, "LD_PRELOAD": sanitizers.preload()["LD_PRELOAD"]
+                                 + " " + str(san.dir / "libdnsshim_ares.so.1")})
+    sanitizers.check(result, "ares_dnsrec")
+    assert result.returncode == 0, result.stderr[-3000:]
+    plain = cares_source.run_driver(ares_dnsrec, files,
+                                    preload=built.dir / pipeline.DNSSHIM_ARES.soname)
+    assert result.stdout.splitlines() == [
+        f"{f} status {s}" + ("" if w is None else f" write_status {w}" if isinstance(w, int)
+                             else f" write {w}") for f, (s, w) in plain.items()]
+    assert result.stdout.count(" status 0 write ") >= 100
