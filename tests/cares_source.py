@@ -47,10 +47,11 @@ LIBRARY_OPTIONS = ("-DCMAKE_BUILD_TYPE=Release", "-DCARES_SHARED=ON", "-DCARES_S
                    "-DCARES_BUILD_TOOLS=OFF", "-DCARES_BUILD_TESTS=OFF", "-DCARES_INSTALL=ON",
                    "-DCMAKE_INSTALL_LIBDIR=lib")
 #: arestest's build: the same library, with c-ares's tests, found at run time
-#: beside the program ($ORIGIN/../lib), so that the folder can be renamed.
+#: beside the program (its run path only $ORIGIN/../lib, none of the build
+#: folder's), so that the folder can be renamed.
 ARESTEST_OPTIONS = ("-DCMAKE_BUILD_TYPE=Release", "-DCARES_SHARED=ON", "-DCARES_STATIC=OFF",
                     "-DCARES_BUILD_TOOLS=OFF", "-DCARES_BUILD_TESTS=ON", "-DCARES_INSTALL=OFF",
-                    "-DCMAKE_BUILD_RPATH=$ORIGIN/../lib")
+                    "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib")
 
 
 class Unavailable(Exception):
@@ -180,11 +181,6 @@ def _jobs() -> str:
     return str(max(1, min(len(os.sched_getaffinity(0)), 4)))
 
 
-#: Seconds each build took in this process (name -> seconds), None where it
-#: came from the cache: the tests report them.
-TIMINGS: dict = {}
-
-
 def library() -> Cares:
     """c-ares as a shared library: libcares.so.2 and its headers, installed
     into the cache (Release, shared only, no tools)."""
@@ -192,7 +188,6 @@ def library() -> Cares:
     final = home() / f"shared-{_options_key(LIBRARY_OPTIONS)}"
 
     def build(tmp: Path) -> Path:
-        started = time.monotonic()
         log = tmp / "build.log"
         _run(["cmake", "-S", src, "-B", tmp / "build", *LIBRARY_OPTIONS,
               f"-DCMAKE_INSTALL_PREFIX={final}"], log)
@@ -204,10 +199,8 @@ def library() -> Cares:
                            stdout=out, stderr=subprocess.STDOUT)
         staged = tmp / "root" / str(final).lstrip("/")
         shutil.rmtree(staged / "share", ignore_errors=True)  # the manual pages
-        TIMINGS["library"] = time.monotonic() - started
         return staged
 
-    TIMINGS.setdefault("library", None)
     prefix = _into_place(final, build)
     return Cares(prefix, src, lock()["cares"]["version"])
 
@@ -220,7 +213,6 @@ def arestest() -> Path:
     final = home() / f"arestest-{_options_key(ARESTEST_OPTIONS)}"
 
     def build(tmp: Path) -> Path:
-        started = time.monotonic()
         log = tmp / "build.log"
         _run(["cmake", "-S", src, "-B", tmp / "build", *ARESTEST_OPTIONS], log)
         _run(["cmake", "--build", tmp / "build", "-j", _jobs(), "--target", "arestest"], log)
@@ -228,10 +220,8 @@ def arestest() -> Path:
         (out / "bin").mkdir(parents=True)
         shutil.copy2(tmp / "build" / "bin" / "arestest", out / "bin")
         shutil.copytree(tmp / "build" / "lib", out / "lib", symlinks=True)
-        TIMINGS["arestest"] = time.monotonic() - started
         return out
 
-    TIMINGS.setdefault("arestest", None)
     return _into_place(final, build) / "bin" / "arestest"
 
 
