@@ -254,6 +254,19 @@ def build_driver(cares: Cares, out: Path) -> Path:
         libraries=("cares",), flags=(f"-I{cares.include}",), cflags=cprograms.STRICT)
 
 
+def build_refusing_parser(cares: Cares, out: Path) -> Path:
+    """tests/c/ares_parse_refusing.c as a shared library for LD_PRELOAD: an
+    ares_dns_parse that refuses the messages $ARES_REFUSE_ID names and
+    passes the rest to c-ares's own."""
+    import cprograms
+    from dnsshim_build import pipeline
+
+    return pipeline.compile_program(
+        [HERE / "c" / "ares_parse_refusing.c"], Path(out) / "libares_parse_refusing.so",
+        against=None, flags=(f"-I{cares.include}",),
+        cflags=(*cprograms.STRICT, "-shared", "-fPIC"))
+
+
 def _preloaded(preload, env=None) -> dict:
     env = dict(os.environ if env is None else env)
     if preload:

@@ -20,7 +20,9 @@ itself makes of the corpus is pinned here:
   again is a fixed point;
 * the flags reach the parser (ARES_DNS_PARSE_*_RAW: rejections that go away,
   writes that then fail);
-* the driver is valgrind-clean.
+* the driver is valgrind-clean;
+* a parser given by LD_PRELOAD is the one the driver calls: the comparison
+  of two runs, as the one with libdnsshim_ares will be made.
 """
 
 import collections
@@ -271,3 +273,25 @@ def test_driver_valgrind_clean(ares_dnsrec, cares134, tmp_path):
         assert result.returncode == 0, result.stderr[-5000:]
         assert result.stdout.count("\n") == len(files)
         assert " write " in result.stdout
+
+
+@pytest.fixture(scope="module")
+def refusing(cares134, tmp_path_factory):
+    """tests/c/ares_parse_refusing.c: an LD_PRELOAD ares_dns_parse that
+    refuses the ID in $ARES_REFUSE_ID and passes the rest to c-ares's."""
+    return cares_source.build_refusing_parser(cares134, tmp_path_factory.mktemp("refusing"))
+
+
+def test_a_preloaded_parser_is_the_one_the_driver_calls(ares_dnsrec, refusing, statuses,
+                                                        monkeypatch):
+    files = require_corpus("good")
+    own = cares_source.run_driver(ares_dnsrec, files)
+    # passing every call through: the same lines
+    assert cares_source.run_driver(ares_dnsrec, files, preload=refusing) == own
+    # refusing one ID: exactly that message differs, as the stub says
+    monkeypatch.setenv("ARES_REFUSE_ID", "2020")
+    preloaded = cares_source.run_driver(ares_dnsrec, files, preload=refusing)
+    differ = {p.name: (own[p], preloaded[p]) for p in files if own[p] != preloaded[p]}
+    a = next(p for p in files if p.name == "cares_a_www_google.bin")
+    assert differ == {a.name: (own[a], (statuses["ARES_EBADRESP"], None))}
+    assert own[a][0] == 0 and a.read_bytes()[:2] == b"\x20\x20"

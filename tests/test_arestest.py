@@ -66,3 +66,23 @@ def test_arestest_passes_against_cares_alone(arestest):
     assert run.passed == EXPECTED_TESTS
     assert re.search(r"^\[ RUN      \] \S*MockChannelTest\.", run.output, re.M)
     assert not re.search(r"^\[ RUN      \] \S*\.Live", run.output, re.M)
+
+
+#: A few of arestest's tests that reach ares_dns_parse from inside libcares:
+#: two legacy parsers, and a query through the resolver to the mock server.
+THROUGH_CARES = ("LibraryTest.ParseAReplyOK", "LibraryTest.ParseAaaaReplyOK",
+                 "AddressFamilies/MockChannelTest.SockCallback/ipv4_DefaultUDP")
+
+
+def test_a_preloaded_parser_is_called_from_inside_cares(arestest, cares134, tmp_path,
+                                                        monkeypatch):
+    refusing = cares_source.build_refusing_parser(cares134, tmp_path)
+    passing = cares_source.run_arestest(arestest, preload=refusing,
+                                        gtest_filter=":".join(THROUGH_CARES))
+    assert (passing.returncode, passing.passed, passing.failed) == (0, 3, []), \
+        passing.output[-4000:]
+    monkeypatch.setenv("ARES_REFUSE_ID", "any")
+    refused = cares_source.run_arestest(arestest, preload=refusing,
+                                        gtest_filter=":".join(THROUGH_CARES))
+    assert refused.returncode != 0 and refused.passed == 0
+    assert refused.failed == sorted(THROUGH_CARES), refused.output[-4000:]
