@@ -26,8 +26,11 @@ itself makes of the corpus is pinned here:
 """
 
 import collections
+import os
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 import dns.message
 import pytest
@@ -100,6 +103,34 @@ def test_no_index_is_unavailable_not_an_error(tmp_path, monkeypatch):
     with pytest.raises(cares_source.Unavailable, match="pip could not download pycares==5.2.1"):
         cares_source.sdist()
     assert not list(tmp_path.iterdir())  # nothing half-made left behind
+
+
+NEEDS_CARES134 = """
+def test_needs_it(cares134):
+    pass
+"""
+
+
+@pytest.mark.parametrize("ci", [False, True])
+def test_fixture_unreachable_pypi_skips_or_fails_in_ci(tmp_path, ci):
+    (tmp_path / "test_it.py").write_text(NEEDS_CARES134)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), PIP_NO_INDEX="1", PIP_FIND_LINKS="",
+               PYTHONPATH=str(Path(cares_source.HERE)))
+    if ci:
+        env["CI"] = "true"
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rsf", "-p", "conftest",
+                             "-p", "no:cacheprovider", str(tmp_path / "test_it.py")],
+                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    why = "pip could not download pycares==5.2.1 from PyPI"
+    if ci:
+        # failed in the fixture: an error of the test that needs it
+        assert result.returncode == 1 and "1 error" in result.stdout, result.stdout
+        assert f"CI must be able to download it: {why}" in result.stdout
+    else:
+        assert result.returncode == 0 and "1 skipped" in result.stdout, result.stdout
+        assert why in result.stdout
+    assert not list((tmp_path / "cache").rglob("*.tar.gz"))
 
 
 # ---- the driver's contract ---------------------------------------------------------
