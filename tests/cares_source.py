@@ -6,6 +6,8 @@ inputs.
     cares = library()       # Cares: .lib (libcares.so.2's folder), .include, .source
     program = arestest()    # c-ares's test suite, with its own libcares.so.2 beside it
 
+    python tests/cares_source.py [--arestest]   the same from a shell: prints the paths
+
 The source is c-ares as pycares's source distribution carries it
 (``deps/c-ares``): the version and the sha256 of that file are pinned in one
 place, ``tests/cares_source.toml``, and a download whose hash differs is
@@ -156,7 +158,16 @@ def source() -> Path:
             members = [m for m in tar.getmembers() if m.name.startswith(inside)]
             if not members:
                 raise RuntimeError(f"{sdist()} has no {inside}")
-            tar.extractall(tmp, members=members, filter="data")
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(tmp, members=members, filter="data")
+            else:
+                # CPython before 3.11.4 (Debian 12's 3.11.2) has no filters:
+                # the same refusals by hand, for what this sdist holds
+                for m in members:
+                    if not (m.isfile() or m.isdir()) or m.name.startswith("/") \
+                            or ".." in Path(m.name).parts:
+                        raise RuntimeError(f"{sdist()}: refusing to unpack {m.name!r}")
+                tar.extractall(tmp, members=members)
         return tmp / inside
 
     return _into_place(home() / "source", unpack)
@@ -351,8 +362,13 @@ def run_arestest(program: Path, *, preload=None, gtest_filter: str = ARESTEST_FI
                        sorted(set(failed)), output, seconds)
 
 
-if __name__ == "__main__":
+def main() -> None:
     built = library()
     print(built.lib, built.include, built.source, sep="\n")
     if "--arestest" in sys.argv[1:]:
         print(arestest())
+    print(f"cache: {cache_size() / 1e6:.1f} MB under {home()}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
