@@ -18,6 +18,9 @@ itself makes of the corpus is pinned here:
 * the captures, c-ares's fuzz corpus (the shared copy, and the one its source
   ships): how many parse, and that writing what was parsed and parsing that
   again is a fixed point;
+* where c-ares and dnspython disagree on the corpus, by name, with why (an
+  mDNS response has no question; c-ares keeps LOC and SvcParam values
+  opaque; ...);
 * the flags reach the parser (ARES_DNS_PARSE_*_RAW: rejections that go away,
   writes that then fail);
 * the driver is valgrind-clean;
@@ -252,6 +255,58 @@ def test_corpus_folder_statuses_and_fixed_point(ares_dnsrec, statuses, folder, t
     assert counts == {statuses[name]: n for name, n in COUNTS[folder].items()}
     assert not [p for p, (_, w) in got.items() if isinstance(w, int)]  # every write succeeds
     _fixed_point(ares_dnsrec, got, tmp_path)
+
+
+_NO_QUESTION = "an mDNS response, with no question: c-ares wants exactly one (ARES_EBADRESP)"
+_SVCB = "a SvcParam value that contradicts its key: c-ares keeps the values as opaque bytes"
+
+#: The corpus's messages on which c-ares and dnspython (the decoder's
+#: reference) disagree, each with why: where libdnsshim_ares answers
+#: ares_dns_parse from dnspython's verdict, these are the differences to
+#: expect.  c-ares refuses, dnspython accepts:
+CARES_REFUSES = {
+    "captures/dynamic-update-3-9f5f81fdcc9d.bin":
+        "an UPDATE (RFC 2136): prerequisite and update RRs with empty RDATA and class"
+        " NONE or ANY, which c-ares reads as ordinary records (ARES_EBADRESP)",
+    **{f"captures/{name}.bin": _NO_QUESTION for name in (
+        "mdns-18-a37bd7c419ce", "mdns-19-0e71633e7f94", "mdns-2-e53fcc8dd35b",
+        "mdns-22-f751b2d95fa1", "mdns-23-452bcc568feb", "mdns-3-ba82371519ac",
+        "mdns-no-assoc-2-3dac29863b18", "mdns-no-assoc-3-778849cb0cf4",
+        "mdns-no-assoc-5-ab0f329c9c92")},
+    "cares-fuzzinput/clusterfuzz-5651369832218624":
+        "QTYPE 0, which c-ares refuses in a question (ARES_EFORMERR)",
+}
+#: c-ares accepts, dnspython refuses:
+CARES_ACCEPTS = {
+    "captures/loc-invalid-length-0-6c62ae07ae6c.bin":
+        "a LOC of the wrong length: c-ares has no LOC parser, its RDATA is kept opaque",
+    "captures/svcb-alpn-malformed-len-too-long-1-2784cc0703d8.bin": _SVCB,
+    "captures/svcb-alpn-malformed-len-too-short-1-36c3b11b9699.bin": _SVCB,
+    "captures/svcb-port-malformed-1-a8cc825c7ec1.bin": _SVCB,
+    "captures/tkey-7-0f73f09c65a1.bin":
+        "a TSIG-signed message: dnspython wants the key to check it (UnknownTSIGKey),"
+        " c-ares keeps the TSIG RR as it came",
+    "bad/zeek_loc_rdlen15.bin": "as loc-invalid-length above",
+    "bad/zeek_svcb_alpn_len_too_long.bin": _SVCB,
+}
+
+
+def test_where_cares_and_dnspython_disagree(ares_dnsrec):
+    folders = ("good", "bad", "captures", "cares-fuzzinput")
+    refuses, accepts = set(), set()
+    for folder in folders:
+        files = require_corpus(folder)
+        for path, (status, _) in cares_source.run_driver(ares_dnsrec, files).items():
+            try:
+                dns.message.from_wire(path.read_bytes())
+                dnspython = True
+            except Exception:
+                dnspython = False
+            if dnspython and status != 0:
+                refuses.add(f"{folder}/{path.name}")
+            elif status == 0 and not dnspython:
+                accepts.add(f"{folder}/{path.name}")
+    assert (sorted(refuses), sorted(accepts)) == (sorted(CARES_REFUSES), sorted(CARES_ACCEPTS))
 
 
 def test_cares_own_fuzzinput_is_the_shared_copy(cares134, ares_dnsrec):
