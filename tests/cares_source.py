@@ -6,6 +6,8 @@ inputs.
     cares = library()       # Cares: .lib (libcares.so.2's folder), .include, .source
     program = arestest()    # c-ares's test suite, with its own libcares.so.2 beside it
 
+    python tests/cares_source.py [--arestest]   the same from a shell: prints the paths
+
 The source is c-ares as pycares's source distribution carries it
 (``deps/c-ares``): the version and the sha256 of that file are pinned in one
 place, ``tests/cares_source.toml``, and a download whose hash differs is
@@ -47,10 +49,11 @@ LIBRARY_OPTIONS = ("-DCMAKE_BUILD_TYPE=Release", "-DCARES_SHARED=ON", "-DCARES_S
                    "-DCARES_BUILD_TOOLS=OFF", "-DCARES_BUILD_TESTS=OFF", "-DCARES_INSTALL=ON",
                    "-DCMAKE_INSTALL_LIBDIR=lib")
 #: arestest's build: the same library, with c-ares's tests, found at run time
-#: beside the program ($ORIGIN/../lib), so that the folder can be renamed.
+#: beside the program (its run path only $ORIGIN/../lib, none of the build
+#: folder's), so that the folder can be renamed.
 ARESTEST_OPTIONS = ("-DCMAKE_BUILD_TYPE=Release", "-DCARES_SHARED=ON", "-DCARES_STATIC=OFF",
                     "-DCARES_BUILD_TOOLS=OFF", "-DCARES_BUILD_TESTS=ON", "-DCARES_INSTALL=OFF",
-                    "-DCMAKE_BUILD_RPATH=$ORIGIN/../lib")
+                    "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib")
 
 
 class Unavailable(Exception):
@@ -155,7 +158,16 @@ def source() -> Path:
             members = [m for m in tar.getmembers() if m.name.startswith(inside)]
             if not members:
                 raise RuntimeError(f"{sdist()} has no {inside}")
-            tar.extractall(tmp, members=members, filter="data")
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(tmp, members=members, filter="data")
+            else:
+                # CPython before 3.11.4 (Debian 12's 3.11.2) has no filters:
+                # the same refusals by hand, for what this sdist holds
+                for m in members:
+                    if not (m.isfile() or m.isdir()) or m.name.startswith("/") \
+                            or ".." in Path(m.name).parts:
+                        raise RuntimeError(f"{sdist()}: refusing to unpack {m.name!r}")
+                tar.extractall(tmp, members=members)
         return tmp / inside
 
     return _into_place(home() / "source", unpack)
@@ -180,11 +192,6 @@ def _jobs() -> str:
     return str(max(1, min(len(os.sched_getaffinity(0)), 4)))
 
 
-#: Seconds each build took in this process (name -> seconds), None where it
-#: came from the cache: the tests report them.
-TIMINGS: dict = {}
-
-
 def library() -> Cares:
     """c-ares as a shared library: libcares.so.2 and its headers, installed
     into the cache (Release, shared only, no tools)."""
@@ -192,7 +199,6 @@ def library() -> Cares:
     final = home() / f"shared-{_options_key(LIBRARY_OPTIONS)}"
 
     def build(tmp: Path) -> Path:
-        started = time.monotonic()
         log = tmp / "build.log"
         _run(["cmake", "-S", src, "-B", tmp / "build", *LIBRARY_OPTIONS,
               f"-DCMAKE_INSTALL_PREFIX={final}"], log)
@@ -204,10 +210,8 @@ def library() -> Cares:
                            stdout=out, stderr=subprocess.STDOUT)
         staged = tmp / "root" / str(final).lstrip("/")
         shutil.rmtree(staged / "share", ignore_errors=True)  # the manual pages
-        TIMINGS["library"] = time.monotonic() - started
         return staged
 
-    TIMINGS.setdefault("library", None)
     prefix = _into_place(final, build)
     return Cares(prefix, src, lock()["cares"]["version"])
 
@@ -220,7 +224,6 @@ def arestest() -> Path:
     final = home() / f"arestest-{_options_key(ARESTEST_OPTIONS)}"
 
     def build(tmp: Path) -> Path:
-        started = time.monotonic()
         log = tmp / "build.log"
         _run(["cmake", "-S", src, "-B", tmp / "build", *ARESTEST_OPTIONS], log)
         _run(["cmake", "--build", tmp / "build", "-j", _jobs(), "--target", "arestest"], log)
@@ -228,10 +231,8 @@ def arestest() -> Path:
         (out / "bin").mkdir(parents=True)
         shutil.copy2(tmp / "build" / "bin" / "arestest", out / "bin")
         shutil.copytree(tmp / "build" / "lib", out / "lib", symlinks=True)
-        TIMINGS["arestest"] = time.monotonic() - started
         return out
 
-    TIMINGS.setdefault("arestest", None)
     return _into_place(final, build) / "bin" / "arestest"
 
 
@@ -262,6 +263,19 @@ def build_driver(cares: Cares, out: Path) -> Path:
     return pipeline.compile_program(
         [HERE / "c" / "ares_dnsrec.c"], Path(out) / "ares_dnsrec", against=cares.lib,
         libraries=("cares",), flags=(f"-I{cares.include}",), cflags=cprograms.STRICT)
+
+
+def build_refusing_parser(cares: Cares, out: Path) -> Path:
+    """tests/c/ares_parse_refusing.c as a shared library for LD_PRELOAD: an
+    ares_dns_parse that refuses the messages $ARES_REFUSE_ID names and
+    passes the rest to c-ares's own."""
+    import cprograms
+    from dnsshim_build import pipeline
+
+    return pipeline.compile_program(
+        [HERE / "c" / "ares_parse_refusing.c"], Path(out) / "libares_parse_refusing.so",
+        against=None, flags=(f"-I{cares.include}",),
+        cflags=(*cprograms.STRICT, "-shared", "-fPIC"))
 
 
 def _preloaded(preload, env=None) -> dict:
@@ -348,8 +362,13 @@ def run_arestest(program: Path, *, preload=None, gtest_filter: str = ARESTEST_FI
                        sorted(set(failed)), output, seconds)
 
 
-if __name__ == "__main__":
+def main() -> None:
     built = library()
     print(built.lib, built.include, built.source, sep="\n")
     if "--arestest" in sys.argv[1:]:
         print(arestest())
+    print(f"cache: {cache_size() / 1e6:.1f} MB under {home()}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

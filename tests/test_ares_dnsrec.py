@@ -18,14 +18,22 @@ itself makes of the corpus is pinned here:
 * the captures, c-ares's fuzz corpus (the shared copy, and the one its source
   ships): how many parse, and that writing what was parsed and parsing that
   again is a fixed point;
+* where c-ares and dnspython disagree on the corpus, by name, with why (an
+  mDNS response has no question; c-ares keeps LOC and SvcParam values
+  opaque; ...);
 * the flags reach the parser (ARES_DNS_PARSE_*_RAW: rejections that go away,
   writes that then fail);
-* the driver is valgrind-clean.
+* the driver is valgrind-clean;
+* a parser given by LD_PRELOAD is the one the driver calls: the comparison
+  of two runs, as the one with libdnsshim_ares will be made.
 """
 
 import collections
+import os
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 import dns.message
 import pytest
@@ -98,6 +106,34 @@ def test_no_index_is_unavailable_not_an_error(tmp_path, monkeypatch):
     with pytest.raises(cares_source.Unavailable, match="pip could not download pycares==5.2.1"):
         cares_source.sdist()
     assert not list(tmp_path.iterdir())  # nothing half-made left behind
+
+
+NEEDS_CARES134 = """
+def test_needs_it(cares134):
+    pass
+"""
+
+
+@pytest.mark.parametrize("ci", [False, True])
+def test_fixture_unreachable_pypi_skips_or_fails_in_ci(tmp_path, ci):
+    (tmp_path / "test_it.py").write_text(NEEDS_CARES134)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), PIP_NO_INDEX="1", PIP_FIND_LINKS="",
+               PYTHONPATH=str(Path(cares_source.HERE)))
+    if ci:
+        env["CI"] = "true"
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rsf", "-p", "conftest",
+                             "-p", "no:cacheprovider", str(tmp_path / "test_it.py")],
+                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    why = "pip could not download pycares==5.2.1 from PyPI"
+    if ci:
+        # failed in the fixture: an error of the test that needs it
+        assert result.returncode == 1 and "1 error" in result.stdout, result.stdout
+        assert f"CI must be able to download it: {why}" in result.stdout
+    else:
+        assert result.returncode == 0 and "1 skipped" in result.stdout, result.stdout
+        assert why in result.stdout
+    assert not list((tmp_path / "cache").rglob("*.tar.gz"))
 
 
 # ---- the driver's contract ---------------------------------------------------------
@@ -221,6 +257,58 @@ def test_corpus_folder_statuses_and_fixed_point(ares_dnsrec, statuses, folder, t
     _fixed_point(ares_dnsrec, got, tmp_path)
 
 
+_NO_QUESTION = "an mDNS response, with no question: c-ares wants exactly one (ARES_EBADRESP)"
+_SVCB = "a SvcParam value that contradicts its key: c-ares keeps the values as opaque bytes"
+
+#: The corpus's messages on which c-ares and dnspython (the decoder's
+#: reference) disagree, each with why: where libdnsshim_ares answers
+#: ares_dns_parse from dnspython's verdict, these are the differences to
+#: expect.  c-ares refuses, dnspython accepts:
+CARES_REFUSES = {
+    "captures/dynamic-update-3-9f5f81fdcc9d.bin":
+        "an UPDATE (RFC 2136): prerequisite and update RRs with empty RDATA and class"
+        " NONE or ANY, which c-ares reads as ordinary records (ARES_EBADRESP)",
+    **{f"captures/{name}.bin": _NO_QUESTION for name in (
+        "mdns-18-a37bd7c419ce", "mdns-19-0e71633e7f94", "mdns-2-e53fcc8dd35b",
+        "mdns-22-f751b2d95fa1", "mdns-23-452bcc568feb", "mdns-3-ba82371519ac",
+        "mdns-no-assoc-2-3dac29863b18", "mdns-no-assoc-3-778849cb0cf4",
+        "mdns-no-assoc-5-ab0f329c9c92")},
+    "cares-fuzzinput/clusterfuzz-5651369832218624":
+        "QTYPE 0, which c-ares refuses in a question (ARES_EFORMERR)",
+}
+#: c-ares accepts, dnspython refuses:
+CARES_ACCEPTS = {
+    "captures/loc-invalid-length-0-6c62ae07ae6c.bin":
+        "a LOC of the wrong length: c-ares has no LOC parser, its RDATA is kept opaque",
+    "captures/svcb-alpn-malformed-len-too-long-1-2784cc0703d8.bin": _SVCB,
+    "captures/svcb-alpn-malformed-len-too-short-1-36c3b11b9699.bin": _SVCB,
+    "captures/svcb-port-malformed-1-a8cc825c7ec1.bin": _SVCB,
+    "captures/tkey-7-0f73f09c65a1.bin":
+        "a TSIG-signed message: dnspython wants the key to check it (UnknownTSIGKey),"
+        " c-ares keeps the TSIG RR as it came",
+    "bad/zeek_loc_rdlen15.bin": "as loc-invalid-length above",
+    "bad/zeek_svcb_alpn_len_too_long.bin": _SVCB,
+}
+
+
+def test_where_cares_and_dnspython_disagree(ares_dnsrec):
+    folders = ("good", "bad", "captures", "cares-fuzzinput")
+    refuses, accepts = set(), set()
+    for folder in folders:
+        files = require_corpus(folder)
+        for path, (status, _) in cares_source.run_driver(ares_dnsrec, files).items():
+            try:
+                dns.message.from_wire(path.read_bytes())
+                dnspython = True
+            except Exception:
+                dnspython = False
+            if dnspython and status != 0:
+                refuses.add(f"{folder}/{path.name}")
+            elif status == 0 and not dnspython:
+                accepts.add(f"{folder}/{path.name}")
+    assert (sorted(refuses), sorted(accepts)) == (sorted(CARES_REFUSES), sorted(CARES_ACCEPTS))
+
+
 def test_cares_own_fuzzinput_is_the_shared_copy(cares134, ares_dnsrec):
     """c-ares 1.34.9's test/fuzzinput holds the same messages as the shared
     corpus's cares-fuzzinput/, with the same verdicts."""
@@ -271,3 +359,25 @@ def test_driver_valgrind_clean(ares_dnsrec, cares134, tmp_path):
         assert result.returncode == 0, result.stderr[-5000:]
         assert result.stdout.count("\n") == len(files)
         assert " write " in result.stdout
+
+
+@pytest.fixture(scope="module")
+def refusing(cares134, tmp_path_factory):
+    """tests/c/ares_parse_refusing.c: an LD_PRELOAD ares_dns_parse that
+    refuses the ID in $ARES_REFUSE_ID and passes the rest to c-ares's."""
+    return cares_source.build_refusing_parser(cares134, tmp_path_factory.mktemp("refusing"))
+
+
+def test_a_preloaded_parser_is_the_one_the_driver_calls(ares_dnsrec, refusing, statuses,
+                                                        monkeypatch):
+    files = require_corpus("good")
+    own = cares_source.run_driver(ares_dnsrec, files)
+    # passing every call through: the same lines
+    assert cares_source.run_driver(ares_dnsrec, files, preload=refusing) == own
+    # refusing one ID: exactly that message differs, as the stub says
+    monkeypatch.setenv("ARES_REFUSE_ID", "2020")
+    preloaded = cares_source.run_driver(ares_dnsrec, files, preload=refusing)
+    differ = {p.name: (own[p], preloaded[p]) for p in files if own[p] != preloaded[p]}
+    a = next(p for p in files if p.name == "cares_a_www_google.bin")
+    assert differ == {a.name: (own[a], (statuses["ARES_EBADRESP"], None))}
+    assert own[a][0] == 0 and a.read_bytes()[:2] == b"\x20\x20"
