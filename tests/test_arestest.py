@@ -86,3 +86,42 @@ def test_a_preloaded_parser_is_called_from_inside_cares(arestest, cares134, tmp_
                                         gtest_filter=":".join(THROUGH_CARES))
     assert refused.returncode != 0 and refused.passed == 0
     assert refused.failed == sorted(THROUGH_CARES), refused.output[-4000:]
+
+
+#: The tests of arestest that fail with libdnsshim_ares's ares_dns_parse
+#: preloaded, each with the decision it meets (README.md, "ares_dns_parse").
+#: Every other test passes: the resolver, getaddrinfo, the event thread, the
+#: cache, every parser test, through dnspython.
+FAILS_WITH_DNSSHIM = {
+    # The answer's name is 4 labels of 63 octets: 257 octets on the wire,
+    # where RFC 1035 3.1 allows 255; c-ares counts its text form.
+    "LibraryTest.ParseAcceptsMaxLengthName": "a name over 255 octets",
+    # Both refuse a compressed SVCB target (RFC 9460 2.2): c-ares says
+    # ARES_EBADNAME, dnspython's refusal of the RDATA ARES_EBADRESP.
+    "LibraryTest.ParseSvcbRejectsCompressedTarget": "both refuse, another code",
+    # c-ares's allocator made to fail (ares_library_init_mem): the expand
+    # functions are libdnsshim_ares's own, which do not allocate with it.
+    "LibraryTest.ExpandNameFailure": "the expand functions' allocator",
+    "LibraryTest.ExpandString": "the expand functions' allocator",
+    # The record written has SVCB parameters out of increasing key order,
+    # which RFC 9460 2.2 makes a malformed RR: refused.
+    "LibraryTest.DNSRecord": "SVCB keys out of order",
+    # A reply whose COOKIE is 33 octets (RFC 7873 4: at most 40 with the
+    # client's 8, a server part of 8 to 32) is malformed: the resolver retries
+    # at once (a connection error) where c-ares would take the reply, drop it
+    # for its cookie and wait for the timeout; the query succeeds either way.
+    "AddressFamilies/MockUDPChannelTest.DNSCookieBadLen/ipv4": "a malformed cookie",
+    "AddressFamilies/MockUDPChannelTest.DNSCookieBadLen/ipv6": "a malformed cookie",
+}
+
+
+def test_arestest_with_libdnsshim_ares_preloaded(arestest, built):
+    """c-ares's own suite with every ares_dns_parse answered by dnspython
+    (and the classic parsers passing to c-ares's own over it): all pass but
+    FAILS_WITH_DNSSHIM, which fail as their decisions say."""
+    from dnsshim_build import pipeline
+
+    run = cares_source.run_arestest(arestest, preload=built.dir / pipeline.DNSSHIM_ARES.soname)
+    assert run.failed == sorted(FAILS_WITH_DNSSHIM), run.output[-6000:]
+    assert run.passed == EXPECTED_TESTS - len(FAILS_WITH_DNSSHIM)
+    assert "dnsshim_ares: " not in run.output  # nothing refused for want of a c-ares
