@@ -85,3 +85,18 @@ def test_benchmark_compares_with_cares(smoke):
     with_cares = {name for name, entry in data["messages"].items()
                   if entry["median_us"].get("c-ares", 0) > 0 and entry["shim/c-ares"] > 0}
     assert with_cares == {"A", "CNAME+4A", "IMS NAPTR/SRV/AAAA", "64 KiB, 4094 A"}
+
+
+def test_benchmark_compares_ares_dns_parse(smoke):
+    """ares_dns_parse, c-ares 1.34's and libdnsshim_ares's preloaded, on every
+    message, with the ratio to c-ares's and to process_dns_response."""
+    data, stdout = smoke
+    if data["dnsrec"] != "measured":
+        assert not os.environ.get("CI"), data["dnsrec"]
+        pytest.skip(f"ares_dns_parse: {data['dnsrec']['not measured']}")
+    for name, entry in data["messages"].items():
+        m = entry["median_us"]
+        assert m["c-ares 1.34 dnsrec"] > 0 and m["dnsshim dnsrec"] > 0, name
+        assert entry["dnsrec/c-ares dnsrec"] == m["dnsshim dnsrec"] / m["c-ares 1.34 dnsrec"]
+        assert entry["dnsrec/shim"] == m["dnsshim dnsrec"] / m["shim"]
+    assert "ares_dns_parse" in stdout and "dnsshim/c-ares" in stdout

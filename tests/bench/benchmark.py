@@ -13,6 +13,11 @@ order of the methods shuffled each round, so machine noise hits all alike):
   the benchmark was built with Debian's libc-ares-dev);
 * ``dnsshim_ares``: the same C calls answered by libdnsshim_ares (the same
   program linked with -ldnsshim_ares before -lcares), beside c-ares;
+* ``c-ares 1.34 dnsrec`` and ``dnsshim dnsrec``: ``ares_dns_parse`` and
+  ``ares_dns_record_destroy`` (tests/bench/ares_dnsrec_bench.c, built against
+  c-ares 1.34 from tests/cares_source.py), c-ares's own and libdnsshim_ares's
+  preloaded into the same program: the second against the first, and against
+  ``shim`` (what ``process_dns_response`` costs on the same message);
 
 then the bare call (a call rejected before parsing, length -1; and a
 header-only response), the cold start (the first call in a fresh process,
@@ -154,9 +159,11 @@ def held_out():
 class CBench:
     """The long-lived C process that times the C methods on request."""
 
-    def __init__(self, program, files):
+    def __init__(self, program, files, preload=None):
+        env = {**os.environ, "LD_PRELOAD": str(preload)} if preload else None
         self.proc = subprocess.Popen([str(program), "serve", *map(str, files)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env)
 
     def time(self, method, index, iterations):
         self.proc.stdin.write(f"{method} {index} {iterations}\n")
@@ -200,6 +207,14 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
     # The same C methods with libdnsshim_ares answering c-ares's calls.
     ares_prog = build / "dnsshim_bench_ares"
     cbench_ares = CBench(ares_prog, files) if ares_prog.exists() else None
+    # ares_dns_parse (c-ares 1.28 and later): c-ares 1.34's own, and
+    # libdnsshim_ares's preloaded into the same program.
+    dnsrec_prog, dnsrec_missing = dnsrec_program(build)
+    dnsrec = {}
+    if dnsrec_prog is not None:
+        dnsrec = {"c-ares 1.34 dnsrec": CBench(dnsrec_prog, files),
+                  "dnsshim dnsrec": CBench(dnsrec_prog, files,
+                                           preload=build / "libdnsshim_ares.so.1")}
 
     py_methods = {"from_wire": dns.message.from_wire}
     if dnslib is not None:
@@ -221,6 +236,7 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
             methods = ["shim"] + list(py_methods) + (["c-ares"] if cares else [])
             if cares and cbench_ares is not None:
                 methods.append("dnsshim_ares")
+            methods += list(dnsrec)
             random.shuffle(methods)
             for method in methods:
                 if method == "shim":
@@ -229,6 +245,8 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
                     elapsed = cbench.time(cares, index, n)
                 elif method == "dnsshim_ares":
                     elapsed = cbench_ares.time(cares, index, n)
+                elif method in dnsrec:
+                    elapsed = dnsrec[method].time("dnsrec", index, n)
                 else:
                     elapsed = py_time(py_methods[method], wire, n)
                 if elapsed is not None:
@@ -240,6 +258,8 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
     cbench.close()
     if cbench_ares is not None:
         cbench_ares.close()
+    for bench in dnsrec.values():
+        bench.close()
 
     bundle_dir, bundle_bench = build_bundle(tmp)
     fw_dirs, fw_bench, fw_missing = firmware_programs(tmp, firmware_dirs)
@@ -276,7 +296,12 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
                 entry[f"shim/{peer}"] = shim / medians[peer]
         if "dnsshim_ares" in medians and "c-ares" in medians:
             entry["dnsshim_ares/c-ares"] = medians["dnsshim_ares"] / medians["c-ares"]
+        if "dnsshim dnsrec" in medians:
+            entry["dnsrec/c-ares dnsrec"] = (medians["dnsshim dnsrec"]
+                                             / medians["c-ares 1.34 dnsrec"])
+            entry["dnsrec/shim"] = medians["dnsshim dnsrec"] / shim
         result["messages"][name] = entry
+    result["dnsrec"] = "measured" if dnsrec else {"not measured": dnsrec_missing}
     result["bare_us"] = {k: statistics.median(v) * 1e6 for k, v in bare.items()}
     result["cold"] = {k: statistics.median(v) for k, v in cold.items()}
     result["cold_bundle"] = {k: statistics.median(v) for k, v in cold_bundle.items()}
@@ -305,6 +330,22 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
 
     shutil.rmtree(tmp, ignore_errors=True)  # the messages and the bundle
     return result
+
+
+def dnsrec_program(build: Path):
+    """tests/bench/ares_dnsrec_bench.c built against c-ares 1.34
+    (tests/cares_source.py: built once from its pinned source, cached):
+    (program, None), or (None, why) where that c-ares cannot be had."""
+    import cares_source
+    from dnsshim_build import pipeline
+
+    try:
+        cares = cares_source.library()
+    except Exception as e:  # no index to download it from, no cmake...
+        return None, f"c-ares 1.34 cannot be built here: {e}"
+    return pipeline.compile_program([HERE / "ares_dnsrec_bench.c"], build / "ares_dnsrec_bench",
+                                    against=cares.lib, libraries=("cares",),
+                                    flags=(f"-I{cares.include}",)), None
 
 
 def xz_size(folder: Path) -> int:
@@ -447,6 +488,16 @@ def table(result) -> str:
                      f"{cell('shim/from_wire', 16, '{:.2f}', e)}{cell('shim/dnslib', 13, '{:.2f}', e)}"
                      f"{cell('shim/c-ares', 13, '{:.0f}', e)}"
                      f"{cell('dnsshim_ares', 14)}{cell('dnsshim_ares/c-ares', 13, '{:.0f}', e)}")
+    if result.get("dnsrec") == "measured":
+        lines.append("")
+        lines.append(f"{'ares_dns_parse':<22}{'c-ares 1.34 µs':>16}{'dnsshim µs':>12}"
+                     f"{'dnsshim/c-ares':>16}{'dnsshim/shim':>14}")
+        for name, e in result["messages"].items():
+            m = e["median_us"]
+            lines.append(f"{name:<22}{m['c-ares 1.34 dnsrec']:>16.2f}{m['dnsshim dnsrec']:>12.1f}"
+                         f"{e['dnsrec/c-ares dnsrec']:>16.0f}{e['dnsrec/shim']:>14.2f}")
+    else:
+        lines.append(f"ares_dns_parse: not measured ({result['dnsrec']['not measured']})")
     b = result["bare_us"]
     lines.append("")
     lines.append(f"bare call, rejected before parsing (length -1): {b['reject (length -1)']:.3f} µs")
