@@ -665,8 +665,14 @@ typedef struct dns_shim_allocator {
 ** on purpose), what the C library allocates for itself (tzset reading
 ** /etc/localtime, qsort, dlopen), and, in the shared library and the
 ** bundle, cffi's backend's memory for the structs handed to callbacks (a
-** few blocks a message) and its modules' loading.  The firmware object
-** routes cffi's backend too: there nothing of a parse goes around the host.
+** few blocks a message) and its modules' loading.  There a parse that
+** imports a module from the runtime's files (the first record of a type
+** whose dnspython module is not loaded yet) also makes the C library
+** allocate for itself: opendir, once for each directory the import lists,
+** and, with glibc 2.41, strerror, twice for each file name it looks for in
+** vain (a few for each package).  The firmware object routes cffi's backend
+** too, and its modules are frozen: there nothing of a parse goes around the
+** host.
 **
 ** Returns DNS_SHIM_OK, or DNS_SHIM_ERR_BAD_ARGUMENT (changing nothing) for
 ** an unknown struct_size, a missing function, or a call once the runtime has

@@ -8,7 +8,11 @@
 **                                       malloc, calloc and realloc the
 **                                       library made around it (this program
 **                                       defines those, so that it sees every
-**                                       one, the runtime's included)
+**                                       one, the runtime's included); for
+**                                       each message, by where they come
+**                                       from: cffi's backend, the C
+**                                       library's strerror, the C library
+**                                       otherwise, anything else
 **   memory_limit limit BYTES BIG SMALL [ROUNDS]
 **                                       the limit set before the start (0:
 **                                       counting only), then ROUNDS times BIG
@@ -24,9 +28,12 @@
 **
 ** Prints one line per step; exit status 0, or 1 when a check failed.
 */
+#define _GNU_SOURCE 1 /* dladdr */
 #include "dns_shim.h"
 #include "tool_util.h"
 
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -38,37 +45,82 @@
 ** every call in the process comes here, the library's and its runtime's
 ** included), forwarding to glibc's own; a call made while the library
 ** works (watching) and not from the counting allocator below is counted as
-** one that went around it. */
+** one that went around it, and, while a message is parsed, by where it
+** comes from: the object of its caller, and for the C library's, whether
+** strerror is on the stack (dladdr names the frames). */
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void __libc_free(void *);
 
-static __thread int in_host = 0;
-static int watching = 0;
-static uint64_t around = 0;
+enum source {
+    FROM_CFFI,     /* cffi's backend (_cffi_backend): its ffi.new() memory */
+    FROM_STRERROR, /* the C library's strerror: the text of an errno */
+    FROM_LIBC,     /* the C library's own otherwise (opendir's DIR...) */
+    FROM_OTHER,    /* anything else: CPython, this library */
+    SOURCES
+};
+static const char *const source_names[SOURCES] = {"cffi", "strerror", "libc", "other"};
 
-static void went_around(void)
+static __thread int in_host = 0;
+static __thread int in_classify = 0;
+static int watching = 0;   /* 1: counted; 2: by source too */
+static int by_source_too = 0; /* count mode: the messages' by source */
+static uint64_t around = 0;
+static uint64_t by_source[SOURCES];
+
+static int object_is(const void *address, const char *name)
 {
-    if (watching && !in_host)
-        __atomic_add_fetch(&around, 1, __ATOMIC_RELAXED);
+    Dl_info info;
+    return dladdr(address, &info) != 0 && info.dli_fname != NULL &&
+           strstr(info.dli_fname, name) != NULL;
+}
+
+static enum source source_of(const void *caller)
+{
+    void *frames[12];
+    int i, n;
+    if (object_is(caller, "/_cffi_backend"))
+        return FROM_CFFI;
+    if (!object_is(caller, "/libc.so"))
+        return FROM_OTHER;
+    n = backtrace(frames, 12);
+    for (i = 0; i < n; i++) {
+        Dl_info info;
+        if (dladdr(frames[i], &info) != 0 && info.dli_sname != NULL &&
+            strncmp(info.dli_sname, "strerror", 8) == 0)
+            return FROM_STRERROR;
+    }
+    return FROM_LIBC;
+}
+
+static void went_around(const void *caller)
+{
+    if (!watching || in_host || in_classify)
+        return;
+    __atomic_add_fetch(&around, 1, __ATOMIC_RELAXED);
+    if (watching == 2) {
+        in_classify = 1;
+        __atomic_add_fetch(&by_source[source_of(caller)], 1, __ATOMIC_RELAXED);
+        in_classify = 0;
+    }
 }
 
 void *malloc(size_t n)
 {
-    went_around();
+    went_around(__builtin_return_address(0));
     return __libc_malloc(n);
 }
 
 void *calloc(size_t n, size_t m)
 {
-    went_around();
+    went_around(__builtin_return_address(0));
     return __libc_calloc(n, m);
 }
 
 void *realloc(void *p, size_t n)
 {
-    went_around();
+    went_around(__builtin_return_address(0));
     return __libc_realloc(p, n);
 }
 
@@ -170,7 +222,7 @@ static int32_t parse(const char *path)
     int32_t rc;
     if (wire == NULL)
         exit(2);
-    watching = 1;
+    watching = by_source_too ? 2 : 1;
     memset(&cb, 0, sizeof cb);
     cb.struct_size = sizeof cb;
     cb.sections = DNS_SHIM_SECTION_ANSWER | DNS_SHIM_SECTION_AUTHORITY |
@@ -202,6 +254,9 @@ int main(int argc, char **argv)
 
     if (argc >= 3 && strcmp(argv[1], "count") == 0) {
         int32_t rc;
+        void *frames[1];
+        uint64_t s0[SOURCES], s1[SOURCES];
+        int s;
         printf("set_allocator %d\n", (int)use_counting_allocator());
         watching = 1;
         rc = dns_shim_init();
@@ -211,12 +266,22 @@ int main(int argc, char **argv)
         a0 = __atomic_load_n(&around, __ATOMIC_RELAXED);
         printf("start-up: %" PRIu64 " allocations, %lld bytes held, %" PRIu64 " around it\n",
                c0, h0, a0);
+        backtrace(frames, 1); /* loads its unwinder now, not in a parse */
+        by_source_too = 1;
+        for (s = 0; s < SOURCES; s++)
+            s0[s] = __atomic_load_n(&by_source[s], __ATOMIC_RELAXED);
         for (i = 2; i < argc; i++) {
             rc = parse(argv[i]);
             snapshot(&c1, &h1);
             a1 = __atomic_load_n(&around, __ATOMIC_RELAXED);
-            printf("%s: status %d, %" PRIu64 " allocations, %" PRIu64 " around it\n", argv[i],
+            printf("%s: status %d, %" PRIu64 " allocations, %" PRIu64 " around it (", argv[i],
                    (int)rc, c1 - c0, a1 - a0);
+            for (s = 0; s < SOURCES; s++) {
+                s1[s] = __atomic_load_n(&by_source[s], __ATOMIC_RELAXED);
+                printf("%s%s %" PRIu64, s ? ", " : "", source_names[s], s1[s] - s0[s]);
+                s0[s] = s1[s];
+            }
+            printf(")\n");
             c0 = c1;
             a0 = a1;
         }
