@@ -6,7 +6,9 @@ The symbols file is never edited by hand: each library's export list
 A symbol of node PREFIX_X.Y gets the minimal version X.Y.0 (the release that
 added the node); the node itself is listed too (dpkg-gensymbols reports it
 as NODE@NODE); an export list without nodes (c-ares's unversioned names)
-gives NAME@Base at --unversioned-since.
+gives NAME@Base at the release its library first shipped in (LIBRARIES), or
+at the release a ``/* X.Y */`` comment line above it in the export list
+names (what a later release appends there).
 
     debian/gensymbols.py                 # print the file
     debian/gensymbols.py --write         # (re)write debian/libdnsshim1.symbols
@@ -52,6 +54,22 @@ def version_nodes(text: str) -> dict:
     return nodes
 
 
+def release_marks(text: str) -> dict:
+    """{symbol: "X.Y.0"} for the unversioned symbols that follow a comment
+    naming a release on its own line (``/* 1.3 */``), as the public header
+    marks what a release appends: the release that added them."""
+    marks, current = {}, None
+    for line in text.splitlines():
+        m = re.fullmatch(r"\s*/\*\s*(\d+)\.(\d+)\s*\*/\s*", line)
+        if m:
+            current = f"{m.group(1)}.{m.group(2)}.0"
+            continue
+        name = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*;\s*", line)
+        if name and current:
+            marks[name.group(1)] = current
+    return marks
+
+
 def node_version(node: str) -> str:
     m = re.fullmatch(r"[A-Z][A-Z0-9_]*_(\d+)\.(\d+)", node)
     if not m:
@@ -64,7 +82,9 @@ def symbols_text(root: Path = ROOT, unversioned_since: dict | None = None) -> st
     for soname, map_path, since in LIBRARIES:
         if unversioned_since and soname in unversioned_since:
             since = unversioned_since[soname]
-        nodes = version_nodes((root / map_path).read_text(encoding="utf-8"))
+        map_text = (root / map_path).read_text(encoding="utf-8")
+        nodes = version_nodes(map_text)
+        marks = release_marks(map_text)
         out.append(f"{soname} {PACKAGE} #MINVER#")
         out.append(f"* Build-Depends-Package: {DEV_PACKAGE}")
         lines = []
@@ -77,7 +97,7 @@ def symbols_text(root: Path = ROOT, unversioned_since: dict | None = None) -> st
                 if since is None:
                     raise SystemExit(f"{map_path}: unversioned exports, but no minimal version "
                                      "for them (LIBRARIES)")
-                lines += [(f"{n}@Base", since) for n in names]
+                lines += [(f"{n}@Base", marks.get(n, since)) for n in names]
         # dpkg-gensymbols's order: sorted by name
         out += [f" {name} {version}" for name, version in sorted(lines)]
     return "\n".join(out) + "\n"

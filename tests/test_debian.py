@@ -84,6 +84,10 @@ def test_symbols_file_is_the_export_lists():
         assert f" {node}@{node} {since}\n" in symbols
         for name in names:
             assert f" {name}@{node} {since}\n" in symbols
+    # c-ares's unversioned names: the release the c-ares layer first shipped
+    # in, and ares_dns_parse the one that added it.
+    assert " ares_parse_a_reply@Base 1.1.0\n" in symbols
+    assert " ares_dns_parse@Base 1.3.0\n" in symbols
 
 
 # ---- the build ---------------------------------------------------------------------
