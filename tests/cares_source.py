@@ -5,8 +5,9 @@ inputs.
 
     cares = library()       # Cares: .lib (libcares.so.2's folder), .include, .source
     program = arestest()    # c-ares's test suite, with its own libcares.so.2 beside it
+    site = pycares()        # pycares from the same sdist, on library()'s libcares.so.2
 
-    python tests/cares_source.py [--arestest]   the same from a shell: prints the paths
+    python tests/cares_source.py [--arestest] [--pycares]   the same from a shell: prints the paths
 
 The source is c-ares as pycares's source distribution carries it
 (``deps/c-ares``): the version and the sha256 of that file are pinned in one
@@ -19,8 +20,9 @@ folder beside its place and renamed into place whole, so an interrupted or
 concurrent run never leaves a half-made one there.
 
 A build needs cmake and a C compiler; arestest also needs a C++ compiler and
-GoogleTest with GoogleMock (Debian: libgtest-dev, libgmock-dev).  The
-download needs PyPI (pip, as configured here): where the sdist is neither
+GoogleTest with GoogleMock (Debian: libgtest-dev, libgmock-dev); pycares
+needs pip and its build requirements (setuptools, wheel, cffi) from PyPI.
+The download needs PyPI (pip, as configured here): where the sdist is neither
 cached nor downloadable, :class:`Unavailable` says why.
 """
 
@@ -236,6 +238,46 @@ def arestest() -> Path:
     return _into_place(final, build) / "bin" / "arestest"
 
 
+def pycares(python=None) -> Path:
+    """pycares from the pinned sdist, its extension linked against
+    :func:`library`'s libcares.so.2 (``PYCARES_USE_SYSTEM_LIB=1``, with that
+    c-ares's headers, ``-L`` and a run path to its lib) rather than the
+    static c-ares it builds by default, installed by pip (``--target``) into
+    the cache, keyed by the Python it was built with (its version and
+    cffi's: cffi's generated C is built for them); returns the folder to put
+    on ``PYTHONPATH``.  It runs with that Python's cffi."""
+    python = str(python or sys.executable)
+    cares = library()
+    tag = subprocess.run(
+        [python, "-c", "import sys, cffi; print(sys.implementation.cache_tag, cffi.__version__)"],
+        capture_output=True, text=True, check=True).stdout.split()
+    pinned = lock()["sdist"]
+    final = home() / f"{pinned['package']}-{pinned['version']}-{tag[0]}-cffi{tag[1]}-" \
+                     f"{_options_key((str(cares.prefix), *LIBRARY_OPTIONS))}"
+
+    def build(tmp: Path) -> Path:
+        log = tmp / "build.log"
+        env = {**os.environ, "PYCARES_USE_SYSTEM_LIB": "1",
+               "CFLAGS": f"-I{cares.include}",
+               "LDFLAGS": f"-L{cares.lib} -Wl,-rpath,{cares.lib}"}
+        cmd = [python, "-m", "pip", "install", "--no-deps", "--no-cache-dir",
+               "--disable-pip-version-check", "--target", str(tmp / "site"), str(sdist())]
+        with open(log, "a") as out:
+            out.write("$ " + " ".join(cmd) + "\n")
+            out.flush()
+            result = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    timeout=1800)
+        if result.returncode != 0:
+            text = log.read_text(errors="replace")
+            tail = "\n".join(text.splitlines()[-30:])
+            if "No matching distribution found" in text:
+                raise Unavailable(f"pip could not install pycares's build requirements:\n{tail}")
+            raise RuntimeError(f"pycares build failed:\n{tail}")
+        return tmp / "site"
+
+    return _into_place(final, build)
+
+
 def gtest_found() -> bool:
     """GoogleTest and GoogleMock's headers and CMake package, as arestest's
     build looks for them."""
@@ -367,6 +409,8 @@ def main() -> None:
     print(built.lib, built.include, built.source, sep="\n")
     if "--arestest" in sys.argv[1:]:
         print(arestest())
+    if "--pycares" in sys.argv[1:]:
+        print(pycares())
     print(f"cache: {cache_size() / 1e6:.1f} MB under {home()}", file=sys.stderr)
 
 

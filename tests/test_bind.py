@@ -13,6 +13,7 @@ compared with what dig prints for the same server.
 Skipped where named is not installed, except in CI (.ci/run installs bind9).
 """
 
+import contextlib
 import os
 import shutil
 import socket
@@ -99,16 +100,17 @@ def _stop(proc) -> None:
         proc.wait(timeout=15)
 
 
-@pytest.fixture(scope="module")
-def named(tmp_path_factory):
-    """named on 127.0.0.1:<port>, stopped afterwards; yields the port.
+@contextlib.contextmanager
+def serving(d, zone: str = ZONE):
+    """named on 127.0.0.1:<port> from the folder d (configuration, log, pid
+    file), authoritative for example.test and closed.test, both from the
+    text zone (origin-relative names), stopped on exit; yields the port.
 
     named cannot be asked for port 0 and say which it got, so a free port is
     found and handed over; another process may take it in between, and then
     named exits at once: a new port is tried, up to five times."""
     program = _named()
-    d = tmp_path_factory.mktemp("named")
-    (d / "example.test.db").write_text(ZONE)
+    (d / "example.test.db").write_text(zone)
     for attempt in range(5):
         port = _free_port()
         (d / "named.conf").write_text(_named_conf(d, port))
@@ -134,6 +136,13 @@ def named(tmp_path_factory):
         yield port
     finally:
         _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory):
+    """named serving ZONE (:func:`serving`); yields the port."""
+    with serving(tmp_path_factory.mktemp("named")) as port:
+        yield port
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,356 @@
+"""A real c-ares 1.34 program resolving through a real server, with and
+without libdnsshim_ares: pycares 5, BIND 9.
+
+* pycares 5.2.1 is built from the same pinned sdist as the ``cares134``
+  fixture's c-ares (tests/cares_source.py, :func:`cares_source.pycares`),
+  against that c-ares 1.34.9 as a shared library, not the static copy
+  pycares builds by default: its extension needs libcares.so.2 and finds
+  the cached one through its run path, and defines no ``ares_*`` function.
+* named (tests/test_bind.py's :func:`test_bind.serving`) serves ZONE on
+  loopback: addresses, MX, TXT, SRV, NAPTR, a CNAME chain, CAA, URI, HTTPS,
+  TLSA, PTR, NS, SOA, a name that does not exist and a type a name does not
+  have.
+* PROGRAM, run by the Python running the tests, asks it every question of
+  QUERIES over UDP and over TCP (a channel each, c-ares's event thread, as
+  pycares runs it by default) and prints every record of every answer,
+  every section, one per line, sorted.  It is run plainly and with
+  libdnsshim_ares preloaded: the lines are the same, and they are the
+  zone's (EXPECTED).
+* In the preloaded run, every message c-ares parses goes through
+  libdnsshim_ares's ``ares_dns_parse``, that is through dnspython in
+  libdnsshim's guest in the program's interpreter (shim/guest.py): PROGRAM
+  wraps the guest's private ``shim.ares_dnsrec.run`` (reached as
+  ``_dnsshim_cffi.__dnsshim_guest__.modules``) and the test checks that it
+  was handed named's reply to every question over both transports, each
+  parsed with status 0.  In the plain run the guest is not there at all.
+
+The preload is ``LD_PRELOAD="libdnsshim_ares.so.1 <cares134>/libcares.so.2"``:
+CPython loads an extension module with RTLD_LOCAL, so the libcares.so.2
+that pycares's extension needs is not in the process's global scope, and
+libdnsshim_ares, which looks for c-ares's record builders there, finds none:
+with libdnsshim_ares alone every ``ares_dns_parse`` returns ARES_ENOTIMP and
+every query fails (:func:`test_preloaded_alone`, expected to fail until
+libdnsshim_ares finds the c-ares that called it).  Preloading the same file
+pycares's extension needs puts it in the global scope; the extension's
+NEEDED entry is then that library, loaded once.
+
+Measured on the project's test machine (2 cores, shared), with c-ares 1.34
+already built and cached by the ``cares134`` fixture: about 12 s the first
+time (5 s of it building pycares: pip fetches setuptools, wheel and cffi
+into an isolated build environment), then about 7 s (the library's build
+for the ``built`` fixture and named's start included).
+"""
+
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+
+import dns.message
+import pytest
+
+import cares_source
+from conftest import require_download
+from test_bind import serving
+
+pytestmark = pytest.mark.python_independent
+
+ZONE = r"""$TTL 300
+@          IN SOA   ns.example.test. hostmaster.example.test. 2026120401 3600 900 604800 300
+@          IN NS    ns.example.test.
+@          IN MX    10 mail.example.test.
+@          IN MX    20 backup.example.test.
+@          IN CAA   0 issue "ca.example.net"
+@          IN CAA   128 iodef "mailto:security@example.test"
+ns         IN A     127.0.0.1
+www        IN A     192.0.2.1
+www        IN A     192.0.2.2
+www        IN AAAA  2001:db8::1
+www        IN AAAA  2001:db8::53
+mail       IN A     192.0.2.25
+backup     IN A     192.0.2.26
+sip        IN A     192.0.2.60
+sip2       IN A     192.0.2.61
+txt        IN TXT   "v=spf1 -all"
+txt        IN TXT   "two" "strings"
+txt        IN TXT   "quote \" semicolon \; octet \255"
+_sip._udp  IN SRV   10 60 5060 sip.example.test.
+_sip._udp  IN SRV   20 0 5061 sip2.example.test.
+naptr      IN NAPTR 100 10 "S" "SIP+D2U" "" _sip._udp.example.test.
+naptr      IN NAPTR 102 10 "U" "E2U+sip" "!^.*$!sip:info@example.test!" .
+alias1     IN CNAME alias2
+alias2     IN CNAME www
+_http._tcp IN URI   10 1 "https://www.example.test/"
+svc        IN HTTPS 1 . alpn="h2,h3" port=8443 ipv4hint=192.0.2.1
+_443._tcp.www IN TLSA 3 1 1 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+ptr        IN PTR   www.example.test.
+"""
+
+#: (name, type) PROGRAM asks, over UDP and over TCP.
+QUERIES = [
+    ("www.example.test", "A"), ("www.example.test", "AAAA"), ("example.test", "MX"),
+    ("txt.example.test", "TXT"), ("_sip._udp.example.test", "SRV"),
+    ("naptr.example.test", "NAPTR"), ("alias1.example.test", "A"),
+    ("alias1.example.test", "CNAME"), ("example.test", "CAA"),
+    ("_http._tcp.example.test", "URI"), ("svc.example.test", "HTTPS"),
+    ("_443._tcp.www.example.test", "TLSA"), ("ptr.example.test", "PTR"),
+    ("example.test", "NS"), ("example.test", "SOA"),
+    ("nothing.example.test", "A"),   # NXDOMAIN
+    ("txt.example.test", "AAAA"),    # the name is there, the type is not
+]
+
+#: Lines PROGRAM must print over both transports: the zone's values as
+#: pycares gives them (its record classes' fields), at least these.
+EXPECTED = [
+    "www.example.test A | answer www.example.test A 300 addr='192.0.2.1'",
+    "www.example.test A | answer www.example.test A 300 addr='192.0.2.2'",
+    "www.example.test AAAA | answer www.example.test AAAA 300 addr='2001:db8::53'",
+    "example.test MX | answer example.test MX 300 priority=20 exchange='backup.example.test'",
+    "example.test MX | additional mail.example.test A 300 addr='192.0.2.25'",
+    "txt.example.test TXT | answer txt.example.test TXT 300 data=b'v=spf1 -all'",
+    "txt.example.test TXT | answer txt.example.test TXT 300 data=b'twostrings'",
+    "txt.example.test TXT | answer txt.example.test TXT 300 "
+    "data=b'quote \" semicolon ; octet \\xff'",
+    "_sip._udp.example.test SRV | answer _sip._udp.example.test SRV 300 priority=10 weight=60 "
+    "port=5060 target='sip.example.test'",
+    "naptr.example.test NAPTR | answer naptr.example.test NAPTR 300 order=102 preference=10 "
+    "flags='U' service='E2U+sip' regexp='!^.*$!sip:info@example.test!' replacement=''",
+    "alias1.example.test A | answer alias1.example.test CNAME 300 cname='alias2.example.test'",
+    "alias1.example.test A | answer alias2.example.test CNAME 300 cname='www.example.test'",
+    "alias1.example.test A | answer www.example.test A 300 addr='192.0.2.2'",
+    "example.test CAA | answer example.test CAA 300 critical=128 tag='iodef' "
+    "value='mailto:security@example.test'",
+    "_http._tcp.example.test URI | answer _http._tcp.example.test URI 300 priority=10 weight=1 "
+    "target='https://www.example.test/'",
+    "_443._tcp.www.example.test TLSA | answer _443._tcp.www.example.test TLSA 300 cert_usage=3 "
+    "selector=1 matching_type=1 cert_association_data=b'\\x01#Eg\\x89\\xab\\xcd\\xef\\x01#Eg"
+    "\\x89\\xab\\xcd\\xef\\x01#Eg\\x89\\xab\\xcd\\xef\\x01#Eg\\x89\\xab\\xcd\\xef'",
+    "svc.example.test HTTPS | answer svc.example.test HTTPS 300 priority=1 target='' "
+    "params=[(1, b'\\x02h2\\x02h3'), (3, b' \\xfb'), (4, b'\\xc0\\x00\\x02\\x01')]",
+    "example.test NS | answer example.test NS 300 nsdname='ns.example.test'",
+    "ptr.example.test PTR | answer ptr.example.test PTR 300 dname='www.example.test'",
+    "example.test SOA | answer example.test SOA 300 mname='ns.example.test' "
+    "rname='hostmaster.example.test' serial=2026120401 refresh=3600 retry=900 expire=604800 "
+    "minimum=300",
+    "nothing.example.test A | error ARES_ENOTFOUND",
+    "txt.example.test AAAA | error ARES_ENODATA",
+]
+
+#: A reply the resolver dropped would be asked again and time out:
+#: every answer is here well within it.
+TIMEOUT = 4.0
+
+PROGRAM = r'''
+import dataclasses, json, sys, time
+import pycares
+
+args = json.loads(sys.argv[1])
+TYPES = {getattr(pycares, n): n[len("QUERY_TYPE_"):] for n in dir(pycares)
+         if n.startswith("QUERY_TYPE_")}
+ERRORS = {v: k for k, v in vars(pycares.errno).items() if k.startswith("ARES_")}
+
+
+def record(section, rr):
+    fields = " ".join(f"{f.name}={getattr(rr.data, f.name)!r}"
+                      for f in dataclasses.fields(rr.data))
+    return f"{section} {rr.name} {TYPES.get(rr.type, rr.type)} {rr.ttl} {fields}".rstrip()
+
+
+def ask(flags, queries):
+    """Every query on a channel of its own (c-ares's event thread): the
+    lines of its answers."""
+    channel = pycares.Channel(servers=[f"127.0.0.1:{args['port']}"], timeout=args["timeout"],
+                              tries=1, flags=flags)
+    lines = []
+
+    def done(key):
+        def callback(result, error):
+            if error is not None:
+                lines.append(f"{key} | error {ERRORS.get(error, error)}")
+                return
+            for section in ("answer", "authority", "additional"):
+                for rr in getattr(result, section):
+                    lines.append(f"{key} | {record(section, rr)}")
+        return callback
+
+    for name, rdtype in queries:
+        channel.query(name, getattr(pycares, "QUERY_TYPE_" + rdtype),
+                      callback=done(f"{name} {rdtype}"))
+    finished = channel.wait(args["timeout"] * 3)
+    channel.close()
+    assert finished, "queries still pending"
+    return sorted(lines)
+
+
+def guest_parser():
+    """libdnsshim's private shim.ares_dnsrec, where libdnsshim_ares runs
+    (None where it was not loaded)."""
+    own = sys.modules.get("_dnsshim_cffi")
+    guest = getattr(own, "__dnsshim_guest__", None)
+    return None if guest is None else guest.modules["shim.ares_dnsrec"]
+
+
+# One question first: libdnsshim_ares starts its runtime at the first parse.
+started = time.monotonic()
+ask(0, [("ns.example.test", "A")])
+parser = guest_parser()
+seen = []
+if parser is not None:
+    run = parser.run
+
+    def observed(ffi, buf, length, flags, out, out_token, runtime=None):
+        wire = bytes(ffi.buffer(buf, length)) if length > 0 else b""
+        run(ffi, buf, length, flags, out, out_token, runtime)
+        seen.append([wire.hex(), out.status])
+
+    parser.run = observed
+lines = {"udp": ask(0, args["queries"]), "tcp": ask(pycares.ARES_FLAG_USEVC, args["queries"])}
+elapsed = time.monotonic() - started
+if parser is not None:
+    parser.run = run
+maps = open("/proc/self/maps").read().split()
+print(json.dumps({
+    "lines": lines, "elapsed": elapsed, "seen": seen, "guest": parser is not None,
+    "version": [pycares.__version__, pycares.ARES_VERSION],
+    "libcares": sorted({p for p in maps if "libcares.so" in p}),
+}))
+'''
+
+
+@pytest.fixture(scope="module")
+def pycares_site(cares134):
+    """pycares 5 on cares134's libcares.so.2: the folder for PYTHONPATH."""
+    try:
+        return cares_source.pycares()
+    except cares_source.Unavailable as why:
+        require_download(str(why))
+
+
+@pytest.fixture(scope="module")
+def bind(tmp_path_factory):
+    """named serving ZONE on loopback, checked first: its port."""
+    d = tmp_path_factory.mktemp("named")
+    (d / "zone").write_text(ZONE)
+    check = subprocess.run(["named-checkzone", "-k", "fail", "-n", "fail", "example.test",
+                            str(d / "zone")], capture_output=True, text=True)
+    assert check.returncode == 0 and "has no address records" not in check.stdout, check.stdout
+    with serving(d, ZONE) as port:
+        yield port
+
+
+def _run(site, port, preload=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    env.pop("LD_PRELOAD", None)
+    if preload:
+        env["LD_PRELOAD"] = str(preload)
+    return subprocess.run([sys.executable, "-c", PROGRAM, json.dumps(
+        {"port": port, "timeout": TIMEOUT, "queries": QUERIES})],
+        capture_output=True, text=True, timeout=120, env=env, cwd="/")
+
+
+def run_program(site, port, preload=None) -> dict:
+    """PROGRAM's report: it exited 0 and said nothing on stderr."""
+    result = _run(site, port, preload)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stderr == ""
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def plain(pycares_site, bind):
+    return run_program(pycares_site, bind)
+
+
+@pytest.fixture(scope="module")
+def preloaded(pycares_site, bind, built, cares134):
+    """The program with libdnsshim_ares preloaded, and cares134's
+    libcares.so.2 after it (see :func:`test_preloaded_alone`): the very
+    file pycares's extension needs, loaded once."""
+    return run_program(pycares_site, bind,
+                       f"{built.dir / 'libdnsshim_ares.so.1'} {cares134.lib / 'libcares.so.2'}")
+
+
+def test_pycares_is_built_on_cares134(pycares_site, cares134, plain):
+    [extension] = (pycares_site / "pycares").glob("_cares*.so")
+    ldd = subprocess.run(["ldd", str(extension)], capture_output=True, text=True,
+                         check=True).stdout
+    found = re.search(r"libcares\.so\.2 => (\S+) ", ldd)
+    assert found and os.path.realpath(found.group(1)) == \
+        os.path.realpath(cares134.lib / "libcares.so.2"), ldd
+    # no c-ares of its own inside: every ares_ function comes from libcares.so.2
+    symbols = subprocess.run(["nm", "-D", str(extension)], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    ares = [line.split() for line in symbols if line.split()[-1].startswith("ares_")]
+    assert ares and all(fields[0] == "U" for fields in ares), ares
+    # and at run time: c-ares 1.34.9, the cached one, in the program
+    assert plain["version"] == [cares_source.lock()["sdist"]["version"],
+                                cares134.version] == ["5.2.1", "1.34.9"]
+    assert [os.path.realpath(p) for p in plain["libcares"]] == \
+        [os.path.realpath(cares134.lib / "libcares.so.2")]
+
+
+@pytest.mark.parametrize("transport", ["udp", "tcp"])
+def test_plain_answers_are_the_zones(plain, transport):
+    lines = plain["lines"][transport]
+    missing = [line for line in EXPECTED if line not in lines]
+    assert not missing, "\n".join(lines)
+    # every question was answered, none timed out
+    asked = {line.split(" | ")[0] for line in lines}
+    assert asked == {f"{name} {rdtype}" for name, rdtype in QUERIES}
+    assert not [line for line in lines if "ARES_ETIMEOUT" in line or "ARES_ECONNREFUSED" in line]
+    assert plain["elapsed"] < TIMEOUT
+    assert plain["guest"] is False and plain["seen"] == []
+
+
+def test_preloaded_answers_are_the_same(plain, preloaded):
+    assert preloaded["lines"] == plain["lines"]
+    assert preloaded["version"] == plain["version"]
+    assert preloaded["libcares"] == plain["libcares"]
+    assert preloaded["elapsed"] < TIMEOUT
+
+
+def test_preloaded_replies_went_through_dnspython(preloaded):
+    """Every reply c-ares read in the preloaded run (each question, over
+    UDP and over TCP) was parsed by libdnsshim's shim.ares_dnsrec, with
+    status 0 (ARES_SUCCESS)."""
+    assert preloaded["guest"] is True
+    replies = [(dns.message.from_wire(bytes.fromhex(wire)), status)
+               for wire, status in preloaded["seen"]
+               if dns.message.from_wire(bytes.fromhex(wire)).flags & dns.flags.QR]
+    assert len(replies) >= 2 * len(QUERIES)
+    assert all(status == 0 for _, status in replies)
+    answered = collections.Counter(f"{m.question[0].name.to_text(omit_final_dot=True)} "
+                                   f"{dns.rdatatype.to_text(m.question[0].rdtype)}"
+                                   for m, _ in replies)
+    assert set(answered) == {f"{name} {rdtype}" for name, rdtype in QUERIES}
+    assert min(answered.values()) >= 2  # over UDP and over TCP
+    # named's own replies: the NXDOMAIN ones with the zone's SOA
+    nxdomain = [m for m, _ in replies if m.question[0].name.to_text() == "nothing.example.test."]
+    assert nxdomain and all(m.rcode() == dns.rcode.NXDOMAIN and m.flags & dns.flags.AA
+                            and [r.rdtype for r in m.authority] == [dns.rdatatype.SOA]
+                            for m in nxdomain)
+    # c-ares parses its own queries too (copying them): every parse succeeded
+    assert [status for _, status in preloaded["seen"]] == [0] * len(preloaded["seen"])
+
+
+class NoCaresFound(Exception):
+    """libdnsshim_ares said it found no c-ares in the process."""
+
+
+@pytest.mark.xfail(strict=True, raises=NoCaresFound, reason=(
+    "CPython loads pycares's extension with RTLD_LOCAL, so its libcares.so.2 is not in the "
+    "process's global scope, where libdnsshim_ares looks for c-ares's record builders "
+    "(dlsym RTLD_NEXT, then RTLD_DEFAULT): every ares_dns_parse, which c-ares's own calls "
+    "reach through the global scope, returns ARES_ENOTIMP and every query fails"))
+def test_preloaded_alone(pycares_site, bind, built, plain):
+    """With only libdnsshim_ares in LD_PRELOAD, as README.md says to turn it
+    on, pycares gets the same answers (expected to fail, for that reason
+    only, until libdnsshim_ares finds the c-ares that called it)."""
+    result = _run(pycares_site, bind, built.dir / "libdnsshim_ares.so.1")
+    if "ares_dns_parse: no c-ares 1.22 or later is loaded in this process" in result.stderr:
+        raise NoCaresFound(result.stderr[-2000:])
+    assert result.returncode == 0 and result.stderr == "", result.stderr[-4000:]
+    alone = json.loads(result.stdout)
+    assert alone["lines"] == plain["lines"] and alone["guest"] is True
