@@ -15,11 +15,13 @@
 ** parser has them check (the opcode, the rcode, each type and class), so
 ** those answers are c-ares's.
 **
-** Which c-ares: found once, from the next definition of ares_dns_record_create
-** after this library (else the first in the process), and its ares_version.
-** A c-ares older than 1.28 (no ares_dns_rr_add_abin: TXT strings as an
-** array), or none at all, gets ARES_ENOTIMP, and the first such call one
-** log line naming what was found.
+** Which c-ares: the one the caller reaches (libcares itself, when its
+** resolver calls; loaded RTLD_LOCAL too, as a Python extension's c-ares
+** is), else the next definition of ares_dns_record_create after this
+** library, else the first in the process; found once per calling object,
+** with its ares_version.  A c-ares older than 1.28 (no ares_dns_rr_add_abin:
+** TXT strings as an array), or none at all, gets ARES_ENOTIMP, and the
+** first such call one log line naming what was found.
 */
 #define _GNU_SOURCE 1
 #include "ares/dnsshim_ares_internal.h"
@@ -67,18 +69,39 @@ struct dnsshim_ares__builders {
     int (*add_abin)(void *, int, const unsigned char *, size_t);
     int (*set_opt)(void *, int, unsigned short, const unsigned char *, size_t);
 };
-static struct dnsshim_ares__builders dnsshim_ares__cares;
-static void *(*dnsshim_ares__duplicate)(const void *);
 
-static pthread_once_t dnsshim_ares__cares_once = PTHREAD_ONCE_INIT;
-static int dnsshim_ares__cares_found = 0;
-/* Why not, when not: logged by the first ares_dns_parse (a program of an
-** older c-ares that only calls the classic parsers hears nothing). */
-static char dnsshim_ares__cares_missing[512];
-/* Whether c-ares's own calls of ares_dns_parse reach this definition (its
-** resolver's, its classic parsers'): found once by a probe. */
-static int dnsshim_ares__interposed = 0;
+/* One c-ares library of the process: its builders, whether its own calls of
+** ares_dns_parse reach this definition (dnsshim_ares__probe), and why it
+** cannot be used when it cannot. */
+typedef struct dnsshim_ares__cares_lib {
+    const void *base; /* its load address (Dl_info's dli_fbase) */
+    struct dnsshim_ares__builders b;
+    void *(*duplicate)(const void *);
+    int usable;
+    int interposed;
+    int logged;
+    char why[512];
+} dnsshim_ares__cares_lib;
+
+/* The c-ares libraries seen, and which one each caller's object uses: a
+** process may hold more than one (a program's, and a Python extension's
+** loaded RTLD_LOCAL), and a record must be made by the c-ares that will use
+** it.  Entries are never removed: a library found stays open (its handle is
+** kept), so its builders stay callable. */
+#define DNSSHIM_ARES__LIBS 8
+#define DNSSHIM_ARES__CALLERS 32
+static dnsshim_ares__cares_lib dnsshim_ares__libs[DNSSHIM_ARES__LIBS];
+static size_t dnsshim_ares__nlibs = 0;
+static struct {
+    const void *base;
+    dnsshim_ares__cares_lib *lib; /* NULL: no c-ares from there */
+} dnsshim_ares__callers[DNSSHIM_ARES__CALLERS];
+static size_t dnsshim_ares__ncallers = 0;
+static pthread_mutex_t dnsshim_ares__libs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t dnsshim_ares__none_once = PTHREAD_ONCE_INIT;
+
 static __thread int dnsshim_ares__probing = 0;
+static __thread int dnsshim_ares__probe_reached = 0;
 
 /* Does c-ares call this ares_dns_parse itself?  ares_dns_record_duplicate
 ** writes a record and parses it again: with a one-question record, and
@@ -86,54 +109,61 @@ static __thread int dnsshim_ares__probing = 0;
 ** whether that call arrived here.  It does when this library comes before
 ** c-ares in the lookup order and c-ares calls the function through its
 ** PLT, as c-ares's shared library does. */
-static void dnsshim_ares__probe(void)
+static int dnsshim_ares__probe(const dnsshim_ares__cares_lib *lib)
 {
     void *rec = NULL, *copy;
-    if (dnsshim_ares__duplicate == NULL ||
-        dnsshim_ares__cares.create(&rec, 0, 0, 0, 0) != DNSSHIM_ARES_SUCCESS)
-        return;
-    if (dnsshim_ares__cares.query_add(rec, "probe.invalid", 1, 1) == DNSSHIM_ARES_SUCCESS) {
+    if (lib->duplicate == NULL || lib->b.create(&rec, 0, 0, 0, 0) != DNSSHIM_ARES_SUCCESS)
+        return 0;
+    dnsshim_ares__probe_reached = 0;
+    if (lib->b.query_add(rec, "probe.invalid", 1, 1) == DNSSHIM_ARES_SUCCESS) {
         dnsshim_ares__probing = 1;
-        copy = dnsshim_ares__duplicate(rec);
+        copy = lib->duplicate(rec);
         dnsshim_ares__probing = 0;
         if (copy != NULL)
-            dnsshim_ares__cares.destroy(copy);
+            lib->b.destroy(copy);
     }
-    dnsshim_ares__cares.destroy(rec);
+    lib->b.destroy(rec);
+    return dnsshim_ares__probe_reached;
 }
 
 /* One builder from the handle into its field (POSIX's idiom for a
 ** function pointer from dlsym); *missing names it when it is not there. */
 #define DNSSHIM_ARES__FIND(field, name)                                        \
     do {                                                                       \
-        *(void **)&dnsshim_ares__cares.field = dlsym(handle, name);            \
-        if (dnsshim_ares__cares.field == NULL && missing == NULL)              \
+        *(void **)&lib->b.field = dlsym(handle, name);                         \
+        if (lib->b.field == NULL && missing == NULL)                           \
             missing = name;                                                    \
     } while (0)
 
-static void dnsshim_ares__find_cares(void)
+/* The c-ares library whose ares_dns_record_create is `create`, its entry
+** made on first sight (the lock held), or NULL when the table is full. */
+static dnsshim_ares__cares_lib *dnsshim_ares__lib(void *create)
 {
-    void *create = dlsym(RTLD_NEXT, "ares_dns_record_create");
-    void *handle;
+    dnsshim_ares__cares_lib *lib;
     Dl_info info;
+    void *handle;
     const char *missing = NULL, *text;
+    size_t i;
     int number = 0;
 
-    if (create == NULL)
-        create = dlsym(RTLD_DEFAULT, "ares_dns_record_create");
-    if (create == NULL || dladdr(create, &info) == 0 || info.dli_fname == NULL) {
-        snprintf(dnsshim_ares__cares_missing, sizeof dnsshim_ares__cares_missing,
-                 "ares_dns_parse: no c-ares 1.22 or later is loaded in this process (no "
-                 "ares_dns_record_create); returning ARES_ENOTIMP: link the program with "
-                 "c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later");
-        return;
-    }
-    /* The library that defines it, already loaded: its builders, not
-    ** another copy's.  The handle is kept: it holds that library in the
+    if (dladdr(create, &info) == 0 || info.dli_fname == NULL)
+        return NULL;
+    for (i = 0; i < dnsshim_ares__nlibs; i++)
+        if (dnsshim_ares__libs[i].base == info.dli_fbase)
+            return &dnsshim_ares__libs[i];
+    if (dnsshim_ares__nlibs == DNSSHIM_ARES__LIBS)
+        return NULL;
+    lib = &dnsshim_ares__libs[dnsshim_ares__nlibs++];
+    lib->base = info.dli_fbase;
+    /* The library itself, already loaded (RTLD_LOCAL or not): its builders,
+    ** not another copy's.  The handle is kept: it holds that library in the
     ** process for as long as these pointers may be called. */
     handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (handle == NULL)
-        handle = RTLD_DEFAULT;
+    if (handle == NULL) {
+        snprintf(lib->why, sizeof lib->why, "ares_dns_parse: the c-ares at %s cannot be opened "
+                 "again (%s); returning ARES_ENOTIMP", info.dli_fname, dlerror());
+        return lib;
+    }
     DNSSHIM_ARES__FIND(version, "ares_version");
     DNSSHIM_ARES__FIND(create, "ares_dns_record_create");
     DNSSHIM_ARES__FIND(destroy, "ares_dns_record_destroy");
@@ -149,29 +179,72 @@ static void dnsshim_ares__find_cares(void)
     DNSSHIM_ARES__FIND(set_bin, "ares_dns_rr_set_bin");
     DNSSHIM_ARES__FIND(add_abin, "ares_dns_rr_add_abin");
     DNSSHIM_ARES__FIND(set_opt, "ares_dns_rr_set_opt");
-    *(void **)&dnsshim_ares__duplicate = dlsym(handle, "ares_dns_record_duplicate");
+    *(void **)&lib->duplicate = dlsym(handle, "ares_dns_record_duplicate");
     if (missing != NULL) {
-        snprintf(dnsshim_ares__cares_missing, sizeof dnsshim_ares__cares_missing,
-                 "ares_dns_parse: the c-ares at %s has no %s; returning ARES_ENOTIMP: it needs "
-                 "c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later", info.dli_fname, missing);
-        return;
+        snprintf(lib->why, sizeof lib->why, "ares_dns_parse: the c-ares at %s has no %s; "
+                 "returning ARES_ENOTIMP: it needs c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT
+                 " or later", info.dli_fname, missing);
+        return lib;
     }
-    text = dnsshim_ares__cares.version(&number);
+    text = lib->b.version(&number);
     if (number < DNSSHIM_ARES__DNSREC_FLOOR) {
-        snprintf(dnsshim_ares__cares_missing, sizeof dnsshim_ares__cares_missing,
-                 "ares_dns_parse: the c-ares at %s is %s; returning ARES_ENOTIMP: it needs "
-                 "c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later", info.dli_fname,
-                 text != NULL ? text : "of an unknown version");
-        return;
+        snprintf(lib->why, sizeof lib->why, "ares_dns_parse: the c-ares at %s is %s; returning "
+                 "ARES_ENOTIMP: it needs c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later",
+                 info.dli_fname, text != NULL ? text : "of an unknown version");
+        return lib;
     }
-    dnsshim_ares__cares_found = 1;
-    dnsshim_ares__probe();
+    lib->usable = 1;
+    lib->interposed = dnsshim_ares__probe(lib);
+    return lib;
+}
+
+/* The c-ares a call from `caller` (an address in the calling object) is
+** for: the one that object reaches (itself, when it is libcares calling
+** from its resolver; its dependencies' for a program's own call), else the
+** next after this library, else the first in the process.  NULL: none. */
+static dnsshim_ares__cares_lib *dnsshim_ares__cares_for(const void *caller)
+{
+    dnsshim_ares__cares_lib *lib = NULL;
+    Dl_info info;
+    const void *base = NULL;
+    void *create = NULL;
+    size_t i;
+
+    if (caller != NULL && dladdr(caller, &info) != 0)
+        base = info.dli_fbase;
+    pthread_mutex_lock(&dnsshim_ares__libs_lock);
+    for (i = 0; i < dnsshim_ares__ncallers; i++) {
+        if (dnsshim_ares__callers[i].base == base) {
+            lib = dnsshim_ares__callers[i].lib;
+            pthread_mutex_unlock(&dnsshim_ares__libs_lock);
+            return lib;
+        }
+    }
+    if (base != NULL && info.dli_fname != NULL) {
+        void *handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+        if (handle != NULL) {
+            create = dlsym(handle, "ares_dns_record_create");
+            dlclose(handle);
+        }
+    }
+    if (create == NULL)
+        create = dlsym(RTLD_NEXT, "ares_dns_record_create");
+    if (create == NULL)
+        create = dlsym(RTLD_DEFAULT, "ares_dns_record_create");
+    if (create != NULL)
+        lib = dnsshim_ares__lib(create);
+    if (dnsshim_ares__ncallers < DNSSHIM_ARES__CALLERS) {
+        dnsshim_ares__callers[dnsshim_ares__ncallers].base = base;
+        dnsshim_ares__callers[dnsshim_ares__ncallers++].lib = lib;
+    }
+    pthread_mutex_unlock(&dnsshim_ares__libs_lock);
+    return lib;
 }
 
 void *dnsshim_ares__modern(const char *name)
 {
-    pthread_once(&dnsshim_ares__cares_once, dnsshim_ares__find_cares);
-    return dnsshim_ares__interposed ? dnsshim_ares__next(name) : NULL;
+    const dnsshim_ares__cares_lib *lib = dnsshim_ares__cares_for(NULL);
+    return lib != NULL && lib->usable && lib->interposed ? dnsshim_ares__next(name) : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -184,9 +257,10 @@ static int dnsshim_ares__text_ok(const dnsshim_ares_bytes *b)
            b->data[b->len] == '\0';
 }
 
-static const char *dnsshim_ares__check_field(const dnsshim_ares_field *f)
+static const char *dnsshim_ares__check_field(const struct dnsshim_ares__builders *c,
+                                             const dnsshim_ares_field *f)
 {
-    int expected = dnsshim_ares__cares.key_datatype((int)f->key);
+    int expected = c->key_datatype((int)f->key);
     if (f->datatype < DNSSHIM_ARES__INADDR || f->datatype > DNSSHIM_ARES__ABINP)
         return "a field of an unknown datatype";
     if ((int)f->datatype != expected)
@@ -218,7 +292,8 @@ static const char *dnsshim_ares__check_field(const dnsshim_ares_field *f)
 }
 
 /* NULL, or what is wrong with the plan of a message of len octets. */
-static const char *dnsshim_ares__check_message(const dnsshim_ares_message *m, size_t len)
+static const char *dnsshim_ares__check_message(const struct dnsshim_ares__builders *c,
+                                               const dnsshim_ares_message *m, size_t len)
 {
     size_t i, j, fields = 0;
     if (m->status != DNSSHIM_ARES_SUCCESS)
@@ -246,7 +321,7 @@ static const char *dnsshim_ares__check_message(const dnsshim_ares_message *m, si
         if (fields > len)
             return "more fields than the message holds";
         for (j = 0; j < rr->nfields; j++) {
-            const char *why = dnsshim_ares__check_field(&rr->fields[j]);
+            const char *why = dnsshim_ares__check_field(c, &rr->fields[j]);
             if (why != NULL)
                 return why;
         }
@@ -257,64 +332,79 @@ static const char *dnsshim_ares__check_message(const dnsshim_ares_message *m, si
 /* ------------------------------------------------------------------ */
 /* The record                                                           */
 
-static int dnsshim_ares__set(void *rr, const dnsshim_ares_field *f)
+static int dnsshim_ares__set(const struct dnsshim_ares__builders *c, void *rr,
+                            const dnsshim_ares_field *f)
 {
     int key = (int)f->key;
     switch (f->datatype) {
     case DNSSHIM_ARES__INADDR:
-        return dnsshim_ares__cares.set_addr(rr, key, f->bytes.data);
+        return c->set_addr(rr, key, f->bytes.data);
     case DNSSHIM_ARES__INADDR6:
-        return dnsshim_ares__cares.set_addr6(rr, key, f->bytes.data);
+        return c->set_addr6(rr, key, f->bytes.data);
     case DNSSHIM_ARES__U8:
-        return dnsshim_ares__cares.set_u8(rr, key, (unsigned char)f->number);
+        return c->set_u8(rr, key, (unsigned char)f->number);
     case DNSSHIM_ARES__U16:
-        return dnsshim_ares__cares.set_u16(rr, key, (unsigned short)f->number);
+        return c->set_u16(rr, key, (unsigned short)f->number);
     case DNSSHIM_ARES__U32:
-        return dnsshim_ares__cares.set_u32(rr, key, f->number);
+        return c->set_u32(rr, key, f->number);
     case DNSSHIM_ARES__NAME:
     case DNSSHIM_ARES__STR:
-        return dnsshim_ares__cares.set_str(rr, key, (const char *)f->bytes.data);
+        return c->set_str(rr, key, (const char *)f->bytes.data);
     case DNSSHIM_ARES__ABINP:
-        return dnsshim_ares__cares.add_abin(rr, key, f->bytes.data, f->bytes.len);
+        return c->add_abin(rr, key, f->bytes.data, f->bytes.len);
     case DNSSHIM_ARES__OPT:
-        return dnsshim_ares__cares.set_opt(rr, key, (unsigned short)f->number,
+        return c->set_opt(rr, key, (unsigned short)f->number,
                                            f->bytes.len ? f->bytes.data : NULL, f->bytes.len);
     default: /* BIN, BINP */
-        return dnsshim_ares__cares.set_bin(rr, key, f->bytes.data, f->bytes.len);
+        return c->set_bin(rr, key, f->bytes.data, f->bytes.len);
     }
 }
 
-static int dnsshim_ares__build(const dnsshim_ares_message *m, void **out)
+static int dnsshim_ares__build(const struct dnsshim_ares__builders *c,
+                              const dnsshim_ares_message *m, void **out)
 {
     void *rec = NULL;
     size_t i, j;
-    int status = dnsshim_ares__cares.create(&rec, (unsigned short)m->id,
+    int status = c->create(&rec, (unsigned short)m->id,
                                             (unsigned short)m->flags, (int)m->opcode,
                                             (int)m->rcode);
     if (status == DNSSHIM_ARES_SUCCESS)
-        status = dnsshim_ares__cares.query_add(rec, (const char *)m->qname.data, (int)m->qtype,
+        status = c->query_add(rec, (const char *)m->qname.data, (int)m->qtype,
                                                (int)m->qclass);
     for (i = 0; i < m->nrrs && status == DNSSHIM_ARES_SUCCESS; i++) {
         const dnsshim_ares_rr *r = &m->rrs[i];
         void *rr = NULL;
-        status = dnsshim_ares__cares.rr_add(&rr, rec, (int)r->section, (const char *)r->name.data,
+        status = c->rr_add(&rr, rec, (int)r->section, (const char *)r->name.data,
                                             (int)r->type, (int)r->rclass, r->ttl);
         for (j = 0; j < r->nfields && status == DNSSHIM_ARES_SUCCESS; j++)
-            status = dnsshim_ares__set(rr, &r->fields[j]);
+            status = dnsshim_ares__set(c, rr, &r->fields[j]);
     }
     if (status != DNSSHIM_ARES_SUCCESS) {
         if (rec != NULL)
-            dnsshim_ares__cares.destroy(rec);
+            c->destroy(rec);
         return status;
     }
     *out = rec;
     return DNSSHIM_ARES_SUCCESS;
 }
 
-static pthread_once_t dnsshim_ares__missing_once = PTHREAD_ONCE_INIT;
-static void dnsshim_ares__say_missing(void)
+static void dnsshim_ares__say_none(void)
 {
-    dnsshim_ares__log(dnsshim_ares__cares_missing);
+    dnsshim_ares__log("ares_dns_parse: no c-ares 1.22 or later is loaded in this process (no "
+                      "ares_dns_record_create); returning ARES_ENOTIMP: link the program with "
+                      "c-ares " DNSSHIM_ARES__DNSREC_FLOOR_TEXT " or later");
+}
+
+/* Why the c-ares found cannot serve, once per c-ares library. */
+static void dnsshim_ares__say_why(dnsshim_ares__cares_lib *lib)
+{
+    int first;
+    pthread_mutex_lock(&dnsshim_ares__libs_lock);
+    first = !lib->logged;
+    lib->logged = 1;
+    pthread_mutex_unlock(&dnsshim_ares__libs_lock);
+    if (first)
+        dnsshim_ares__log(lib->why);
 }
 
 DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, unsigned int flags,
@@ -325,9 +415,11 @@ DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, un
     const char *why;
     int status;
 
+    dnsshim_ares__cares_lib *lib;
+
     if (dnsshim_ares__probing) {
         /* c-ares's ares_dns_record_duplicate, from dnsshim_ares__probe. */
-        dnsshim_ares__interposed = 1;
+        dnsshim_ares__probe_reached = 1;
         return DNSSHIM_ARES_ENOTIMP;
     }
     if (buf == NULL || buf_len == 0 || dnsrec == NULL)
@@ -336,9 +428,16 @@ DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, un
     /* The largest DNS message, over TCP too. */
     if (buf_len > 0xFFFF)
         return DNSSHIM_ARES_EFORMERR;
-    pthread_once(&dnsshim_ares__cares_once, dnsshim_ares__find_cares);
-    if (!dnsshim_ares__cares_found) {
-        pthread_once(&dnsshim_ares__missing_once, dnsshim_ares__say_missing);
+    /* The c-ares that called (its resolver, ares_send...) or that the
+    ** calling program reaches, loaded RTLD_LOCAL (a Python extension's) or
+    ** not. */
+    lib = dnsshim_ares__cares_for(__builtin_return_address(0));
+    if (lib == NULL) {
+        pthread_once(&dnsshim_ares__none_once, dnsshim_ares__say_none);
+        return DNSSHIM_ARES_ENOTIMP;
+    }
+    if (!lib->usable) {
+        dnsshim_ares__say_why(lib);
         return DNSSHIM_ARES_ENOTIMP;
     }
     status = dnsshim_ares__message(buf, (int)buf_len, flags, &m, &token);
@@ -346,7 +445,7 @@ DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, un
         dnsshim_ares__message_done(token);
         return status;
     }
-    why = dnsshim_ares__check_message(&m, buf_len);
+    why = dnsshim_ares__check_message(&lib->b, &m, buf_len);
     if (why != NULL) {
         /* A bug on the Python side: nothing of it is built. */
         char line[256];
@@ -356,7 +455,8 @@ DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, un
         dnsshim_ares__message_done(token);
         return DNSSHIM_ARES_EBADRESP;
     }
-    status = m.status == DNSSHIM_ARES_SUCCESS ? dnsshim_ares__build(&m, dnsrec) : m.status;
+    status = m.status == DNSSHIM_ARES_SUCCESS ? dnsshim_ares__build(&lib->b, &m, dnsrec)
+                                               : m.status;
     dnsshim_ares__message_done(token);
     return status;
 }
