@@ -26,7 +26,7 @@ What c-ares's parser decides itself, this module decides the same way:
 * the OPT record's class is its UDP size, its TTL the extended RCODE (above
   the header's four bits), version and flags; it goes in as class IN, TTL 0;
 * an RCODE c-ares does not know becomes SERVFAIL;
-* names as c-ares writes them (shim.ares_glue.name_text);
+* names as c-ares writes them (:func:`name_text`);
 * HINFO, NAPTR and CAA-tag strings must be printable (``ARES_EBADSTR``);
   a CAA tag, a CAA value, a URI target, a SIG signature and TLSA data must
   not be empty, and a URI target must be printable (``ARES_EBADRESP``);
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import re
 import struct
 
 # The C module, not socket.py: a tenth of the import time.
@@ -50,7 +51,6 @@ from _socket import AF_INET6 as _AF_INET6
 from _socket import inet_pton as _inet_pton
 
 from shim.ares_codes import CODES
-from shim.ares_glue import name_text
 from shim.decode import Section, decode
 from shim.status import BadNameError, DnsShimError
 
@@ -111,6 +111,33 @@ def _nonempty(data: bytes, what: str) -> bytes:
     if not data:
         raise Failed(EBADRESP, f"an empty {what}")
     return data
+
+
+#: Octets a label keeps as they are in c-ares's text of a name: printable,
+#: not one of those it escapes with a backslash.
+_PLAIN = re.compile(rb'[^\x20-\x7e]|["().;\\@$]')
+
+
+def _label(label: bytes) -> bytes:
+    if not _PLAIN.search(label):
+        return label
+    out = bytearray()
+    for b in label:
+        if not 0x20 <= b <= 0x7E:
+            out += b"\\%03d" % b
+        elif b in b'".;\\()@$':
+            out += b"\\" + bytes((b,))
+        else:
+            out.append(b)
+    return bytes(out)
+
+
+def name_text(name) -> bytes:
+    """A dnspython Name as c-ares 1.34's ares_dns_name_parse writes it: no
+    final dot, the root "", ``"().;\\@$`` escaped with a backslash, every
+    octet outside 0x20-0x7E as ``\\DDD`` (c-ares 1.18's ares_expand_name
+    kept a label of one NUL as it is: shim.ares_glue.name_text)."""
+    return b".".join(_label(label) for label in name.labels if label)
 
 
 def _name(name) -> tuple:
@@ -286,6 +313,7 @@ def plan(wire, flags: int = 0) -> Message:
     header = response.header
     rcode = header.rcode & 0xF
     records = []
+    owners = {}  # this message's owner names' texts, by their exact labels
     for record in response.records:
         section = _SECTIONS[record.section]
         if (section == 3 and header.opt_position == sum(
@@ -300,7 +328,10 @@ def plan(wire, flags: int = 0) -> Message:
             # reads its fields from the octets that follow, and fails.
             raise Failed(EBADRESP, "a record of a type with fields, without RDATA")
         fields = _raw(record, wire, rdtype) if raw else _fields(rdtype, record.rdata)
-        records.append(Record(section, name_text(record.name), RAW_RR if raw else rdtype,
+        owner = owners.get(record.name.labels)
+        if owner is None:
+            owner = owners[record.name.labels] = name_text(record.name)
+        records.append(Record(section, owner, RAW_RR if raw else rdtype,
                               record.rdclass, record.wire_ttl, fields))
     if header.opt_position >= 0 and not any(
             r.rdtype == _OPT_TYPE or r.fields[:1] == [(K["RAW_RR_TYPE"], (U16, _OPT_TYPE))]
@@ -346,52 +377,63 @@ def compute(wire, flags: int = 0):
 
 def fill(ffi, status, message, out):
     """Writes the plan into ``out`` (a ``dnsshim_ares_message *``); returns
-    what keeps the memory it points to alive."""
-    keep = []
-
-    def data(value: bytes):
-        buf = ffi.new("uint8_t[]", value + b"\0")
-        keep.append(buf)
-        return (buf, len(value))
-
+    what keeps the memory it points to alive: every text and octet string
+    in one buffer (each followed by a NUL), every field in one array."""
     out.status = status
     if message is None:
         out.nrrs = 0
         out.rrs = ffi.NULL
-        return keep
+        return None
+    blob = bytearray()
+    places = []  # (offset, length) of each string, in the order put
+
+    def put(value):
+        places.append((len(blob), len(value)))
+        blob.extend(value)
+        blob.append(0)
+
+    put(message.qname)
+    numbers = []
+    for record in message.records:
+        put(record.name)
+        for _, (datatype, value) in record.fields:
+            if datatype in (U8, U16, U32):
+                numbers.append(value)
+                places.append(None)
+            elif datatype == OPT:
+                numbers.append(value[0])
+                put(value[1])
+            else:
+                numbers.append(0)
+                put(value)
+    buf = ffi.new("uint8_t[]", bytes(blob) or b"\0")
+    null = (ffi.NULL, 0)
+    where = iter(places)
+
+    def bytes_of(place):
+        return null if place is None else (buf + place[0], place[1])
+
     out.id, out.flags, out.opcode, out.rcode = (message.id, message.flags, message.opcode,
                                                 message.rcode)
-    out.qname = data(message.qname)
+    out.qname = bytes_of(next(where))
     out.qtype, out.qclass = message.qtype, message.qclass
-    rrs = ffi.new("dnsshim_ares_rr[]", len(message.records))
-    keep.append(rrs)
-    for i, record in enumerate(message.records):
-        fields = ffi.new("dnsshim_ares_field[]", len(record.fields))
-        keep.append(fields)
-        for j, (key, (datatype, value)) in enumerate(record.fields):
-            field = fields[j]
-            field.key = key
-            field.datatype = datatype
-            if datatype in (U8, U16, U32):
-                field.number = value
-                field.bytes = (ffi.NULL, 0)
-            elif datatype == OPT:
-                field.number = value[0]
-                field.bytes = data(value[1])
-            else:
-                field.number = 0
-                field.bytes = data(value)
-        rr = rrs[i]
-        rr.section = record.section
-        rr.type = record.rdtype
-        rr.rclass = record.rdclass
-        rr.ttl = record.ttl
-        rr.name = data(record.name)
-        rr.nfields = len(record.fields)
-        rr.fields = fields
-    out.nrrs = len(message.records)
+    count = sum(len(r.fields) for r in message.records)
+    numbers = iter(numbers)
+    rr_init, field_init, starts = [], [], []
+    for record in message.records:
+        name = bytes_of(next(where))
+        starts.append(len(field_init))
+        for key, (datatype, _) in record.fields:
+            field_init.append((key, datatype, next(numbers), bytes_of(next(where))))
+        rr_init.append([record.section, record.rdtype, record.rdclass, record.ttl, name,
+                        len(record.fields)])
+    fields = ffi.new("dnsshim_ares_field[]", field_init) if count else ffi.NULL
+    for init, start in zip(rr_init, starts):
+        init.append(fields + start if init[5] else ffi.NULL)
+    rrs = ffi.new("dnsshim_ares_rr[]", rr_init) if rr_init else ffi.NULL
+    out.nrrs = len(rr_init)
     out.rrs = rrs
-    return keep
+    return [buf, fields, rrs]
 
 
 # Plans handed to C and not yet released: token -> their memory.
