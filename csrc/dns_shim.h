@@ -121,7 +121,7 @@ DNS_SHIM_BEGIN_DECLS
 ** package's version (shim.__version__) is checked against these at build.
 */
 #define DNS_SHIM_VERSION_MAJOR 1
-#define DNS_SHIM_VERSION_MINOR 2
+#define DNS_SHIM_VERSION_MINOR 3
 #define DNS_SHIM_VERSION_PATCH 0
 /* One number to compare: 0xMMmmpp, e.g. 0x010200 for 1.2.0. */
 #define DNS_SHIM_VERSION_NUMBER ((DNS_SHIM_VERSION_MAJOR << 16) | (DNS_SHIM_VERSION_MINOR << 8) | DNS_SHIM_VERSION_PATCH)

@@ -35,7 +35,7 @@ which is never installed and never imported by this package.
 names are loaded on first use.
 """
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"
 
 from shim.kinds import api_classes as _api_classes
 

@@ -131,8 +131,8 @@ def test_programs_build_and_run(installation, built, tmp_path):
 
 
 @pytest.mark.parametrize("request_, found", [
-    ("1.0", True), ("1.2", True), (VERSION, True), ("1", True), ("1.0...<2.0", True),
-    ("1.3", False), ("2.0", False), ("0.9", False), ("1.3...<2.0", False)])
+    ("1.0", True), ("1.2", True), ("1.3", True), (VERSION, True), ("1", True),
+    ("1.0...<2.0", True), ("1.4", False), ("2.0", False), ("0.9", False), ("1.4...<2.0", False)])
 def test_version_requests(installation, tmp_path, request_, found):
     require_program("cmake", "cmake")
     (tmp_path / "CMakeLists.txt").write_text(VERSION_ONLY.replace("${REQ}", request_))
