@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import re
 import struct
 
 # The C module, not socket.py: a tenth of the import time.
@@ -51,6 +50,7 @@ from _socket import AF_INET6 as _AF_INET6
 from _socket import inet_pton as _inet_pton
 
 from shim.ares_codes import CODES
+from shim.ares_glue import label_text
 from shim.decode import Section, decode
 from shim.status import BadNameError, DnsShimError
 
@@ -113,31 +113,12 @@ def _nonempty(data: bytes, what: str) -> bytes:
     return data
 
 
-#: Octets a label keeps as they are in c-ares's text of a name: printable,
-#: not one of those it escapes with a backslash.
-_PLAIN = re.compile(rb'[^\x20-\x7e]|["().;\\@$]')
-
-
-def _label(label: bytes) -> bytes:
-    if not _PLAIN.search(label):
-        return label
-    out = bytearray()
-    for b in label:
-        if not 0x20 <= b <= 0x7E:
-            out += b"\\%03d" % b
-        elif b in b'".;\\()@$':
-            out += b"\\" + bytes((b,))
-        else:
-            out.append(b)
-    return bytes(out)
-
-
 def name_text(name) -> bytes:
     """A dnspython Name as c-ares 1.34's ares_dns_name_parse writes it: no
     final dot, the root "", ``"().;\\@$`` escaped with a backslash, every
     octet outside 0x20-0x7E as ``\\DDD`` (c-ares 1.18's ares_expand_name
     kept a label of one NUL as it is: shim.ares_glue.name_text)."""
-    return b".".join(_label(label) for label in name.labels if label)
+    return b".".join(label_text(label, lone_nul=False) for label in name.labels if label)
 
 
 def _name(name) -> tuple:

@@ -39,6 +39,7 @@ kind of message c-ares accepts and this layer rejects.
 """
 
 import itertools
+import re
 import struct
 
 # The C module, not socket.py: a tenth of the import time.
@@ -100,11 +101,21 @@ _RESERVED = frozenset(b'".;\\()@$')
 _HOSTNAME = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_/")
 
 
-def _label_text(label: bytes) -> bytes:
+#: Octets a label keeps as they are in c-ares's text of a name: printable,
+#: not one of those it escapes with a backslash.
+_ESCAPED = re.compile(rb'[^\x20-\x7e]|["().;\\@$]')
+
+
+def label_text(label: bytes, lone_nul: bool = True) -> bytes:
+    """A label as c-ares writes it in a name's text: ``"().;\\@$`` escaped
+    with a backslash, octets outside 0x20-0x7E as ``\\DDD``.  lone_nul:
+    a label of one NUL is kept as it is, as c-ares 1.18's ares_expand_name
+    keeps it (1.34's ares_dns_name_parse escapes it too)."""
+    if not _ESCAPED.search(label) or (lone_nul and label == b"\0"):
+        return label
     out = bytearray()
-    single = len(label) == 1
     for b in label:
-        if not 0x20 <= b <= 0x7E and not (single and b == 0):
+        if not 0x20 <= b <= 0x7E:
             out += b"\\%03d" % b
         elif b in _RESERVED:
             out += b"\\" + bytes((b,))
@@ -115,7 +126,7 @@ def _label_text(label: bytes) -> bytes:
 
 def name_text(name) -> bytes:
     """A dnspython Name as c-ares's ares_expand_name writes it."""
-    return b".".join(_label_text(label) for label in name.labels if label)
+    return b".".join(label_text(label) for label in name.labels if label)
 
 
 def is_hostname(name) -> bool:
