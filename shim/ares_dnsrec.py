@@ -262,9 +262,9 @@ class Message:
         self.records = records
 
 
-def _raw(record, wire, rdtype) -> list:
-    start, end = record.rdata_span
-    data = bytes(wire[start:end])
+def _raw(rdtype, wire, span) -> list:
+    """A RAW_RR's fields: the type, and the RDATA's octets (none when empty)."""
+    data = bytes(wire[span[0]:span[1]])
     return [(K["RAW_RR_TYPE"], (U16, rdtype)), *([(K["RAW_RR_DATA"], (BIN, data))] if data else [])]
 
 
@@ -295,11 +295,15 @@ def plan(wire, flags: int = 0) -> Message:
     rcode = header.rcode & 0xF
     records = []
     owners = {}  # this message's owner names' texts, by their exact labels
+    opt = None  # the OPT record, where it stood among the additional ones
+    additional = 0
     for record in response.records:
         section = _SECTIONS[record.section]
-        if (section == 3 and header.opt_position == sum(
-                1 for r in records if r.section == 3)):
-            records.append(_opt(header, wire, flags))
+        if section == 3:
+            if additional == header.opt_position:
+                opt = _opt(header, wire, flags)
+                records.append(opt)
+            additional += 1
         rdtype = record.rdtype
         if rdtype == _ANY_TYPE:
             raise Failed(EBADRESP, "a record of type ANY")
@@ -308,18 +312,16 @@ def plan(wire, flags: int = 0) -> Message:
             # An UPDATE record without RDATA (RFC 2136 2.5.2-2.5.4): c-ares
             # reads its fields from the octets that follow, and fails.
             raise Failed(EBADRESP, "a record of a type with fields, without RDATA")
-        fields = _raw(record, wire, rdtype) if raw else _fields(rdtype, record.rdata)
+        fields = _raw(rdtype, wire, record.rdata_span) if raw else _fields(rdtype, record.rdata)
         owner = owners.get(record.name.labels)
         if owner is None:
             owner = owners[record.name.labels] = name_text(record.name)
         records.append(Record(section, owner, RAW_RR if raw else rdtype,
                               record.rdclass, record.wire_ttl, fields))
-    if header.opt_position >= 0 and not any(
-            r.rdtype == _OPT_TYPE or r.fields[:1] == [(K["RAW_RR_TYPE"], (U16, _OPT_TYPE))]
-            for r in records):
-        records.append(_opt(header, wire, flags))
-    opt = next((r for r in records if r.rdtype == _OPT_TYPE), None)
-    if opt is not None:
+    if header.opt_position >= 0 and opt is None:  # the last additional record
+        opt = _opt(header, wire, flags)
+        records.append(opt)
+    if opt is not None and opt.rdtype == _OPT_TYPE:  # a raw OPT says no RCODE
         rcode |= (header.opt_ttl >> 20) & 0xFF0
     flag_bits = 0
     for bit, ares in _FLAGS:
@@ -332,10 +334,8 @@ def plan(wire, flags: int = 0) -> Message:
 def _opt(header, wire, flags) -> Record:
     """The OPT record: its fields, or its octets under ARES_DNS_PARSE_AR_EXT_RAW."""
     if flags & _RAW_FLAGS[3][1]:
-        start, end = header.opt_rdata
-        data = bytes(wire[start:end])
         return Record(3, b"", RAW_RR, header.edns_payload, header.opt_ttl,
-                      [(K["RAW_RR_TYPE"], (U16, _OPT_TYPE)), *([(K["RAW_RR_DATA"], (BIN, data))] if data else [])])
+                      _raw(_OPT_TYPE, wire, header.opt_rdata))
     ttl = header.opt_ttl
     return Record(3, b"", _OPT_TYPE, 1, 0, [
         (K["OPT_UDP_SIZE"], (U16, header.edns_payload)),
