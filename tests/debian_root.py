@@ -1,10 +1,11 @@
-"""A throwaway Debian 12 root, as /work/shared/tools/fresh-debian makes one:
+"""A throwaway Debian 12 or 13 root, as /work/shared/tools/fresh-debian makes one:
 debootstrap's minbase (with ca-certificates and what the caller needs),
 built once and cached as a tar, unpacked afresh for each use; it reaches what this machine reaches (its
 apt sources and configuration, CA bundle, resolv.conf), and each command
 runs chrooted in it with a clean environment.
 
-    root = DebianRoot.create(directory, ["gcc"])  # unpacked and configured
+    root = DebianRoot.create(directory, ["gcc"])  # Debian 12, unpacked and configured
+    root = DebianRoot.create(directory, ["gcc"], release="13")  # Debian 13
     root.run("apt-get update")                     # bash -c, as root, in the root
     root.path("/usr/bin/x")                        # that file, seen from here
     root.remove()
@@ -14,7 +15,7 @@ own (unshare): they go when the command ends, nothing is left mounted on
 this machine, and removing the root (rm --one-file-system) cannot reach
 through a mount into the host's /dev.
 
-The base tar: ~/.cache/dnsshim/debian12-minbase-<packages>.tar, minbase
+The base tar: ~/.cache/dnsshim/debian<release>-minbase-<packages>.tar, minbase
 with ca-certificates and the packages a caller asks for (a test's compiler
 and tools: cached with the base, they cost nothing on later runs), else
 built here with debootstrap.  The cache is the project's own: no other
@@ -34,7 +35,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-SUITE = "bookworm"
+#: Debian's releases a root can be, by number, and their suite names
+SUITES = {"12": "bookworm", "13": "trixie"}
+#: the machine's own release (CI's): its apt sources name this suite
+HOST_SUITE = "bookworm"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dnsshim"
 INCLUDE = ("ca-certificates",)
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -45,19 +49,27 @@ ENV = ("HOME=/root", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sb
        "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt")
 
 
-def base_tar(packages=()) -> Path:
-    """Where the base with those packages is cached."""
+def _suite(release: str) -> str:
+    try:
+        return SUITES[str(release)]
+    except KeyError:
+        raise ValueError(f"Debian release {release!r}: one of {', '.join(SUITES)}") from None
+
+
+def base_tar(packages=(), release: str = "12") -> Path:
+    """Where the base of that release with those packages is cached."""
+    _suite(release)
     key = hashlib.sha256(" ".join(sorted({*INCLUDE, *packages})).encode()).hexdigest()[:12]
-    return CACHE / f"debian12-minbase-{key}.tar"
+    return CACHE / f"debian{release}-minbase-{key}.tar"
 
 
-def cached_base(packages=()) -> Path | None:
+def cached_base(packages=(), release: str = "12") -> Path | None:
     """The base tar to unpack, if one is there."""
-    tar = base_tar(packages)
+    tar = base_tar(packages, release)
     return tar if tar.is_file() and tar.stat().st_size > 0 else None
 
 
-def unavailable(packages=()) -> tuple[str, str] | None:
+def unavailable(packages=(), release: str = "12") -> tuple[str, str] | None:
     """None when a root can be made here; else (the program missing, its
     Debian package) or (why not, "")."""
     if os.geteuid() != 0:
@@ -66,8 +78,8 @@ def unavailable(packages=()) -> tuple[str, str] | None:
                              ("mount", "mount"), ("tar", "tar")):
         if shutil.which(program) is None:
             return program, package
-    if cached_base(packages) is None and shutil.which("debootstrap") is None:
-        return f"debootstrap (no cached base at {base_tar(packages)})", "debootstrap"
+    if cached_base(packages, release) is None and shutil.which("debootstrap") is None:
+        return f"debootstrap (no cached base at {base_tar(packages, release)})", "debootstrap"
     return None
 
 
@@ -78,26 +90,26 @@ def host_mirror() -> str:
         if m:
             return m.group(1)
     if os.path.isfile("/etc/apt/sources.list"):
-        m = re.search(rf"^deb\s+(\S+)\s+{SUITE}\s", Path("/etc/apt/sources.list").read_text(),
+        m = re.search(rf"^deb\s+(\S+)\s+{HOST_SUITE}\s", Path("/etc/apt/sources.list").read_text(),
                       re.M)
         if m:
             return m.group(1)
     return DEFAULT_MIRROR
 
 
-def build_base(packages=(), log: Path | None = None) -> Path:
-    """debootstrap minbase with INCLUDE and packages into a temporary
-    folder, then its tar, atomically (base_tar(packages))."""
+def build_base(packages=(), log: Path | None = None, release: str = "12") -> Path:
+    """debootstrap minbase of that release with INCLUDE and packages into a
+    temporary folder, then its tar, atomically (base_tar(packages, release))."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    tar = base_tar(packages)
-    with tempfile.TemporaryDirectory(prefix="debian12-base-", dir=CACHE) as tmp:
+    tar = base_tar(packages, release)
+    with tempfile.TemporaryDirectory(prefix=f"debian{release}-base-", dir=CACHE) as tmp:
         target = Path(tmp) / "root"
         include = ",".join(sorted({*INCLUDE, *packages}))
         # in a mount namespace of its own: a failed debootstrap leaves no
         # mount of proc, sys or dev behind for the clean-up to walk into
         result = subprocess.run(["unshare", "--mount", "--propagation", "private",
                                  "debootstrap", "--variant=minbase", f"--include={include}",
-                                 SUITE, str(target), host_mirror()],
+                                 _suite(release), str(target), host_mirror()],
                                 capture_output=True, text=True, timeout=1800)
         if log:
             log.write_text(result.stdout + result.stderr)
@@ -111,25 +123,33 @@ def build_base(packages=(), log: Path | None = None) -> Path:
 
 
 class DebianRoot:
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, release: str = "12"):
         self.dir = Path(directory)
+        self.release = str(release)
 
     @classmethod
-    def create(cls, directory: Path, packages=(), log: Path | None = None) -> "DebianRoot":
-        """The base unpacked into directory (which must not exist yet) and
-        given this machine's apt sources, CA bundle and resolv.conf; packages:
-        what the base should hold beside minbase (debootstrap's --include,
-        cached with it)."""
-        base = cached_base(packages) or build_base(packages, log)
-        root = cls(directory)
+    def create(cls, directory: Path, packages=(), log: Path | None = None,
+               release: str = "12") -> "DebianRoot":
+        """The base of that release unpacked into directory (which must not
+        exist yet) and given this machine's apt sources (for the root's own
+        suite), CA bundle and resolv.conf; packages: what the base should hold
+        beside minbase (debootstrap's --include, cached with it)."""
+        suite = _suite(release)
+        base = cached_base(packages, release) or build_base(packages, log, release)
+        root = cls(directory, release)
         root.dir.mkdir(parents=True)
         subprocess.run(["tar", "-C", str(root.dir), "-xf", str(base)], check=True)
         etc = root.dir / "etc"
         (etc / "apt" / "sources.list").unlink(missing_ok=True)
+        # the host's sources name its own suite; the root's name the root's
+        def own_suite(text: str) -> str:
+            return re.sub(rf"\b{HOST_SUITE}\b", suite, text)
         for f in glob.glob("/etc/apt/sources.list.d/*.sources"):
-            shutil.copy(f, etc / "apt" / "sources.list.d")
+            (etc / "apt" / "sources.list.d" / os.path.basename(f)).write_text(
+                own_suite(Path(f).read_text()))
         if os.path.isfile("/etc/apt/sources.list"):
-            shutil.copy("/etc/apt/sources.list", etc / "apt")
+            (etc / "apt" / "sources.list").write_text(
+                own_suite(Path("/etc/apt/sources.list").read_text()))
         for f in glob.glob("/etc/apt/apt.conf.d/99*"):
             if os.path.isfile(f):
                 shutil.copy(f, etc / "apt" / "apt.conf.d")
