@@ -74,6 +74,53 @@ def drift(built_version: str, built_prefix: str, libpython: str) -> str:
             "with this Python to silence this")
 
 
+def borrow_compiled(built_prefix: str) -> str:
+    """On another installation of the library's CPython minor version than
+    the one it was built with (``built_prefix``): that installation's
+    compiled modules (its lib-dynload) go last on sys.path, and the
+    directory is returned ("" when nothing was added).
+
+    The interpreter's code is the library's libpython, whatever installation
+    it runs; an installation whose own libpython builds a module in (Debian
+    builds _socket, _struct, math... into libpython3.X) ships no file for it,
+    and the library's libpython, which has it as a file, would find none.
+    The installation's own files still come first."""
+    import os
+
+    if os.path.realpath(sys.base_prefix) == os.path.realpath(built_prefix):
+        return ""
+    tag = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    dynload = os.path.join(os.path.realpath(built_prefix), "lib", f"python{tag}", "lib-dynload")
+    if not os.path.isdir(dynload) or dynload in sys.path:
+        return ""
+    sys.path.append(dynload)
+    return dynload
+
+
+#: The standard library the parser imports (dnspython's and the glue's),
+#: each with compiled parts (_socket, _struct, _random, select, math...).
+STDLIB = ("socket", "struct", "random", "select", "math", "binascii", "array", "bisect",
+          "datetime", "contextvars", "unicodedata", "zlib", "typing", "dis")
+
+
+def stdlib_problem(python: str = "", origin: str = "") -> str:
+    """One line when a module of the standard library the parser needs does
+    not import in this installation, or ""."""
+    python = python or sys.executable or "python3"
+    of = f"{python} ({origin})" if origin else python
+    for name in STDLIB:
+        try:
+            __import__(name)
+        except ImportError as e:
+            missing = e.name or name
+            tag = f"{sys.version_info[0]}.{sys.version_info[1]}"
+            return (f"the CPython installation at {sys.base_prefix} of {of} has no module "
+                    f"{missing} (needed by {name}), and the library's own CPython "
+                    f"{sys.version.split()[0]} has no file for it either: set DNS_SHIM_PYTHON to "
+                    f"a complete CPython {tag} installation, or rebuild the library with one")
+    return ""
+
+
 def problem(python: str = "", origin: str = "", path=None) -> str:
     """Why this interpreter cannot run the library, in one line, or "".
 
@@ -85,6 +132,9 @@ def problem(python: str = "", origin: str = "", path=None) -> str:
     of = f"{python} ({origin})" if origin else python
     path = list(sys.path if path is None else path)
     searched = ", ".join(p or "." for p in path) or "nothing"
+    why = stdlib_problem(python, origin)
+    if why:
+        return why
     floor = cffi_floor()
     try:
         import _cffi_backend

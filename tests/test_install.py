@@ -396,6 +396,53 @@ def test_installed_dump_command(installed, tmp_path):
     assert py.strip() == "b'SIP+D2T' 5060"
 
 
+def test_another_installation_of_the_same_minor_version_runs_the_installed_library(
+        installed, tmp_path):
+    """DNS_SHIM_PYTHON naming Debian's own CPython of the library's minor
+    version beside the one it was built with (a pyenv build): the library's
+    private dnspython and cffi backend load with it, and the compiled modules
+    Debian builds into its own libpython (_socket, _struct...), which the
+    library's libpython looks for as files, come from the library's own
+    installation. The answer is the one the library gives on its own."""
+    debian = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    if not os.path.exists(debian):
+        pytest.skip(f"no {debian} on this machine")
+    if os.path.realpath(sys.base_prefix) == "/usr":
+        pytest.skip(f"the library is built with {debian}'s installation: there is no other")
+    sample = tmp_path / "ims.bin"
+    subprocess.run([str(installed / "bin" / "python"), "-m", "shim.sample", str(sample)],
+                   check=True, cwd="/")
+    dump = [str(installed / "bin" / "dnsshim-dump"), str(sample)]
+    own = subprocess.run(dump, capture_output=True, text=True, env=MINIMAL_ENV)
+    other = subprocess.run(dump, capture_output=True, text=True,
+                           env={**MINIMAL_ENV, "DNS_SHIM_PYTHON": debian})
+    assert own.returncode == 0 and other.returncode == 0, other.stderr
+    assert other.stdout == own.stdout
+    assert "IN\tNAPTR\t10 50" in other.stdout
+    assert other.stderr.startswith(f"dnsshim: runs on the CPython installation at /usr with "
+                                   f"libpython {sys.version.split()[0]} (")
+    assert len(other.stderr.splitlines()) == 1, other.stderr
+    check = subprocess.run([str(installed / "bin" / "dnsshim-config"), "--check"],
+                           capture_output=True, text=True,
+                           env={**MINIMAL_ENV, "DNS_SHIM_PYTHON": debian})
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "check: ok: a sample response parsed (www.example.com A 192.0.2.1)" in check.stdout
+
+
+def test_check_refuses_a_dns_shim_python_that_is_another_program(installed):
+    """dnsshim-config --check says the start-up's line, never "ok"."""
+    check = subprocess.run([str(installed / "bin" / "dnsshim-config"), "--check"],
+                           capture_output=True, text=True,
+                           env={**MINIMAL_ENV, "DNS_SHIM_PYTHON": "/bin/true"})
+    assert check.returncode != 0
+    assert check.stdout.splitlines()[-1] == (
+        "check: the runtime does not start: cannot start: the python /bin/true (from "
+        "DNS_SHIM_PYTHON) is not a python executable (its name, and its target's, does not "
+        "start with \"python\", and no pyvenv.cfg is beside it): set DNS_SHIM_PYTHON to the "
+        f"python executable of a CPython {sys.version_info.major}.{sys.version_info.minor} "
+        "installation, or unset it"), check.stdout + check.stderr
+
+
 # ---- symbols and SONAME ----------------------------------------------------------
 
 #: Every exported symbol with its symbol version: the node of the release

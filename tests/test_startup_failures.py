@@ -123,6 +123,33 @@ def test_dns_shim_python_of_another_minor_version(built, message):
                     f"with that Python, or set DNS_SHIM_PYTHON to a CPython {TAG}")
 
 
+@pytest.mark.parametrize("program", ["/bin/true", "/bin/sh"])
+def test_dns_shim_python_that_is_another_program(built, message, program):
+    """An executable that is no python (it may well sit where a CPython's
+    standard library is found from it: /bin is /usr/bin here)."""
+    line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": program})
+    assert line == (f"log 3: cannot start: the python {program} (from DNS_SHIM_PYTHON) is not a "
+                    "python executable (its name, and its target's, does not start with "
+                    f"\"python\", and no pyvenv.cfg is beside it): {FIX_ENV}")
+
+
+def test_installation_without_a_compiled_module_of_the_standard_library(tmp_path):
+    """An installation that has no file for a compiled module the parser
+    needs, where the library's own installation has none either: one line,
+    naming the module and the fix (requirements.problem, the text the
+    library runs at start-up, in a Python where _socket is unimportable)."""
+    code = ("import sys; sys.modules['_socket'] = None; sys.modules.pop('socket', None);"
+            "from shim import requirements;"
+            "print(requirements.problem('/opt/py/bin/python3', 'from DNS_SHIM_PYTHON'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout.strip()
+    assert out == (f"the CPython installation at {sys.base_prefix} of /opt/py/bin/python3 (from "
+                   f"DNS_SHIM_PYTHON) has no module _socket (needed by socket), and the "
+                   f"library's own CPython {sys.version.split()[0]} has no file for it either: "
+                   f"set DNS_SHIM_PYTHON to a complete CPython {TAG} installation, or rebuild "
+                   "the library with one")
+
+
 def test_python_without_cffi(built, message, tmp_path):
     python = bare_venv(tmp_path / "venv")
     line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": str(python)})

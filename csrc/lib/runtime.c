@@ -279,6 +279,23 @@ static const char *dns_shim__fix(const char *origin)
            "DNS_SHIM_PYTHON to one";
 }
 
+/* Whether python, or the file it links to, is named python...: an
+** interpreter's executable, not another program (/bin/true). */
+static int dns_shim__named_python(const char *python)
+{
+    char real[4096];
+    const char *names[2], *name;
+    size_t i;
+    names[0] = python;
+    names[1] = realpath(python, real) ? real : python;
+    for (i = 0; i < 2; i++) {
+        name = strrchr(names[i], '/') ? strrchr(names[i], '/') + 1 : names[i];
+        if (strncmp(name, "python", 6) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* Whether python can be the interpreter's executable: it exists, is a file,
 ** is executable and is of this library's CPython minor version.  Says why
 ** not (once) and returns -1 when it cannot. */
@@ -303,6 +320,13 @@ static int dns_shim__check_python(const char *python, const char *origin)
         return -1;
     }
     dns_shim__python_version(python, version, sizeof version);
+    if (!version[0] && !dns_shim__named_python(python)) {
+        dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) is not a python "
+                               "executable (its name, and its target's, does not start with "
+                               "\"python\", and no pyvenv.cfg is beside it): %s", python,
+                               origin, dns_shim__fix(origin));
+        return -1;
+    }
     if (version[0] && strcmp(version, DNS_SHIM_PYTHON_TAG) != 0) {
         dns_shim__cannot_start(NULL, "this library embeds CPython " DNS_SHIM_PYTHON_TAG " but "
                                "the Python it was given, %s, is CPython %s: rebuild the library "
@@ -501,7 +525,8 @@ char *dns_shim__release_stderr(PyObject *stream)
 ** cffi loads anything, with the GIL held.  In an interpreter the library
 ** started (not a bundle's), drift() first: another patch release or
 ** installation of its CPython than it was built with (DNS_SHIM_BUILD_PREFIX,
-** PY_VERSION) is a warning; then problem(): "" when this interpreter can
+** PY_VERSION) is a warning, and borrow_compiled() puts the compiled modules
+** of the library's own installation last on sys.path; then problem(): "" when this interpreter can
 ** run the library, else one line.  Returns 0, or -1 when the runtime cannot
 ** start. */
 int dns_shim__check_requirements(const char *python, const char *origin)
@@ -540,6 +565,13 @@ int dns_shim__check_requirements(const char *python, const char *origin)
         }
         Py_XDECREF(warning);
         PyErr_Clear();
+        {
+            PyObject *borrow = PyDict_GetItemString(globals, "borrow_compiled");
+            PyObject *added = borrow ? PyObject_CallFunction(borrow, "s", DNS_SHIM_BUILD_PREFIX)
+                                     : NULL;
+            Py_XDECREF(added);
+            PyErr_Clear();
+        }
     }
     if (code != NULL) {
         PyObject *problem = PyDict_GetItemString(globals, "problem");
