@@ -324,6 +324,15 @@ def test_dump_prints_the_ims_sample(built, tmp_path):
     assert "; EDNS: version: 0, flags:; udp: 1232" in out
 
 
+@pytest.mark.parametrize("size, said", [(1, "1 byte"), (2, "2 bytes")])
+def test_dump_says_a_files_size_in_words(built, tmp_path, size, said):
+    path = tmp_path / "short.bin"
+    path.write_bytes(b"\0" * size)
+    result = subprocess.run([str(built.dump_prog), str(path)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == f";; {path}, {said}"
+
+
 def test_dump_rejects_malformed_with_strerror(built, vector_files):
     result = subprocess.run([str(built.dump_prog), str(vector_files["pointer_loop_of_two"])],
                             capture_output=True, text=True)

@@ -383,7 +383,7 @@ static int32_t on_edns_option(void *ctx, const dns_shim_edns_option *o)
         print_ecs_address(o);
         printf("/%u/%u", o->ecs_source_prefix, o->ecs_scope_prefix);
     } else if (o->code == 12) {
-        printf("; PAD: (%zu bytes)", o->data.len);
+        printf("; PAD: (%zu byte%s)", o->data.len, o->data.len == 1 ? "" : "s");
     } else {
         if (o->code == 3)
             printf("; NSID");
@@ -755,7 +755,7 @@ int main(int argc, char **argv)
             json_state = 0;
             json_first_record = json_first_option = 1;
         } else {
-            printf(";; %s, %ld bytes\n", argv[i], len);
+            printf(";; %s, %ld byte%s\n", argv[i], len, len == 1 ? "" : "s");
         }
         pending_question[0] = '\0';
         /* A file over 2 GiB is no message: -1 says so. */
