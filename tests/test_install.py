@@ -16,6 +16,7 @@ import pytest
 from dnsshim_build import pipeline
 import malformed
 from conftest import ROOT, build_code_in, require_cares, require_program
+from shim import requirements
 
 VERSION = pipeline.package_version()
 
@@ -427,6 +428,30 @@ def test_another_installation_of_the_same_minor_version_runs_the_installed_libra
                            env={**MINIMAL_ENV, "DNS_SHIM_PYTHON": debian})
     assert check.returncode == 0, check.stdout + check.stderr
     assert "check: ok: a sample response parsed (www.example.com A 192.0.2.1)" in check.stdout
+
+
+def test_the_installation_found_from_the_package_is_named_plainly(installed, tmp_path):
+    """The package copied into a virtualenv that lacks dnspython: the
+    refusal names that virtualenv's python as <venv>/bin/pythonX.Y, not
+    through site-packages/../../.."""
+    tag = f"{sys.version_info.major}.{sys.version_info.minor}"
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = venv / "lib" / f"python{tag}" / "site-packages"
+    import _cffi_backend
+    shutil.copy(_cffi_backend.__file__, site)
+    shutil.copytree(site_packages(installed) / "shim", site / "shim", symlinks=True)
+    result = subprocess.run([str(site / "shim" / "bin" / "dnsshim-dump"), "--check"],
+                            capture_output=True, text=True, env=MINIMAL_ENV)
+    assert result.returncode != 0
+    python = venv / "bin" / f"python{tag}"
+    error = [line for line in result.stdout.splitlines() if line.startswith("error: ")]
+    assert error and error[0].startswith(
+        f"error: cannot start: dnspython is not installed for {python} (the installation the "
+        "shim package sits in): searched "), result.stdout + result.stderr
+    assert error[0].endswith(f"install it: {python} -m pip install "
+                             f"'dnspython>={requirements.DNSPYTHON}'")
+    assert "/../" not in result.stdout + result.stderr
 
 
 def test_check_refuses_a_dns_shim_python_that_is_another_program(installed):

@@ -164,8 +164,22 @@ void dns_shim__locate(void)
         dir[n - strlen("/" DNS_SHIM_PACKAGE_LIBDIR)] = '\0'; /* site-packages */
         snprintf(dns_shim__root, sizeof dns_shim__root, "%s", dir);
         snprintf(python, sizeof python, "%s/../../../bin/python" DNS_SHIM_PYTHON_TAG, dir);
-        if (access(python, X_OK) == 0)
+        if (access(python, X_OK) == 0) {
+            /* Said in messages as <prefix>/bin/pythonX.Y, not through
+            ** site-packages/../../..: the three folders cut off by name, where
+            ** that names the same file (no symbolic link on the way). */
+            char prefix[4096], plain[4096 + 64];
+            struct stat a, b;
+            int up;
+            snprintf(prefix, sizeof prefix, "%s", dir);
+            for (up = 0; up < 3 && strrchr(prefix, '/') != NULL; up++)
+                *strrchr(prefix, '/') = '\0';
+            snprintf(plain, sizeof plain, "%s/bin/python" DNS_SHIM_PYTHON_TAG, prefix);
+            if (up == 3 && prefix[0] && lstat(python, &a) == 0 && lstat(plain, &b) == 0 &&
+                a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+                snprintf(python, sizeof python, "%s", plain);
             snprintf(dns_shim__derived_python, sizeof dns_shim__derived_python, "%s", python);
+        }
     }
 }
 

@@ -618,9 +618,23 @@ static int check(void)
     Dl_info info;
     int32_t rc;
     dns_shim_callbacks cb;
+    char folder[4096], real[4096];
+    const char *name;
     if (dladdr((void *)&dns_shim_version, &info) == 0 || info.dli_fname == NULL)
         info.dli_fname = "(linked in)";
-    printf("library: %s, %s\n", info.dli_fname, dns_shim_version());
+    /* The folder without the run path's bin/../lib: its real path; the
+    ** file's own name as the loader found it (the SONAME's link). */
+    name = strrchr(info.dli_fname, '/');
+    if (name != NULL && (size_t)(name - info.dli_fname) < sizeof folder) {
+        memcpy(folder, info.dli_fname, (size_t)(name - info.dli_fname));
+        folder[name - info.dli_fname] = '\0';
+    }
+    if (name != NULL && (size_t)(name - info.dli_fname) < sizeof folder &&
+        realpath(folder[0] ? folder : "/", real) != NULL)
+        printf("library: %s%s, %s\n", strcmp(real, "/") == 0 ? "" : real, name,
+               dns_shim_version());
+    else
+        printf("library: %s, %s\n", info.dli_fname, dns_shim_version());
     fflush(stdout);
     dns_shim_set_log_handler(print_log, NULL);
     rc = dns_shim_init();
