@@ -1,0 +1,100 @@
+"""The README's two commands, as /work/shared/tools/fresh-debian and a new
+user take them (the first two fenced shell blocks that make a virtualenv):
+the install, then the test suite.
+
+* they use two virtualenvs: the second, an editable install, leaves the
+  first's `.venv` (and every C program built with its dnsshim-config) as it
+  was;
+* CI runs the test command exactly as written;
+* what the first writes into the clone (its sample) is named in the README
+  and ignored by git;
+* run in order in a copy of the clone (the second without its last step,
+  pytest, which is this suite), a C program built with the first's
+  dnsshim-config, as the README shows, runs the same after the second.
+"""
+
+import re
+import subprocess
+
+import pytest
+
+from conftest import ROOT, require_program
+from test_install import USER_ENV, source_copy
+
+pytestmark = pytest.mark.python_independent
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _commands() -> list:
+    blocks = re.findall(r"```sh\n(.*?)```", README, re.S)
+    return [b.strip() for b in blocks if "venv" in b][:2]
+
+
+def _venvs(command: str) -> set:
+    return set(re.findall(r"python3 -m venv (\S+)", command))
+
+
+def test_the_two_commands_are_the_install_and_the_test_suite():
+    install, test = _commands()
+    assert install.startswith("python3 -m venv .venv && .venv/bin/pip install . ")
+    assert test.endswith("/bin/python -m pytest")
+    assert "pip install -e '.[test]'" in test
+
+
+def test_the_test_command_leaves_the_install_commands_virtualenv_alone():
+    install, test = _commands()
+    assert _venvs(install) == {".venv"}
+    (own,) = _venvs(test)
+    assert own != ".venv"
+    # every path of the test command is under its own virtualenv
+    assert re.findall(r"(\S+)/bin/", test) == [own, own]
+    assert not re.search(r"(^|\s)\.venv/", test)
+
+
+def test_ci_runs_the_test_command_as_written():
+    _, test = _commands()
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert test in lines
+
+
+def test_what_the_install_command_writes_is_named_and_ignored():
+    install, _ = _commands()
+    written = re.findall(r"-m shim\.sample (\S+)", install)
+    assert written == ["ims.bin"]
+    assert "written to `ims.bin` in the current folder" in " ".join(README.split())
+    ignored = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", "ims.bin"])
+    if ignored.returncode == 128:
+        pytest.skip("not a git checkout")
+    assert ignored.returncode == 0
+
+
+def _shell(command: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run(["/bin/sh", "-c", command], cwd=cwd, capture_output=True, text=True,
+                          timeout=1200, env=USER_ENV)
+
+
+def test_a_program_built_after_the_install_command_runs_after_the_test_command(tmp_path):
+    require_program("cc", "gcc")
+    clone = source_copy(tmp_path / "clone")
+    install, test = _commands()
+    first = _shell(install, clone)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "IN\tNAPTR\t10 50" in first.stdout
+    app = tmp_path / "app.c"
+    app.write_text("#include <dns_shim.h>\n#include <stdio.h>\n"
+                   "int main(void) { printf(\"%s\\n\", dns_shim_version());"
+                   " return dns_shim_init() != 0; }\n")
+    build = _shell(f"cc {app} $(.venv/bin/dnsshim-config --cflags --libs) -o {tmp_path}/app",
+                   clone)
+    assert build.returncode == 0, build.stderr
+    before = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin"})
+    assert before.returncode == 0, before.stderr
+    setup = test.rsplit(" && ", 1)[0]  # the venv and the editable install, not pytest
+    assert setup != test and setup.endswith("pip install -e '.[test]'")
+    second = _shell(setup, clone)
+    assert second.returncode == 0, second.stderr[-3000:]
+    after = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True,
+                           env={"PATH": "/usr/bin:/bin"})
+    assert (after.returncode, after.stdout, after.stderr) == (0, before.stdout, before.stderr)
