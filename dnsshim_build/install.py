@@ -56,7 +56,7 @@ from pathlib import Path
 from dnsshim_build import pipeline
 from shim import layout as forms
 
-MANIFEST_NAME = "install-manifest"
+from shim.manifest import NAME as MANIFEST_NAME  # noqa: E402
 
 
 class InstallError(SystemExit):
@@ -274,17 +274,13 @@ def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
 # ----------------------------------------------------------- install, uninstall
 
 
-def _read_manifest(path: Path) -> dict:
-    if not path.is_file():
-        return {"files": [], "dirs": []}
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 def commit(layout: Layout, staging: Path) -> dict:
     """Moves the staged tree into place (destdir), recording each file and
     each folder it creates; returns the manifest (merged with an earlier
     install's, whose folders it keeps)."""
-    old = _read_manifest(layout.staged(layout.manifest))
+    from shim import manifest as recorded
+
+    old = recorded.read(layout.staged(layout.manifest))
     files, dirs = [], list(old["dirs"])
     for here, subdirs, names in os.walk(staging):
         rel = Path(here).relative_to(staging)
@@ -355,40 +351,24 @@ def install(prefix, libdir=None, destdir: str = "", system: bool = False,
 
 def uninstall(prefix, destdir: str = "") -> list:
     """Removes what the manifest lists, then the folders the installs made,
-    once empty; returns what it removed."""
+    once empty; returns what it removed (shim/manifest.py, which the
+    prefix's own dnsshim-config --uninstall runs too)."""
+    from shim import manifest
+
     layout = Layout.of(prefix, destdir=destdir)
-    path = layout.staged(layout.manifest)
-    if not path.is_file():
-        raise InstallError(f"{path} does not exist: nothing was installed under {layout.prefix} "
-                           "by build_ffi.py --prefix (or it was uninstalled)")
-    manifest = _read_manifest(path)
-    removed = []
-    for name in manifest["files"]:
-        target = layout.staged(Path(name))
-        if target.is_symlink() or target.is_file():
-            target.unlink()
-            removed.append(name)
-        cache = target.parent / "__pycache__"  # the compiled files of a removed module
-        if name.endswith(".py") and cache.is_dir():
-            for pyc in cache.glob(f"{target.stem}.*.pyc"):
-                pyc.unlink()
-    for name in sorted(manifest["dirs"], key=lambda d: d.count("/"), reverse=True):
-        target = layout.staged(Path(name))
-        cache = target / "__pycache__"
-        if cache.is_dir() and not any(cache.iterdir()):
-            cache.rmdir()
-        if target.is_dir() and not any(target.iterdir()):
-            target.rmdir()
-            removed.append(name)
-    return removed
+    try:
+        return manifest.remove(layout.manifest, layout.destdir)
+    except manifest.ManifestError as e:
+        raise InstallError(str(e)) from None
 
 
 def main(args: argparse.Namespace) -> int:
     """build_ffi.py's --prefix (its command line parsed there)."""
     destdir = args.destdir if args.destdir is not None else os.environ.get("DESTDIR", "")
     if args.uninstall:
-        removed = uninstall(args.prefix, destdir)
-        print(f"removed {len(removed)} files and folders")
+        from shim import manifest
+
+        print(manifest.words(uninstall(args.prefix, destdir)))
         return 0
     layout = install(args.prefix, args.libdir, destdir, args.system, args.verbose)
     print(layout.staged(layout.libdir / "libdnsshim.so.1"))

@@ -148,6 +148,25 @@ class Installation:
     def suppressions(self) -> Path:
         return self.form.path("data", self.prefix) / "libdnsshim.supp"
 
+    def uninstall(self) -> int:
+        """Removes this prefix install (what its manifest lists, then the
+        folders it made, once empty), with no need of the sources or the
+        virtualenv it was made with; its exit status."""
+        from shim import manifest
+
+        if self.form is not layout.PREFIX:
+            print(f"dnsshim-config --uninstall: {self.prefix} is a package installed by pip, "
+                  "not a prefix install: remove it with pip uninstall dnsshim", file=sys.stderr)
+            return 1
+        try:
+            removed = manifest.remove(manifest.path(self.prefix))
+        except manifest.ManifestError as e:
+            print(f"dnsshim-config --uninstall: {e}; a package manager's install (the Debian "
+                  "packages) is removed with that package manager", file=sys.stderr)
+            return 1
+        print(manifest.words(removed))
+        return 0
+
     def check(self) -> int:
         """Runs the installation's ``dnsshim-dump --check``; its exit status."""
         import subprocess
@@ -271,6 +290,9 @@ def parser(prog: str, epilog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="start the runtime as a C program does and say what it runs on and "
                         "whether it works (exit status 0 or 1)")
+    p.add_argument("--uninstall", action="store_true",
+                   help="remove this prefix install (build_ffi.py --prefix): what its manifest "
+                        "lists, with no need of the sources or the virtualenv it was made with")
     return p
 
 
@@ -278,13 +300,14 @@ def run(args: argparse.Namespace, p: argparse.ArgumentParser,
         installation: Installation | None = None) -> int:
     """Print the answers to the options given, on one line (or --check), for
     installation (default: the one :func:`find_installation` finds)."""
-    if not args.what and not args.check:
+    alone = [name for name in ("check", "uninstall") if getattr(args, name, False)]
+    if not args.what and not alone:
         p.print_usage(sys.stderr)
         print(f"{p.prog}: give at least one option (--help lists them)", file=sys.stderr)
         return 2
-    if args.what and args.check:
+    if alone and (args.what or len(alone) > 1):
         p.print_usage(sys.stderr)
-        print(f"{p.prog}: --check goes alone", file=sys.stderr)
+        print(f"{p.prog}: --{alone[0]} goes alone", file=sys.stderr)
         return 2
     try:
         installation = installation or find_installation()
@@ -302,6 +325,8 @@ def run(args: argparse.Namespace, p: argparse.ArgumentParser,
               "need the clone", file=sys.stderr)
     if args.check:
         return installation.check()
+    if getattr(args, "uninstall", False):
+        return installation.uninstall()
     print(" ".join(filter(None, (installation.value(w, args.ares) for w in args.what))))
     return 0
 

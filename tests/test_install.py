@@ -454,6 +454,15 @@ def test_the_installation_found_from_the_package_is_named_plainly(installed, tmp
     assert "/../" not in result.stdout + result.stderr
 
 
+def test_uninstall_is_for_a_prefix_install(installed):
+    result = subprocess.run([str(installed / "bin" / "dnsshim-config"), "--uninstall"],
+                            capture_output=True, text=True, env=MINIMAL_ENV)
+    assert result.returncode == 1
+    assert result.stderr == (f"dnsshim-config --uninstall: {site_packages(installed) / 'shim'} "
+                             "is a package installed by pip, not a prefix install: remove it "
+                             "with pip uninstall dnsshim\n")
+
+
 def test_check_refuses_a_dns_shim_python_that_is_another_program(installed):
     """dnsshim-config --check says the start-up's line, never "ok"."""
     check = subprocess.run([str(installed / "bin" / "dnsshim-config"), "--check"],

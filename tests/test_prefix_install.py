@@ -7,13 +7,16 @@ virtualenv are deleted, and then a C program built with the prefix's
 pkg-config file gives, on the vectors, the malformed cases and the corpus,
 what it gives built against this tree's library; dnsshim-config answers
 what pkg-config answers, for both libraries; the manual is there;
-``--uninstall`` leaves the prefix exactly as it was.  A staged install
+``--uninstall`` (build_ffi.py's, and the prefix's own dnsshim-config's
+without the sources) leaves the prefix exactly as it was, a moved one too.  A staged install
 (--destdir) works once moved into place, and one whose Python side was
 removed says so in one line.  (CMake's find_package from each
 installation: test_cmake.py.)
 """
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -226,20 +229,67 @@ def test_the_c_ares_layer_links_static_from_dnsshim_config(standalone, built, tm
 
 
 def test_uninstall_leaves_the_prefix_as_it_was(standalone, tmp_path):
+    """build_ffi.py --prefix P --uninstall, on a copy of the install (a
+    prefix moves whole): the copy is left as the prefix was before, and the
+    install itself is untouched, so that the other tests may run after."""
     prefix, before = standalone[0], standalone[1]
-    # run last in the module's order: the other tests use the installation
+    installed = _snapshot(prefix)
     copy = tmp_path / "copy"
     shutil.copytree(prefix, copy, symlinks=True)
-    result = subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(prefix),
+    result = subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(copy),
                              "--uninstall"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert _snapshot(prefix) == before
-    again = subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(prefix),
+    assert result.stdout.startswith("removed ") and result.stdout.endswith(
+        " of the install's files and folders\n")
+    assert _snapshot(copy) == before
+    assert _snapshot(prefix) == installed
+    again = subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(copy),
                             "--uninstall"], capture_output=True, text=True)
     assert again.returncode == 1
-    assert again.stderr == (f"build_ffi.py --prefix: {prefix}/share/dnsshim/install-manifest "
-                            f"does not exist: nothing was installed under {prefix} by "
+    assert again.stderr == (f"build_ffi.py --prefix: {copy}/share/dnsshim/install-manifest "
+                            f"does not exist: nothing was installed under {copy} by "
                             "build_ffi.py --prefix (or it was uninstalled)\n")
+
+
+def test_dnsshim_config_uninstalls_without_the_sources(standalone, tmp_path):
+    """The prefix's own dnsshim-config --uninstall, the clone and the
+    virtualenv it was installed from gone, run with a minimal environment:
+    what the install wrote goes, the prefix's other files stay."""
+    prefix, before = standalone[0], standalone[1]
+    installed = _snapshot(prefix)
+    copy = tmp_path / "moved" / "prefix"
+    shutil.copytree(prefix, copy, symlinks=True)
+    result = subprocess.run([str(copy / "bin" / "dnsshim-config"), "--uninstall"],
+                            capture_output=True, text=True, env=MINIMAL_ENV, cwd="/")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert re.fullmatch(r"removed [1-9]\d* of the install's files and folders\n", result.stdout)
+    assert _snapshot(copy) == before
+    assert _snapshot(prefix) == installed
+    again = subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(copy),
+                            "--uninstall"], capture_output=True, text=True)
+    assert again.returncode == 1
+
+
+def test_uninstall_of_a_moved_prefix_that_also_wrote_outside_it_refuses(standalone, tmp_path):
+    """An install whose libdir was outside its prefix, moved: which files
+    are its own elsewhere cannot be known, so nothing is removed."""
+    prefix = standalone[0]
+    copy = tmp_path / "copy"
+    shutil.copytree(prefix, copy, symlinks=True)
+    path = copy / "share" / "dnsshim" / "install-manifest"
+    recorded = json.loads(path.read_text())
+    recorded["files"].append("/opt/elsewhere/lib/libdnsshim.so.1")
+    path.write_text(json.dumps(recorded))
+    held = _snapshot(copy)
+    result = subprocess.run([str(copy / "bin" / "dnsshim-config"), "--uninstall"],
+                            capture_output=True, text=True, env=MINIMAL_ENV, cwd="/")
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"dnsshim-config --uninstall: the install was made under {prefix} and is now under "
+        f"{copy}, but it also wrote /opt/elsewhere/lib/libdnsshim.so.1, outside that prefix: "
+        f"remove it from where it was installed ({prefix}); a package manager's install (the "
+        "Debian packages) is removed with that package manager\n")
+    assert _snapshot(copy) == held
 
 
 def test_a_staged_install_works_in_place(tmp_path):
