@@ -152,10 +152,12 @@ def require_program(program: str, package: str) -> str:
 
 
 def require_cares() -> None:
-    """c-ares's headers and library, found as the Makefile finds them."""
+    """c-ares's headers and library, as the build of the C programs found
+    them (cprograms.cares_flags: asked once per run, so that every test
+    agrees with what was built, whatever is installed meanwhile)."""
     require_program("pkg-config", "pkg-config")
-    found = subprocess.run(["pkg-config", "--exists", "libcares"]).returncode == 0
-    require_tool("c-ares's headers (libcares.pc)", "libc-ares-dev", found)
+    require_tool("c-ares's headers (libcares.pc)", "libc-ares-dev",
+                 cprograms.cares_flags() is not None)
 
 
 def run_test_prog(built: Built, *args, env=None, cwd=None):

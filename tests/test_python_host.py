@@ -33,7 +33,6 @@ under CI=true they fail.
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -48,6 +47,7 @@ import dns.version
 import pytest
 
 from dnsshim_build import pipeline
+import cprograms
 import malformed
 import vectors
 from conftest import ROOT, require_cares, require_tool
@@ -537,8 +537,7 @@ def test_pycares_with_the_c_ares_layer_preloaded(pycares_host, built, dns_server
 @pytest.fixture(scope="module")
 def ares_driver(built):
     require_cares()
-    cflags = subprocess.run(["pkg-config", "--cflags", "libcares"], capture_output=True,
-                            text=True, check=True).stdout.split()
+    cflags = list(cprograms.cares_flags()[0])  # as the build found it
     return _driver(built, TESTS_C / "ares_every_parser.c", "libares_every_parser_driver.so",
                    ["dnsshim_ares"], cflags)
 
