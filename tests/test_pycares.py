@@ -143,7 +143,7 @@ EXPECTED = [
 TIMEOUT = 4.0
 
 PROGRAM = r'''
-import dataclasses, json, sys, time
+import dataclasses, json, sys
 import pycares
 
 args = json.loads(sys.argv[1])
@@ -193,7 +193,6 @@ def guest_parser():
 
 
 # One question first: libdnsshim_ares starts its runtime at the first parse.
-started = time.monotonic()
 ask(0, [("ns.example.test", "A")])
 parser = guest_parser()
 seen = []
@@ -207,12 +206,11 @@ if parser is not None:
 
     parser.run = observed
 lines = {"udp": ask(0, args["queries"]), "tcp": ask(pycares.ARES_FLAG_USEVC, args["queries"])}
-elapsed = time.monotonic() - started
 if parser is not None:
     parser.run = run
 maps = open("/proc/self/maps").read().split()
 print(json.dumps({
-    "lines": lines, "elapsed": elapsed, "seen": seen, "guest": parser is not None,
+    "lines": lines, "seen": seen, "guest": parser is not None,
     "version": [pycares.__version__, pycares.ARES_VERSION],
     "libcares": sorted({p for p in maps if "libcares.so" in p}),
 }))
@@ -300,7 +298,6 @@ def test_plain_answers_are_the_zones(plain, transport):
     asked = {line.split(" | ")[0] for line in lines}
     assert asked == {f"{name} {rdtype}" for name, rdtype in QUERIES}
     assert not [line for line in lines if "ARES_ETIMEOUT" in line or "ARES_ECONNREFUSED" in line]
-    assert plain["elapsed"] < TIMEOUT
     assert plain["guest"] is False and plain["seen"] == []
 
 
@@ -308,7 +305,8 @@ def test_preloaded_answers_are_the_same(plain, preloaded):
     assert preloaded["lines"] == plain["lines"]
     assert preloaded["version"] == plain["version"]
     assert preloaded["libcares"] == plain["libcares"]
-    assert preloaded["elapsed"] < TIMEOUT
+    # the same lines: none timed out (a reply the layer failed to read is
+    # dropped by c-ares's resolver, and its question ends in ARES_ETIMEOUT)
 
 
 def test_preloaded_replies_went_through_dnspython(preloaded):

@@ -428,7 +428,7 @@ def dns_server():
 
 
 PYCARES_PROGRAM = r'''
-import json, select, sys, time
+import json, select, sys
 args = json.loads(sys.argv[1])
 if args["import_dns"]:
     import dns.version
@@ -458,7 +458,6 @@ def done(key):
         else:
             results[key] = canon(result)
     return callback
-start = time.monotonic()
 for name, rdtype in args["queries"]:
     channel.query(name, getattr(pycares, "QUERY_TYPE_" + rdtype), done(f"{name} {rdtype}"))
 while True:
@@ -472,11 +471,10 @@ while True:
         channel.process_fd(fd, pycares.ARES_SOCKET_BAD)
     for fd in w:
         channel.process_fd(pycares.ARES_SOCKET_BAD, fd)
-elapsed = time.monotonic() - start
 after = state()
 added = sorted(set(after["modules"]) - set(before["modules"]))
 print(json.dumps({
-    "results": results, "elapsed": elapsed,
+    "results": results,
     "path_same": before["path"] == after["path"],
     "replaced": sorted(n for n, m in before["modules"].items() if after["modules"].get(n) != m),
     "foreign": [n for n in added if n.partition(".")[0] not in sys.stdlib_module_names],
@@ -525,8 +523,9 @@ def test_pycares_with_the_c_ares_layer_preloaded(pycares_host, built, dns_server
     assert stderr == ""
     assert out["results"] == cares_reference["results"]
     # An answer the layer failed to read would be dropped by c-ares's own
-    # resolver and time out; here every lookup is answered at once.
-    assert out["elapsed"] < TIMEOUT / 2
+    # resolver, and its lookup would end in ARES_ETIMEOUT (one try): the
+    # results above are the reference's, with no timeout among them.
+    assert not [k for k, v in out["results"].items() if v == ["error", "ARES_ETIMEOUT"]]
     assert out["path_same"] and out["replaced"] == []
     assert set(out["foreign"]) <= OWN_MODULES
     assert out["dns"][0] == out["dns"][1]
