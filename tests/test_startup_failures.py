@@ -16,10 +16,12 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from pathlib import Path
 
 import pytest
 
 from dnsshim_build import pipeline
+import cares_source
 import cprograms
 import malformed
 from conftest import PYENV_ROOT, ROOT, require_cares
@@ -61,17 +63,45 @@ def refusal(built_dir, message, env=None, stderr="") -> str:
     return logs[0]
 
 
+#: The old dnspython wheels the floor tests install: fetched once, then kept
+#: (the project's own cache, as tests/cares_source.py's).
+WHEELS = cares_source.CACHE / "wheels"
+
+
+def dnspython_wheel(version: str) -> Path:
+    """dnspython's wheel of that release, from the cache (downloaded from
+    PyPI the first time)."""
+    found = sorted(WHEELS.glob(f"dnspython-{version}-*.whl"))
+    if found:
+        return found[0]
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                             "--only-binary", ":all:", "--dest", str(WHEELS),
+                             f"dnspython=={version}"],
+                            capture_output=True, text=True, timeout=600)
+    found = sorted(WHEELS.glob(f"dnspython-{version}-*.whl"))
+    if result.returncode != 0 or not found:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"dnspython {version}'s wheel could not be fetched: "
+                        f"{result.stderr.strip()[-500:]}")
+        pytest.skip(f"dnspython {version}'s wheel is not cached in {WHEELS} and PyPI cannot "
+                    "be reached")
+    return found[0]
+
+
 def bare_venv(path, with_cffi=False, with_dnspython=None):
     """A virtualenv without pip; with the running Python's cffi backend
-    copied in, and dnspython of a given version installed (pip --target)."""
+    copied in, and dnspython of a given version installed (pip --target,
+    from its cached wheel, with no index)."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
     site = path / "lib" / f"python{TAG}" / "site-packages"
     if with_cffi:
         import _cffi_backend
         shutil.copy(_cffi_backend.__file__, site)
     if with_dnspython:
+        wheel = dnspython_wheel(with_dnspython)
         result = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                                 "--target", str(site), f"dnspython=={with_dnspython}"],
+                                 "--no-index", "--target", str(site), str(wheel)],
                                 capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, result.stderr[-2000:]
     return path / "bin" / "python"
