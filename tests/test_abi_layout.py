@@ -49,6 +49,32 @@ LAYOUT = {
 SIZE_IN_1_0 = {"dns_shim_callbacks": 120}
 
 
+def test_layout_as_the_c_compiler_lays_it_out(tmp_path):
+    """Every size and offset above, from sizeof and offsetof in a program the
+    C compiler builds with the header (not from cffi's reading of it)."""
+    from dnsshim_build import pipeline
+
+    lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "dns_shim.h"',
+             "int main(void) {", '    if (sizeof(void *) != 8) { puts("not LP64"); return 0; }']
+    for struct, (_, offsets) in sorted(LAYOUT.items()):
+        lines.append(f'    printf("{struct} %zu\\n", sizeof({struct}));')
+        lines += [f'    printf("{struct}.{m} %zu\\n", offsetof({struct}, {m}));'
+                  for m in offsets]
+    lines += ["    return 0;", "}"]
+    src = tmp_path / "layout.c"
+    src.write_text("\n".join(lines) + "\n")
+    program = pipeline.compile_program([src], tmp_path / "layout", libraries=())
+    out = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
+    if out == "not LP64\n":
+        pytest.skip("the layout is recorded for LP64")
+    measured = dict(line.split() for line in out.splitlines())
+    expected = {}
+    for struct, (size, offsets) in LAYOUT.items():
+        expected[struct] = str(size)
+        expected.update({f"{struct}.{m}": str(o) for m, o in offsets.items()})
+    assert measured == expected
+
+
 @pytest.mark.parametrize("struct", sorted(LAYOUT))
 def test_layout(header_ffi, struct):
     if header_ffi.sizeof("void *") != 8:
