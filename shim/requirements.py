@@ -74,11 +74,11 @@ def drift(built_version: str, built_prefix: str, libpython: str) -> str:
             "with this Python to silence this")
 
 
-def borrow_compiled(built_prefix: str) -> str:
+def on_another_installation(built_prefix: str, python: str = "", origin: str = "") -> str:
     """On another installation of the library's CPython minor version than
     the one it was built with (``built_prefix``): that installation's
-    compiled modules (its lib-dynload) go last on sys.path, and the
-    directory is returned ("" when nothing was added).
+    compiled modules (its lib-dynload) go last on sys.path; then one line
+    when a compiled module the parser needs is still missing, or "".
 
     The interpreter's code is the library's libpython, whatever installation
     it runs; an installation whose own libpython builds a module in (Debian
@@ -91,16 +91,15 @@ def borrow_compiled(built_prefix: str) -> str:
         return ""
     tag = f"{sys.version_info[0]}.{sys.version_info[1]}"
     dynload = os.path.join(os.path.realpath(built_prefix), "lib", f"python{tag}", "lib-dynload")
-    if not os.path.isdir(dynload) or dynload in sys.path:
-        return ""
-    sys.path.append(dynload)
-    return dynload
+    if os.path.isdir(dynload) and dynload not in sys.path:
+        sys.path.append(dynload)
+    return stdlib_problem(python, origin)
 
 
-#: The standard library the parser imports (dnspython's and the glue's),
-#: each with compiled parts (_socket, _struct, _random, select, math...).
-STDLIB = ("socket", "struct", "random", "select", "math", "binascii", "array", "bisect",
-          "datetime", "contextvars", "unicodedata", "zlib", "typing", "dis")
+#: Modules of the standard library the parser imports (the glue's and
+#: dnspython's), each with a compiled part (_socket, _struct, _random,
+#: math, binascii...) that an installation may build into its libpython.
+STDLIB = ("socket", "struct", "random", "math", "binascii", "bisect", "contextvars")
 
 
 def stdlib_problem(python: str = "", origin: str = "") -> str:
@@ -132,9 +131,6 @@ def problem(python: str = "", origin: str = "", path=None) -> str:
     of = f"{python} ({origin})" if origin else python
     path = list(sys.path if path is None else path)
     searched = ", ".join(p or "." for p in path) or "nothing"
-    why = stdlib_problem(python, origin)
-    if why:
-        return why
     floor = cffi_floor()
     try:
         import _cffi_backend

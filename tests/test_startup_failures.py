@@ -166,11 +166,13 @@ def test_dns_shim_python_that_is_another_program(built, message, program):
 def test_installation_without_a_compiled_module_of_the_standard_library(tmp_path):
     """An installation that has no file for a compiled module the parser
     needs, where the library's own installation has none either: one line,
-    naming the module and the fix (requirements.problem, the text the
-    library runs at start-up, in a Python where _socket is unimportable)."""
+    naming the module and the fix (requirements.on_another_installation,
+    which the library runs at start-up on an installation other than its
+    own, in a Python where _socket is unimportable)."""
     code = ("import sys; sys.modules['_socket'] = None; sys.modules.pop('socket', None);"
             "from shim import requirements;"
-            "print(requirements.problem('/opt/py/bin/python3', 'from DNS_SHIM_PYTHON'))")
+            "print(requirements.on_another_installation('/nonexistent', '/opt/py/bin/python3',"
+            " 'from DNS_SHIM_PYTHON'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT).stdout.strip()
     assert out == (f"the CPython installation at {sys.base_prefix} of /opt/py/bin/python3 (from "

@@ -539,8 +539,9 @@ char *dns_shim__release_stderr(PyObject *stream)
 ** cffi loads anything, with the GIL held.  In an interpreter the library
 ** started (not a bundle's), drift() first: another patch release or
 ** installation of its CPython than it was built with (DNS_SHIM_BUILD_PREFIX,
-** PY_VERSION) is a warning, and borrow_compiled() puts the compiled modules
-** of the library's own installation last on sys.path; then problem(): "" when this interpreter can
+** PY_VERSION) is a warning, and on_another_installation() puts the compiled
+** modules of the library's own installation last on sys.path and says what
+** is still missing; then problem(): "" when this interpreter can
 ** run the library, else one line.  Returns 0, or -1 when the runtime cannot
 ** start. */
 int dns_shim__check_requirements(const char *python, const char *origin)
@@ -580,14 +581,18 @@ int dns_shim__check_requirements(const char *python, const char *origin)
         Py_XDECREF(warning);
         PyErr_Clear();
         {
-            PyObject *borrow = PyDict_GetItemString(globals, "borrow_compiled");
-            PyObject *added = borrow ? PyObject_CallFunction(borrow, "s", DNS_SHIM_BUILD_PREFIX)
-                                     : NULL;
-            Py_XDECREF(added);
+            PyObject *other = PyDict_GetItemString(globals, "on_another_installation");
+            reason = other ? PyObject_CallFunction(other, "sss", DNS_SHIM_BUILD_PREFIX, python,
+                                                   origin) : NULL;
             PyErr_Clear();
+            if (reason != NULL && (!PyUnicode_Check(reason) ||
+                                   PyUnicode_GetLength(reason) == 0)) {
+                Py_DECREF(reason);
+                reason = NULL;
+            }
         }
     }
-    if (code != NULL) {
+    if (code != NULL && reason == NULL) {
         PyObject *problem = PyDict_GetItemString(globals, "problem");
         if (problem != NULL)
             reason = PyObject_CallFunction(problem, "ss", python, origin);
