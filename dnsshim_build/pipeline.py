@@ -334,7 +334,8 @@ DNSSHIM_ARES = Library(
     exports=CSRC / "ares" / "libdnsshim_ares.map",
     pc_template=CSRC / "ares" / "dnsshim-ares.pc.in", links=("dnsshim",),
     guest_prefix="dnsshim_ares",
-    units=(CSRC / "ares" / "check.c", CSRC / "ares" / "dnsrec.c", CSRC / "ares" / "free.c", CSRC / "ares" / "owned.c",
+    units=(CSRC / "ares" / "check.c", CSRC / "ares" / "dnsrec.c", CSRC / "ares" / "free.c", CSRC / "ares" / "memory.c",
+           CSRC / "ares" / "owned.c",
            CSRC / "ares" / "parsers.c", CSRC / "ares" / "structures.c"))
 
 #: Every library, in the order they are built (a library after those it links).

@@ -40,6 +40,8 @@ class Program:
     libraries: tuple = ("dnsshim",)
     cares: bool = False
     cflags: tuple = ()
+    #: with ``cares``, whether it links c-ares too (else its headers only)
+    link_cares: bool = True
 
 
 @functools.lru_cache(maxsize=None)
@@ -83,6 +85,13 @@ def programs() -> dict:
         # Both libraries in one program, ours first so that its definitions win.
         found["both_libraries"] = Program(c / "both_libraries.c", ("dnsshim_ares", "dnsshim"),
                                           True)
+        # The allocators given to c-ares and to libdnsshim: beside the real
+        # c-ares, and with libdnsshim_ares alone.
+        found["ares_allocators"] = Program(c / "ares_allocators.c", ("dnsshim_ares", "dnsshim"),
+                                           True)
+        found["ares_allocators_alone"] = Program(c / "ares_allocators.c",
+                                                 ("dnsshim_ares", "dnsshim"), True,
+                                                 link_cares=False)
     return found
 
 
@@ -98,6 +107,8 @@ def build(out: Path, names=None, *, against: Path | None = None, cflags=()) -> d
     for name in names or table:
         program = table[name]
         cares_cflags, libs = cares_flags() if program.cares else ((), ())
+        if not program.link_cares:
+            libs = tuple(flag for flag in libs if not flag.startswith("-l"))
         built[name] = pipeline.compile_program(
             [program.source], out / name, against=against if program.libraries else None,
             libraries=program.libraries, cflags=(*STRICT, *program.cflags, *cares_cflags, *cflags),

@@ -99,10 +99,6 @@ FAILS_WITH_DNSSHIM = {
     # Both refuse a compressed SVCB target (RFC 9460 2.2): c-ares says
     # ARES_EBADNAME, dnspython's refusal of the RDATA ARES_EBADRESP.
     "LibraryTest.ParseSvcbRejectsCompressedTarget": "both refuse, another code",
-    # c-ares's allocator made to fail (ares_library_init_mem): the expand
-    # functions are libdnsshim_ares's own, which do not allocate with it.
-    "LibraryTest.ExpandNameFailure": "the expand functions' allocator",
-    "LibraryTest.ExpandString": "the expand functions' allocator",
     # The record written has SVCB parameters out of increasing key order,
     # which RFC 9460 2.2 makes a malformed RR: refused.
     "LibraryTest.DNSRecord": "SVCB keys out of order",

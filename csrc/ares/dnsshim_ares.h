@@ -4,7 +4,10 @@
 ** libdnsshim_ares exports c-ares 1.18's classic reply parsers
 ** (ares_parse_a_reply ... ares_parse_uri_reply), ares_expand_name,
 ** ares_expand_string, the three free functions and ares_strerror, with
-** c-ares's signatures, struct layouts, return codes and ownership rules.  Its
+** c-ares's signatures, struct layouts, return codes and ownership rules;
+** ares_dns_parse (c-ares 1.22's); and ares_library_init, ares_library_init_mem
+** and ares_library_cleanup, passed on to c-ares, so that what this library
+** allocates for the caller comes from the allocator the program gave c-ares.  Its
 ** public header is c-ares's own <ares.h>: a program compiles against it
 ** unchanged and links -ldnsshim_ares where it linked -lcares.  This header is
 ** NOT installed and is not for programs: it is what the library is built from.
@@ -19,8 +22,9 @@
 **
 **   2. The plain data the Python side (shim/ares_glue.py) hands the C side
 **      (csrc/ares/) for one call: what the c-ares function returns,
-**      as flat arrays.  The C side only copies it into c-ares's structures
-**      with malloc; every byte of the message is read by dnspython.
+**      as flat arrays.  The C side only copies it into c-ares's structures,
+**      allocated as c-ares allocates (memory.c); every byte of the message is
+**      read by dnspython.
 **
 ** build_ffi.py gives this header to cffi (preprocessor lines other than
 ** integer #defines dropped, DNSSHIM_ARES_PYTHON read as extern "Python"):

@@ -43,6 +43,15 @@ DNSSHIM_ARES__HIDDEN void dnsshim_ares__message_done(uint64_t token);
 ** ares_dns_parse there), else NULL. */
 DNSSHIM_ARES__HIDDEN void *dnsshim_ares__modern(const char *name);
 
+/* What this library allocates for the caller, from the allocator the
+** program gave c-ares (memory.c): a zero size is one octet; calloc's
+** product is checked.  (Not marked as an allocator pair for GCC: its
+** analyser then loses pointers stored in heap arrays, the hostent's, and
+** reports them leaked; valgrind and ASan check these at run time.) */
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__free(void *p);
+DNSSHIM_ARES__HIDDEN void *dnsshim_ares__malloc(size_t size);
+DNSSHIM_ARES__HIDDEN void *dnsshim_ares__calloc(size_t count, size_t size);
+
 /* A line on stderr, "dnsshim_ares: <message>" (check.c). */
 DNSSHIM_ARES__HIDDEN void dnsshim_ares__log(const char *message);
 

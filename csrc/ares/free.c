@@ -34,7 +34,7 @@ DNSSHIM_ARES_API void ares_free_hostent(dnsshim_ares_hostent *host)
             next(host);
             return;
         }
-        /* No other c-ares: c-ares allocates with malloc unless told not to. */
+        /* No other c-ares: a hostent of the program's own, from the same allocator. */
     }
     dnsshim_ares__free_hostent_fields(host);
 }
@@ -51,7 +51,7 @@ DNSSHIM_ARES_API void ares_free_string(void *str)
             return;
         }
     }
-    free(str);
+    dnsshim_ares__free(str);
 }
 
 DNSSHIM_ARES_API void ares_free_data(void *dataptr)
@@ -70,42 +70,42 @@ DNSSHIM_ARES_API void ares_free_data(void *dataptr)
         switch (d->type) {
         case DNSSHIM_ARES__SRV:
             next = d->data.srv.next;
-            free(d->data.srv.host);
+            dnsshim_ares__free(d->data.srv.host);
             break;
         case DNSSHIM_ARES__MX:
             next = d->data.mx.next;
-            free(d->data.mx.host);
+            dnsshim_ares__free(d->data.mx.host);
             break;
         case DNSSHIM_ARES__TXT:
         case DNSSHIM_ARES__TXT_EXT:
             next = d->data.txt.next;
-            free(d->data.txt.txt);
+            dnsshim_ares__free(d->data.txt.txt);
             break;
         case DNSSHIM_ARES__NAPTR:
             next = d->data.naptr.next;
-            free(d->data.naptr.flags);
-            free(d->data.naptr.service);
-            free(d->data.naptr.regexp);
-            free(d->data.naptr.replacement);
+            dnsshim_ares__free(d->data.naptr.flags);
+            dnsshim_ares__free(d->data.naptr.service);
+            dnsshim_ares__free(d->data.naptr.regexp);
+            dnsshim_ares__free(d->data.naptr.replacement);
             break;
         case DNSSHIM_ARES__SOA:
-            free(d->data.soa.nsname);
-            free(d->data.soa.hostmaster);
+            dnsshim_ares__free(d->data.soa.nsname);
+            dnsshim_ares__free(d->data.soa.hostmaster);
             break;
         case DNSSHIM_ARES__URI:
             next = d->data.uri.next;
-            free(d->data.uri.uri);
+            dnsshim_ares__free(d->data.uri.uri);
             break;
         case DNSSHIM_ARES__CAA:
             next = d->data.caa.next;
-            free(d->data.caa.property);
-            free(d->data.caa.value);
+            dnsshim_ares__free(d->data.caa.property);
+            dnsshim_ares__free(d->data.caa.value);
             break;
         default:
             return; /* not a type we make: leave it */
         }
         d->mark = 0;
-        free(d);
+        dnsshim_ares__free(d);
         dataptr = next;
     }
 }

@@ -289,7 +289,7 @@ static int dnsshim_ares__expand(int32_t kind, int error, int cut, const unsigned
         unsigned char *copy = r.nitems == 1
             ? (cut ? dnsshim_ares__copy_cut : dnsshim_ares__copy)(&r.items[0].str[0]) : NULL;
         if (copy == NULL || dnsshim_ares__own(copy) != 0) {
-            free(copy);
+            dnsshim_ares__free(copy);
             status = DNSSHIM_ARES_ENOMEM;
         } else {
             *s = copy;

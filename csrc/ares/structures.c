@@ -1,8 +1,9 @@
 /*
 ** structures.c: c-ares's structures built from what the Python side
-** computed (checked whole first: check.c), allocated with malloc the way
-** c-ares lays them out, so that c-ares's own free functions would free
-** them too (free.c frees them here).  Not one byte of a message is read
+** computed (checked whole first: check.c), laid out the way c-ares lays
+** them out and allocated from the allocator the program gave c-ares
+** (memory.c), so that c-ares's own free functions would free them too
+** (free.c frees them here).  Not one byte of a message is read
 ** in C.
 */
 #include "ares/dnsshim_ares_internal.h"
@@ -12,7 +13,7 @@
 
 unsigned char *dnsshim_ares__copy(const dnsshim_ares_bytes *s)
 {
-    unsigned char *out = malloc(s->len + 1);
+    unsigned char *out = dnsshim_ares__malloc(s->len + 1);
     if (out == NULL)
         return NULL;
     if (s->len)
@@ -23,7 +24,7 @@ unsigned char *dnsshim_ares__copy(const dnsshim_ares_bytes *s)
 
 unsigned char *dnsshim_ares__copy_cut(const dnsshim_ares_bytes *s)
 {
-    unsigned char *out = malloc(s->len + 1);
+    unsigned char *out = dnsshim_ares__malloc(s->len + 1);
     if (out == NULL)
         return NULL;
     if (s->len)
@@ -36,14 +37,14 @@ int dnsshim_ares__hostent(const dnsshim_ares_result *r, int addrtype, int length
                           const void *addrs, size_t naddrs, dnsshim_ares_hostent **out)
 {
     size_t i;
-    dnsshim_ares_hostent *h = calloc(1, sizeof *h);
+    dnsshim_ares_hostent *h = dnsshim_ares__calloc(1, sizeof *h);
     *out = NULL;
     if (h == NULL)
         return DNSSHIM_ARES_ENOMEM;
     h->h_addrtype = addrtype;
     h->h_length = length;
-    h->h_aliases = calloc(r->naliases + 1, sizeof(char *));
-    h->h_addr_list = calloc(naddrs + 1, sizeof(char *));
+    h->h_aliases = dnsshim_ares__calloc(r->naliases + 1, sizeof(char *));
+    h->h_addr_list = dnsshim_ares__calloc(naddrs + 1, sizeof(char *));
     if (h->h_aliases == NULL || h->h_addr_list == NULL)
         goto enomem;
     if (r->name.data != NULL && (h->h_name = (char *)dnsshim_ares__copy(&r->name)) == NULL)
@@ -62,11 +63,12 @@ int dnsshim_ares__hostent(const dnsshim_ares_result *r, int addrtype, int length
 #  pragma GCC diagnostic pop
 #endif
     if (naddrs > 0) {
-        char *block = malloc(naddrs * (size_t)length);
+        char *block = dnsshim_ares__malloc(naddrs * (size_t)length);
         if (block == NULL)
             goto enomem;
         memcpy(block, addrs, naddrs * (size_t)length);
-        for (i = 0; i < naddrs; i++)
+        h->h_addr_list[0] = block; /* the block: ares_free_hostent frees this one */
+        for (i = 1; i < naddrs; i++)
             h->h_addr_list[i] = block + i * (size_t)length;
     }
     if (dnsshim_ares__own(h) != 0)
@@ -81,20 +83,20 @@ enomem:
 void dnsshim_ares__free_hostent_fields(dnsshim_ares_hostent *host)
 {
     char **p;
-    free(host->h_name);
+    dnsshim_ares__free(host->h_name);
     for (p = host->h_aliases; p != NULL && *p != NULL; p++)
-        free(*p);
-    free(host->h_aliases);
+        dnsshim_ares__free(*p);
+    dnsshim_ares__free(host->h_aliases);
     if (host->h_addr_list != NULL) {
-        free(host->h_addr_list[0]);
-        free(host->h_addr_list);
+        dnsshim_ares__free(host->h_addr_list[0]);
+        dnsshim_ares__free(host->h_addr_list);
     }
-    free(host);
+    dnsshim_ares__free(host);
 }
 
 dnsshim_ares__data *dnsshim_ares__element(unsigned int type, const dnsshim_ares_item *it)
 {
-    dnsshim_ares__data *d = calloc(1, sizeof *d);
+    dnsshim_ares__data *d = dnsshim_ares__calloc(1, sizeof *d);
     void *p;
     int ok = 1;
     if (d == NULL)
