@@ -4,7 +4,8 @@
 package's build directory: shim/lib/libdnsshim.so.N (and libdnsshim.so),
 shim/lib/libdnsshim.a, libdnsshim_ares.so.1 and .a beside them,
 shim/lib/pkgconfig/dnsshim.pc and dnsshim-ares.pc, and
-shim/include/dns_shim.h, found again by ``python -m shim --cflags --libs``.
+shim/include/dns_shim.h, found again by ``python -m shim --cflags --libs``;
+and the manual, installed into the environment's share/man (man1, man3, man7).
 An editable install (pip install -e .) builds the same tree into the source
 tree's shim/ instead, in place, as setuptools builds C extensions for one:
 pinned to the installing Python and importing shim from the source tree, so
@@ -36,9 +37,22 @@ class BuildPyWithLibrary(build_py):
         pipeline.check_prerequisites()
         super().run()
         if getattr(self, "editable_mode", False):
-            install.package_tree(os.path.join(HERE, "shim"), pipeline.Mode.SOURCE_TREE)
+            package, mode = os.path.join(HERE, "shim"), pipeline.Mode.SOURCE_TREE
         else:
-            install.package_tree(os.path.join(self.build_lib, "shim"), pipeline.Mode.PACKAGE)
+            package, mode = os.path.join(self.build_lib, "shim"), pipeline.Mode.PACKAGE
+        install.package_tree(package, mode)
+        # The manual, into the environment's share/man (pip installs a
+        # wheel's data files under the virtualenv): man -M .venv/share/man.
+        mandir = os.path.join("build", "man")
+        pages = install.write_manual(os.path.join(HERE, mandir),
+                                     os.path.join(package, "bin", "dnsshim-dump"),
+                                     os.path.join(package, "lib"))
+        sections = {}
+        for page in pages:
+            section = os.path.basename(os.path.dirname(page))
+            sections.setdefault(f"share/man/{section}", []).append(
+                os.path.join(mandir, section, os.path.basename(page)))
+        self.distribution.data_files = sorted(sections.items())
 
 
 class BinaryDistribution(Distribution):

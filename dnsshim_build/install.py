@@ -230,9 +230,6 @@ def tool_help(program: Path, libdir: Path) -> str:
 
 def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
     """Every file, under the staging root."""
-    from dnsshim_build import man
-    from shim import config
-
     lib = layout.staged(layout.libdir, root)
     pipeline.build(lib, pipeline.Mode.PREFIX, verbose=verbose, private=str(layout.private),
                     system=layout.system)
@@ -264,11 +261,22 @@ def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
                              libdir=f"${{prefix}}/{under}" if under else str(layout.libdir),
                              rpath=not pipeline.system_library_dir(layout.libdir))
     cmake_files(pipeline, layout, layout.staged(layout.part("cmake"), root))
-    tools = {"dnsshim-dump": tool_help(dump, lib),
+    write_manual(layout.staged(layout.part("man"), root), dump, lib)
+    python_side(layout.staged(layout.private, root), layout.system)
+
+
+def write_manual(mandir: Path, dump: Path, lib: Path) -> list:
+    """The manual (man1, man3, man7 under mandir), with the pages of the
+    built dnsshim-dump (its --help, run against lib) and dnsshim-config;
+    returns the pages written.  The prefix install and pip's package (into
+    the virtualenv's share/man, setup.py) both write it."""
+    from dnsshim_build import man
+    from shim import config
+
+    tools = {"dnsshim-dump": tool_help(Path(dump), Path(lib)),
              "dnsshim-config": config.parser("dnsshim-config", epilog=config.EPILOG)
              .format_help()}
-    man.write_pages(layout.staged(layout.part("man"), root), tools)
-    python_side(layout.staged(layout.private, root), layout.system)
+    return man.write_pages(Path(mandir), tools)
 
 
 # ----------------------------------------------------------- install, uninstall

@@ -454,6 +454,28 @@ def test_the_installation_found_from_the_package_is_named_plainly(installed, tmp
     assert "/../" not in result.stdout + result.stderr
 
 
+def test_the_manual_is_installed_where_man_finds_it(installed):
+    """pip install . puts the pages in the virtualenv's share/man: man -M
+    finds them, and so does man with the virtualenv's bin first on PATH
+    (man-db derives share/man from it), as the README says."""
+    require_program("man", "man-db")
+    mandir = installed / "share" / "man"
+    for section, page in (("1", "dnsshim-dump"), ("1", "dnsshim-config"),
+                          ("3", "dns_shim_process_reply"), ("3", "process_dns_response"),
+                          ("7", "dnsshim")):
+        assert (mandir / f"man{section}" / f"{page}.{section}").is_file(), page
+    found = subprocess.run(["man", "-M", str(mandir), "-w", "dns_shim_process_reply"],
+                           capture_output=True, text=True)
+    assert found.stdout.strip() == str(mandir / "man3" / "dns_shim_process_reply.3")
+    active = subprocess.run(["man", "-w", "7", "dnsshim"], capture_output=True, text=True,
+                            env={"PATH": f"{installed / 'bin'}:/usr/bin:/bin"})
+    assert active.stdout.strip() == str(mandir / "man7" / "dnsshim.7"), active.stderr
+    text = subprocess.run(["man", "-M", str(mandir), "-P", "cat", "dns_shim_process_reply"],
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin",
+                                                               "MANWIDTH": "80"}).stdout
+    assert "dns_shim_process_reply" in text and "DESCRIPTION" in text
+
+
 def test_uninstall_is_for_a_prefix_install(installed):
     result = subprocess.run([str(installed / "bin" / "dnsshim-config"), "--uninstall"],
                             capture_output=True, text=True, env=MINIMAL_ENV)
