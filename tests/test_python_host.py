@@ -346,6 +346,24 @@ def test_a_bundles_library_is_a_guest_too(host, messages, c_host_output, tmp_pat
 
 
 @pytest.mark.python_independent
+def test_a_prefix_installs_library_is_a_guest_too(host, messages, c_host_output,
+                                                  tmp_path_factory, tmp_path):
+    """The library of a prefix install (build_ffi.py --prefix) loaded into the
+    program: its own copy of its Python side comes from the prefix's
+    lib/dnsshim/python, and the program's path and modules stay as they were."""
+    where = tmp_path_factory.mktemp("prefix") / "usr"
+    subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(where)],
+                   cwd=ROOT, check=True, capture_output=True, timeout=600)
+    _, stderr, report = run_host(host, tmp_path, {
+        "import_dns": True, "lib": str(where / "lib" / build_soname()), "statuses": messages})
+    assert stderr == ""
+    expected = dict(zip(messages, map(int, _statuses(c_host_output[()]))))
+    assert {path: pair for path, pair in report["statuses"].items()} == \
+        {path: [status, status] for path, status in expected.items()}
+    assert_guest(report)
+
+
+@pytest.mark.python_independent
 def test_the_program_imports_what_it_imported_before(host, built, tmp_path):
     """After the library ran, the program's own imports find what they found
     before: Debian's dnspython, no cffi, no shim."""
