@@ -125,6 +125,25 @@ def write_messages(where: Path, accepted: bool = False, corpus=()) -> list:
 
 
 
+# A user's shell: byte-compiling on (pip's build otherwise warns that it is off).
+USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory):
+    """A virtualenv with `pip install .` of this checkout, once per session
+    (test_install, test_cmake): pip's verbose output, the build backend's
+    included, is in pip-install.log beside it.  Tests only read it."""
+    d = tmp_path_factory.mktemp("installed")
+    venv = d / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    result = subprocess.run([str(venv / "bin" / "pip"), "install", "-v", str(ROOT)],
+                            capture_output=True, text=True, timeout=900, env=USER_ENV)
+    (d / "pip-install.log").write_text(result.stdout + result.stderr)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return venv
+
+
 #: pyenv's root, where the tests look for other CPython installations: $PYENV_ROOT, as
 #: pyenv itself takes it, else its default.
 PYENV_ROOT = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")

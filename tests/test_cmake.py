@@ -23,7 +23,7 @@ import pytest
 from dnsshim_build import pipeline
 import vectors
 from conftest import ROOT, require_cares, require_program
-from test_install import installed, site_packages  # noqa: F401 (fixture)
+from test_install import site_packages
 
 VERSION = pipeline.package_version()
 ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}

@@ -55,22 +55,7 @@ EXPECTED = "example.com A 192.0.2.1\nstatus 0\n"
 MINIMAL_ENV = {"PATH": "/usr/bin:/bin"}
 
 
-# A user's shell: byte-compiling on (pip's build otherwise warns that it is off).
-USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """A virtualenv with `pip install .` of this checkout; pip's verbose
-    output, the build backend's included, is in pip-install.log beside it."""
-    d = tmp_path_factory.mktemp("installed")
-    venv = d / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    result = subprocess.run([str(venv / "bin" / "pip"), "install", "-v", str(ROOT)],
-                            capture_output=True, text=True, timeout=900, env=USER_ENV)
-    (d / "pip-install.log").write_text(result.stdout + result.stderr)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return venv
+# (the installed fixture, one `pip install .` per session: conftest.py)
 
 
 def site_packages(venv):

@@ -18,8 +18,8 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, require_program
-from test_install import USER_ENV, source_copy
+from conftest import USER_ENV, ROOT, require_program
+from test_install import source_copy
 
 pytestmark = pytest.mark.python_independent
 
