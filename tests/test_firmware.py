@@ -372,6 +372,62 @@ def test_types_read_as_the_full_build_reads_them(built, sip, messages, tmp_path)
     assert "dns.rdtypes.ANY.SOA" not in manifest["frozen"]
 
 
+# ---- refusals: a CPython whose static library the build cannot use -------------------
+
+
+def _refusal(tmp_path, *options):
+    """The first line of the build's refusal; it says it in one line and
+    writes nothing."""
+    where = tmp_path / "fw"
+    result = subprocess.run([sys.executable, "-m", "shim", "firmware", str(where), *options],
+                            capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert result.returncode == 1 and result.stdout == "", result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert not where.exists()
+    return result.stderr.splitlines()[0]
+
+
+def test_refuses_a_cpython_it_has_no_data_for(tmp_path):
+    assert _refusal(tmp_path, "--python", "3.12") == (
+        "python -m shim firmware: CPython 3.12: the firmware build knows Debian's CPython "
+        "3.11 (Debian 12) and 3.13 (Debian 13) only: pass --python with one of them")
+
+
+def test_refuses_without_the_static_library(tmp_path):
+    from dnsshim_build import firmware as fw
+
+    triplet = fw.native_triplet()
+    missing = [v for v in fw.VERSIONS if not fw.Toolchain.debian(triplet, v).libpython.exists()]
+    if not missing:
+        pytest.skip("every CPython the build knows has its static library here")
+    v = missing[0]
+    assert _refusal(tmp_path, "--python", v) == (
+        f"python -m shim firmware: /usr/lib/python{v}/config-{v}-{triplet}/libpython{v}-pic.a, "
+        f"the static library the object links, is not installed: apt-get install "
+        f"libpython{v}-dev")
+
+
+def test_refuses_a_static_library_built_without_fpic():
+    """Debian ships libpython3.X.a, compiled without -fPIC, beside the -pic.a
+    the object needs: given that one, the build says so."""
+    import dataclasses
+
+    from dnsshim_build import firmware as fw
+
+    _require_debian_python()
+    tc = fw.Toolchain.debian("x86_64-linux-gnu", "3.11")
+    tc = dataclasses.replace(tc, libpython=tc.libpython.with_name("libpython3.11.a"))
+    assert tc.libpython.is_file()
+    with pytest.raises(fw.FirmwareError) as refusal:
+        tc.check()
+    assert str(refusal.value) == (
+        "/usr/lib/python3.11/config-3.11-x86_64-linux-gnu/libpython3.11.a was compiled without "
+        "-fPIC (getbuildinfo.o: R_X86_64_32): the object needs the position-independent "
+        "libpython3.11-pic.a: apt-get install libpython3.11-dev")
+    assert fw.Toolchain.debian("x86_64-linux-gnu", "3.11").non_pic_relocation(
+        fw.Toolchain.debian("x86_64-linux-gnu", "3.11").libpython) == ""
+
+
 # ---- arm64 ---------------------------------------------------------------------------
 
 
