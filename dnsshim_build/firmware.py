@@ -84,12 +84,20 @@ from dnsshim_build import pipeline
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 #: The CPythons the object can embed: Debian's, whose static library it
-#: links, by version: the release that ships it and the built-in modules that
-#: version's interpreter imports on an error path beside CORE_BUILTINS.
+#: links, by version: the release that ships it, the built-in modules that
+#: version's interpreter imports on an error path beside CORE_BUILTINS,
+#: those its config.c names whose code the -pic.a lacks (left out of the
+#: discovery build, which would not link with them), and the modules of
+#: this project's that stand in for them (Python, frozen in as the others).
 VERSIONS = {
-    "3.11": {"debian": "12", "core": frozenset()},
-    # traceback's "Did you mean" (a NameError's or AttributeError's report)
-    "3.13": {"debian": "13", "core": frozenset({"_suggestions"})},
+    "3.11": {"debian": "12", "core": frozenset(), "absent": frozenset(), "stand-ins": {}},
+    "3.13": {"debian": "13",
+             # traceback's "Did you mean" (a NameError's or AttributeError's report)
+             "core": frozenset({"_suggestions"}),
+             # Debian 13's libpython3.13-pic.a has no HACL* SHA-2 objects, and
+             # hashlib (dns.tsig at import) needs SHA-2's constructors
+             "absent": frozenset({"_sha2"}),
+             "stand-ins": {"_sha2": "sha2.py"}},
 }
 
 #: Non-position-independent relocations by CPU, in a static library that
@@ -424,10 +432,12 @@ def discover(pipeline, cffi_src: Path, types, work: Path, verbose: bool,
     site = dnspython_site()
     (stage / "dns").symlink_to(site / "dns")
     (stage / "shim").symlink_to(ROOT / "shim")
+    for name, source in VERSIONS[version]["stand-ins"].items():
+        (stage / f"{name}.py").symlink_to(pipeline.CSRC / "firmware" / source)
     stdlib = Path(f"/usr/lib/python{version}")
     objs = runtime_objects(pipeline, tc, cffi_src, work, types, 0, verbose,
                            search_path=f"{stdlib}:{stage}")
-    every = {n for n, _ in builtin_table(tc.config_c)}
+    every = {n for n, _ in builtin_table(tc.config_c)} - VERSIONS[version]["absent"]
     inittab(tc.config_c, every, work / "inittab.c")
     (work / "frozen.c").write_text("#include <Python.h>\nconst struct _frozen "
                                    "dns_shim__firmware_frozen[] = {{0}};\n")
