@@ -1,10 +1,9 @@
 """The firmware object from Debian 13's CPython 3.13, built and run in a
 Debian 13 root (tests/debian_root.py), and the Python-host guest there.
 
-The project is copied into the root, a virtualenv of Debian 13's python3
-gets this machine's cffi and dnspython (their cp313 wheels, downloaded once
-into the project's cache), and ``python -m shim firmware`` freezes
-libpython3.13-pic.a.  In the root:
+The root is tests/firmware13.py's (the project copied in, a virtualenv of
+Debian 13's python3 with this machine's cffi and dnspython), and ``python -m
+shim firmware`` freezes libpython3.13-pic.a there.  In the root:
 
 * the C test program linked with the object alone prints, byte for byte,
   what the ordinary library built here prints, over the vectors, the
@@ -22,30 +21,23 @@ libpython3.13-pic.a.  In the root:
   sys.path untouched (test_python_host's program and checks).
 
 Needs root (debootstrap, chroot): without it these tests skip, under CI=true
-they fail.  The base is cached per release with PACKAGES (the first run
-debootstraps).
+they fail.  The base is cached per release with firmware13.PACKAGES (the
+first run debootstraps).
 """
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-import debian_root
-from conftest import ROOT, require_tool, split_log, write_messages
-from test_debian import copy_project
+import firmware13
+from conftest import require_tool, split_log, write_messages
 
 pytestmark = pytest.mark.python_independent
 
-RELEASE = "13"
-#: the base's packages (cached with it): the compiler, Debian 13's CPython
-#: and its static library, libffi_pic.a, venv and strace
-PACKAGES = ("gcc", "libc6-dev", "libffi-dev", "python3", "python3-dev", "libpython3.13-dev",
-            "python3-venv", "strace")
 #: the Python host's own packages, installed with apt in the root (debootstrap
 #: cannot configure python3-pycares in a base)
 HOST_PACKAGES = ("python3-dnspython", "python3-pycares")
@@ -53,70 +45,13 @@ LIBS = "-lm -lpthread -ldl -lutil"
 SIP = "A,AAAA,CNAME,SRV,NAPTR"
 
 
-def _wheels() -> Path:
-    """cp313 wheels of the cffi and dnspython this machine builds with (and
-    what building needs), downloaded once into the project's cache."""
-    import cffi
-    import dns.version
-
-    folder = debian_root.CACHE / "wheels-cp313"
-    wanted = [f"cffi=={cffi.__version__}", f"dnspython=={dns.version.version}", "pycparser",
-              "setuptools"]
-    stamp = folder / "wanted.txt"
-    if stamp.is_file() and stamp.read_text() == " ".join(wanted):
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--only-binary",
-                             ":all:", "--python-version", "3.13", "--implementation", "cp",
-                             "--abi", "cp313", "--platform", "manylinux2014_x86_64",
-                             "--platform", "manylinux_2_17_x86_64", "--platform", "any",
-                             "-d", str(folder), *wanted], capture_output=True, text=True,
-                            timeout=600)
-    require_tool("cp313 wheels of cffi and dnspython (pip download)", "python3-pip",
-                 result.returncode == 0)
-    stamp.write_text(" ".join(wanted))
-    return folder
-
-
-class Root13:
-    """The root, the project at /root/dnsshim, its virtualenv at /root/venv."""
-
-    def __init__(self, root: debian_root.DebianRoot):
-        self.root = root
-
-    def run(self, script, **kw):
-        return self.root.run(script, **kw)
-
-    def path(self, inside):
-        return self.root.path(inside)
-
-
 @pytest.fixture(scope="module")
 def root13(tmp_path_factory):
-    if sys.platform != "linux" or not Path("/lib/x86_64-linux-gnu").is_dir():
-        pytest.skip("the Debian 13 root is made for x86-64")
-    why = debian_root.unavailable(PACKAGES, RELEASE)
+    why = firmware13.unavailable()
     if why:
-        require_tool(why[0], why[1] or "(root)", False)
-    import cffi
-
-    wheels = _wheels()
-    from dnsshim_build import firmware
-
-    cffi_src = firmware.cffi_source(debian_root.CACHE)
-    where = tmp_path_factory.mktemp("debian13")
-    root = debian_root.DebianRoot.create(where / "root", PACKAGES, log=where / "debootstrap.log",
-                                         release=RELEASE)
-    try:
-        copy_project(root.path("/root/dnsshim"))
-        shutil.copytree(wheels, root.path("/root/wheels"))
-        shutil.copytree(cffi_src, root.path(f"/root/.cache/dnsshim/{cffi_src.name}"))
-        assert cffi_src.name == f"cffi-{cffi.__version__}"
-        root.run("python3 -m venv /root/venv && /root/venv/bin/pip install -q --no-index "
-                 "--find-links /root/wheels cffi dnspython setuptools")
-        yield Root13(root)
-    finally:
-        root.remove()
+        require_tool(why[0], why[1] or "(root, x86-64)", False)
+    with firmware13.debian13_root(tmp_path_factory.mktemp("debian13")) as root:
+        yield root
 
 
 def _compile(root13, source, out, obj, extra=""):
@@ -129,11 +64,9 @@ def _compile(root13, source, out, obj, extra=""):
 @pytest.fixture(scope="module")
 def fw13(root13):
     """The two firmware builds, the library, and the C programs, in the root."""
-    python = "/root/venv/bin/python"
-    for dest, options in (("/root/fw", ""), ("/root/fw-sip", f"--types {SIP}")):
-        out = root13.run(f"cd /root/dnsshim && {python} -m shim firmware {dest} {options}",
-                         timeout=1800).stdout
-        assert out.startswith(f"{dest}/lib/libdnsshim_fw.o: "), out
+    python = firmware13.PYTHON
+    firmware13.build_firmware(root13, "/root/fw")
+    firmware13.build_firmware(root13, "/root/fw-sip", "--types", SIP)
     # the table of kinds the test program includes (pipeline.compile_program's)
     root13.run(f"mkdir /root/kinds && cd /root/dnsshim && {python} -c 'from dnsshim_build import pipeline; "
                f"pipeline.kinds_header(\"/root/kinds\")' && "
