@@ -3,12 +3,13 @@ firmware's C build links in, with no Python on the device.
 
     python -m shim firmware DIR [--types A,AAAA,CNAME,SRV,NAPTR,...]
                                 [--target aarch64-linux-gnu] [--optimize N]
+                                [--python 3.11|3.13]
 
 writes::
 
     DIR/lib/libdnsshim_fw.o          one relocatable object (ld -r): libdnsshim,
-                                     CPython 3.11 (Debian's libpython3.11-pic.a,
-                                     the built-in modules a parse needs), cffi's
+                                     CPython (Debian's libpython3.X-pic.a, the
+                                     built-in modules a parse needs), cffi's
                                      backend, libffi, and every Python module a
                                      parse can need, frozen in
     DIR/lib/libdnsshim_fw.a          an archive holding it
@@ -37,9 +38,13 @@ callbacks' structs from there too.
 The build, in named steps:
 
 1. :class:`Toolchain`: the target's compiler and binutils, Debian's static
-   CPython for it (libpython3.11-pic.a, its config.c) and libffi_pic.a, and
-   Debian's /usr/bin/python3.11, whose marshal the frozen bytecode must be;
-   a missing piece stops the build with one line naming the Debian package.
+   CPython for it (libpython3.X-pic.a, its config.c) and libffi_pic.a, and
+   Debian's /usr/bin/python3.X, whose marshal the frozen bytecode must be.
+   3.X is --python, by default the version of Debian's python3: 3.11 on
+   Debian 12, 3.13 on Debian 13 (VERSIONS: what differs between them).  A
+   missing piece, a version without data, or a static library compiled
+   without -fPIC stops the build with one line naming what it found and
+   the Debian package it needs.
 2. :func:`discover`: a discovery build of the same runtime (native, every
    built-in module, modules read from Debian's standard library and a staging
    folder of dnspython and the shim package, no shared modules, so that what
@@ -47,14 +52,16 @@ The build, in named steps:
    probe messages, imports every RDATA module of the chosen types, and says
    which modules its interpreter loaded: the frozen ones and the built-in ones.
 3. :func:`freeze`: those modules' bytecode as a C table
-   (dnsshim_build/firmware_freeze.py, run by Debian's python3.11).
+   (dnsshim_build/firmware_freeze.py, run by Debian's python3.X), with the
+   stand-ins of the version's modules whose code the -pic.a lacks
+   (csrc/firmware/sha2.py for 3.13's _sha2).
 4. :func:`inittab`: the object's own table of built-in modules (so that
    Debian's config.o, naming every module it has, stays out): those the
    discovery saw, the interpreter's core, ``_contextvars`` (re-done over
    libpython's own types: csrc/firmware/contextvars.c) and ``_cffi_backend``.
 5. :func:`link_object`: every object (the library's module, cffi's backend
    compiled from cffi's source distribution, the tables, zlib's crc32 for
-   binascii) and what they need of libpython3.11-pic.a and libffi_pic.a, as
+   binascii) and what they need of libpython3.X-pic.a and libffi_pic.a, as
    one object (``ld -r``); then every global but the API made local, and
    SystemTap's probe sections dropped (a COMDAT group, which a second copy of
    the object in one link would discard with what its notes point to).
