@@ -18,7 +18,10 @@ shim firmware`` freezes libpython3.13-pic.a there.  In the root:
 * Debian's python3 (3.13) with Debian's python3-dnspython 2.7.0 and
   python3-pycares imported loads libdnsshim built by the virtualenv's 3.13:
   its answers are the C program's, its dns stays Debian's, pycares and
-  sys.path untouched (test_python_host's program and checks).
+  sys.path untouched (test_python_host's program and checks);
+* cross-built for arm64 from Debian 13's multiarch packages, the C test
+  program runs under this machine's qemu-aarch64 (the root as its sysroot)
+  and prints what the library prints natively.
 
 Needs root (debootstrap, chroot): without it these tests skip, under CI=true
 they fail.  The base is cached per release with firmware13.PACKAGES (the
@@ -34,7 +37,7 @@ from pathlib import Path
 import pytest
 
 import firmware13
-from conftest import require_tool, split_log, write_messages
+from conftest import require_program, require_tool, split_log, write_messages
 
 pytestmark = pytest.mark.python_independent
 
@@ -282,3 +285,32 @@ def test_python_host_keeps_its_dnspython_and_pycares(host13, messages13, mode):
     # the host's own sys.path (Debian's, its dnspython's folder), unchanged
     assert "/usr/lib/python3/dist-packages" in report["after"]["path"]
     assert report["after"]["specs"]["dns"] == "/usr/lib/python3/dist-packages/dns/__init__.py"
+
+
+# ---- arm64, cross-built in the root and run under this machine's qemu ---------------------
+
+ARM64 = "aarch64-linux-gnu"
+#: Debian 13's multiarch packages for the cross build
+ARM64_PACKAGES = ("gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross", "libpython3.13-dev:arm64",
+                  "libffi-dev:arm64")
+
+
+def test_arm64_under_qemu(fw13, messages13):
+    """The object cross-built from Debian 13's arm64 libpython3.13-pic.a: the
+    C test program for arm64, run by qemu-aarch64 with the root as its
+    sysroot, prints what the library prints natively."""
+    require_program("qemu-aarch64", "qemu-user")
+    fw13.run("dpkg --add-architecture arm64 && apt-get update -qq && apt-get install -y -qq "
+             f"--no-install-recommends {' '.join(ARM64_PACKAGES)}", timeout=1800)
+    firmware13.build_firmware(fw13, "/root/fw-arm64", "--target", ARM64)
+    fw13.run(f"{ARM64}-gcc -O2 -g -Wall -I/root/fw-arm64/include -I/root/dnsshim/csrc/tools "
+             f"-I/root/kinds /root/dnsshim/tests/c/dnsshim_test.c -o /root/arm64_test "
+             f"/root/fw-arm64/lib/libdnsshim_fw.o {LIBS}")
+    assert re.search(r"Machine:\s+AArch64", fw13.run("readelf -h /root/arm64_test").stdout)
+    ours = subprocess.run(["qemu-aarch64", "-L", str(fw13.dir), str(fw13.path("/root/arm64_test")),
+                           *messages13], capture_output=True, text=True, timeout=1800,
+                          cwd=fw13.path("/root/messages"), env={"PATH": "/usr/bin:/bin"})
+    assert ours.returncode == 0, ours.stderr[-3000:]
+    assert ours.stdout == _in_messages(fw13, "/root/lib_test", *messages13).stdout
+    manifest = json.loads(fw13.path("/root/fw-arm64/share/dnsshim/firmware.json").read_text())
+    assert manifest["target"] == ARM64 and manifest["versions"]["CPython"].startswith("3.13.")
