@@ -210,8 +210,8 @@ class Toolchain:
     includes: list
     #: the CPython's version ("3.11") and Debian's interpreter of it, whose
     #: marshal the frozen bytecode must be
-    version: str = "3.11"
-    python: str = "/usr/bin/python3.11"
+    version: str
+    python: str
 
     @property
     def native(self) -> bool:

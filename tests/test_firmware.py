@@ -435,6 +435,32 @@ def test_refuses_a_static_library_built_without_fpic():
         fw.Toolchain.debian("x86_64-linux-gnu", "3.11").libpython) == ""
 
 
+def test_the_sha2_stand_in_is_fips_180_4():
+    """csrc/firmware/sha2.py, the 3.13 object's _sha2: hashlib's digests at
+    every padding boundary, fed whole and in pieces, copies included."""
+    import hashlib
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_sha2_stand_in",
+                                                  ROOT / "csrc" / "firmware" / "sha2.py")
+    sha2 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sha2)
+    data = bytes(range(256)) * 5
+    for name in ("sha224", "sha256", "sha384", "sha512"):
+        new = getattr(sha2, name)
+        assert (new().name, new().digest_size, new().block_size) == \
+            (name, hashlib.new(name).digest_size, hashlib.new(name).block_size)
+        for size in (0, 1, 55, 56, 63, 64, 65, 111, 112, 127, 128, 129, 1000):
+            assert new(data[:size]).hexdigest() == hashlib.new(name, data[:size]).hexdigest()
+            h = new(string=data[:size // 3])
+            copy = h.copy()
+            h.update(memoryview(data[size // 3:size]))
+            assert h.digest() == hashlib.new(name, data[:size]).digest()
+            assert copy.digest() == hashlib.new(name, data[:size // 3]).digest()
+        with pytest.raises(TypeError):
+            new("text")
+
+
 # ---- arm64 ---------------------------------------------------------------------------
 
 
