@@ -10,9 +10,11 @@ threads, fork and valgrind.  Its symbols: the API alone global, no symbol of
 the C library defined, so that a program's own malloc and memcpy are called,
 and it links beside a program's own CPython and beside a second copy.  A
 --types build reads the kept types as the full one does and every other
-opaquely.  Cross-built for arm64, it runs the same under qemu.  (The host's
-allocator and the memory limit, in this build and the others:
-test_memory.py.)
+opaquely.  Cross-built for arm64, it runs the same under qemu.  A CPython
+the build cannot use (no data for its version, no -pic.a, a static library
+compiled without -fPIC) is refused in one line.  (The host's allocator and
+the memory limit, in this build and the others: test_memory.py; the object
+from Debian 13's CPython 3.13: test_firmware_debian13.py.)
 
 The builds need Debian's libpython3.11-dev, python3.11 and libffi-dev (the
 arm64 ones and gcc-aarch64-linux-gnu and qemu-user for the cross build):
