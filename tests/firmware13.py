@@ -66,7 +66,6 @@ def debian13_root(where: Path):
     """The root in where/root, removed on leaving."""
     import cffi
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from dnsshim_build import firmware
     from test_debian import copy_project
 

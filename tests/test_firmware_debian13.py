@@ -53,6 +53,10 @@ def root13(tmp_path_factory):
     why = firmware13.unavailable()
     if why:
         require_tool(why[0], why[1] or "(root, x86-64)", False)
+    try:
+        firmware13.wheels()
+    except RuntimeError as e:
+        require_tool(str(e), "python3-pip (and a reachable package index)", False)
     with firmware13.debian13_root(tmp_path_factory.mktemp("debian13")) as root:
         yield root
 

@@ -398,6 +398,13 @@ def firmware_313(message: Path, smoke: bool) -> dict:
     why = firmware13.unavailable()
     if why:
         return {"not measured": f"no Debian 13 root here: {why[0]}"}
+    try:
+        return _firmware_313(message, firmware13)
+    except (RuntimeError, AssertionError, subprocess.CalledProcessError) as e:
+        return {"not measured": f"the Debian 13 root failed: {str(e).splitlines()[0]}"}
+
+
+def _firmware_313(message: Path, firmware13) -> dict:
     result = {"first_call_ms": [], "rss_added_mib": []}
     with tempfile.TemporaryDirectory(prefix="dnsshim-bench-13-") as tmp:
         with firmware13.debian13_root(Path(tmp)) as root:
