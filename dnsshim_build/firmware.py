@@ -3,12 +3,13 @@ firmware's C build links in, with no Python on the device.
 
     python -m shim firmware DIR [--types A,AAAA,CNAME,SRV,NAPTR,...]
                                 [--target aarch64-linux-gnu] [--optimize N]
+                                [--python 3.11|3.13]
 
 writes::
 
     DIR/lib/libdnsshim_fw.o          one relocatable object (ld -r): libdnsshim,
-                                     CPython 3.11 (Debian's libpython3.11-pic.a,
-                                     the built-in modules a parse needs), cffi's
+                                     CPython (Debian's libpython3.X-pic.a, the
+                                     built-in modules a parse needs), cffi's
                                      backend, libffi, and every Python module a
                                      parse can need, frozen in
     DIR/lib/libdnsshim_fw.a          an archive holding it
@@ -37,9 +38,13 @@ callbacks' structs from there too.
 The build, in named steps:
 
 1. :class:`Toolchain`: the target's compiler and binutils, Debian's static
-   CPython for it (libpython3.11-pic.a, its config.c) and libffi_pic.a, and
-   Debian's /usr/bin/python3.11, whose marshal the frozen bytecode must be;
-   a missing piece stops the build with one line naming the Debian package.
+   CPython for it (libpython3.X-pic.a, its config.c) and libffi_pic.a, and
+   Debian's /usr/bin/python3.X, whose marshal the frozen bytecode must be.
+   3.X is --python, by default the version of Debian's python3: 3.11 on
+   Debian 12, 3.13 on Debian 13 (VERSIONS: what differs between them).  A
+   missing piece, a version without data, or a static library compiled
+   without -fPIC stops the build with one line naming what it found and
+   the Debian package it needs.
 2. :func:`discover`: a discovery build of the same runtime (native, every
    built-in module, modules read from Debian's standard library and a staging
    folder of dnspython and the shim package, no shared modules, so that what
@@ -47,14 +52,16 @@ The build, in named steps:
    probe messages, imports every RDATA module of the chosen types, and says
    which modules its interpreter loaded: the frozen ones and the built-in ones.
 3. :func:`freeze`: those modules' bytecode as a C table
-   (dnsshim_build/firmware_freeze.py, run by Debian's python3.11).
+   (dnsshim_build/firmware_freeze.py, run by Debian's python3.X), with the
+   stand-ins of the version's modules whose code the -pic.a lacks
+   (csrc/firmware/sha2.py for 3.13's _sha2).
 4. :func:`inittab`: the object's own table of built-in modules (so that
    Debian's config.o, naming every module it has, stays out): those the
    discovery saw, the interpreter's core, ``_contextvars`` (re-done over
    libpython's own types: csrc/firmware/contextvars.c) and ``_cffi_backend``.
 5. :func:`link_object`: every object (the library's module, cffi's backend
    compiled from cffi's source distribution, the tables, zlib's crc32 for
-   binascii) and what they need of libpython3.11-pic.a and libffi_pic.a, as
+   binascii) and what they need of libpython3.X-pic.a and libffi_pic.a, as
    one object (``ld -r``); then every global but the API made local, and
    SystemTap's probe sections dropped (a COMDAT group, which a second copy of
    the object in one link would discard with what its notes point to).
@@ -83,9 +90,47 @@ from dnsshim_build import pipeline
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-#: The CPython the object embeds: Debian's, whose static library it links.
-TAG = "3.11"
-DEBIAN_PYTHON = f"/usr/bin/python{TAG}"
+#: The CPythons the object can embed: Debian's, whose static library it
+#: links, by version: the release that ships it, the built-in modules that
+#: version's interpreter imports on an error path beside CORE_BUILTINS,
+#: those its config.c names whose code the -pic.a lacks (left out of the
+#: discovery build, which would not link with them), and the modules of
+#: this project's that stand in for them (Python, frozen in as the others).
+VERSIONS = {
+    "3.11": {"debian": "12", "core": frozenset(), "absent": frozenset(), "stand-ins": {}},
+    "3.13": {"debian": "13",
+             # traceback's "Did you mean" (a NameError's or AttributeError's report)
+             "core": frozenset({"_suggestions"}),
+             # Debian 13's libpython3.13-pic.a has no HACL* SHA-2 objects, and
+             # hashlib (dns.tsig at import) needs SHA-2's constructors
+             "absent": frozenset({"_sha2"}),
+             "stand-ins": {"_sha2": "sha2.py"}},
+}
+
+#: Non-position-independent relocations by CPU, in a static library that
+#: was compiled without -fPIC (libpython3.X.a beside Debian's -pic.a); for
+#: other CPUs a static library is not looked into.
+NON_PIC_RELOCATIONS = {"x86_64": ("R_X86_64_32", "R_X86_64_32S")}
+
+
+def supported() -> str:
+    """The CPythons the build has data for, as a sentence's words."""
+    return " and ".join(f"{v} (Debian {d['debian']})" for v, d in VERSIONS.items())
+
+
+def default_version() -> str:
+    """The CPython to embed when none is named: Debian's python3's (the
+    release's own), else the newest one whose static library is installed."""
+    target = Path("/usr/bin/python3")
+    if target.exists():
+        m = re.fullmatch(r"python(\d+\.\d+)", os.path.basename(os.path.realpath(target)))
+        if m:
+            return m.group(1)
+    for version in sorted(VERSIONS, key=lambda v: tuple(map(int, v.split("."))), reverse=True):
+        if Toolchain.debian(native_triplet(), version).libpython.is_file():
+            return version
+    return max(VERSIONS, key=lambda v: tuple(map(int, v.split("."))))
+
 
 #: Built-in modules the interpreter itself imports or may import on an error
 #: path: kept whatever the discovery saw.
@@ -163,36 +208,79 @@ class Toolchain:
     config_c: Path
     libffi: Path
     includes: list
+    #: the CPython's version ("3.11") and Debian's interpreter of it, whose
+    #: marshal the frozen bytecode must be
+    version: str
+    python: str
 
     @property
     def native(self) -> bool:
         return self.triplet == native_triplet()
 
     @classmethod
-    def debian(cls, triplet: str) -> "Toolchain":
+    def debian(cls, triplet: str, version: str) -> "Toolchain":
         prefix = "" if triplet == native_triplet() else f"{triplet}-"
-        config = Path(f"/usr/lib/python{TAG}/config-{TAG}-{triplet}")
+        config = Path(f"/usr/lib/python{version}/config-{version}-{triplet}")
         return cls(triplet=triplet, cc=prefix + "gcc", ld=prefix + "ld",
                    objcopy=prefix + "objcopy", ar=prefix + "ar", nm=prefix + "nm",
-                   strip=prefix + "strip", libpython=config / f"libpython{TAG}-pic.a", config_c=config / "config.c",
+                   strip=prefix + "strip", libpython=config / f"libpython{version}-pic.a",
+                   config_c=config / "config.c",
                    libffi=Path(f"/usr/lib/{triplet}/libffi_pic.a"),
-                   includes=[f"/usr/include/python{TAG}", f"/usr/include/{triplet}"])
+                   includes=[f"/usr/include/python{version}", f"/usr/include/{triplet}"],
+                   version=version, python=f"/usr/bin/python{version}")
+
+    @property
+    def core_builtins(self) -> frozenset:
+        return CORE_BUILTINS | VERSIONS[self.version]["core"]
 
     def check(self) -> None:
-        """One line naming the Debian package for the first piece missing."""
+        """One line naming what is missing or unusable and the Debian
+        package that brings what the build needs."""
+        v = self.version
+        if v not in VERSIONS:
+            raise FirmwareError(f"CPython {v}: the firmware build knows Debian's CPython "
+                                f"{supported()} only: pass --python with one of them")
         arch = "" if self.native else ":" + debian_arch(self.triplet)
         gcc = "gcc" if self.native else f"gcc-{self.triplet}"
         for tool in (self.cc, self.ld, self.objcopy, self.ar, self.nm, self.strip):
             if shutil.which(tool) is None:
                 raise FirmwareError(f"{tool} is not installed: apt-get install {gcc}")
-        for path, package in ((self.libpython, f"libpython{TAG}-dev{arch}"),
-                              (self.libffi, f"libffi-dev{arch}")):
+        debian = Toolchain.debian(self.triplet, v)
+        for path, package, needed in (
+                (self.libpython, f"libpython{v}-dev{arch}", debian.libpython.name),
+                (self.libffi, f"libffi-dev{arch}", debian.libffi.name)):
             if not path.is_file():
                 raise FirmwareError(f"{path}, the static library the object links, is not "
                                     f"installed: apt-get install {package}")
-        if not Path(DEBIAN_PYTHON).is_file():
-            raise FirmwareError(f"{DEBIAN_PYTHON}, Debian's CPython {TAG}, whose bytecode the "
-                                f"object freezes, is not installed: apt-get install python{TAG}")
+            relocation = self.non_pic_relocation(path)
+            if relocation:
+                raise FirmwareError(f"{path} was compiled without -fPIC ({relocation}): the "
+                                    f"object needs the position-independent {needed}: "
+                                    f"apt-get install {package}")
+        if not Path(self.python).is_file():
+            raise FirmwareError(f"{self.python}, Debian's CPython {v}, whose bytecode the "
+                                f"object freezes, is not installed: apt-get install python{v}")
+
+    def non_pic_relocation(self, archive: Path) -> str:
+        """"member: relocation" of the first relocation in archive that only
+        code compiled without -fPIC has, or "" (NON_PIC_RELOCATIONS)."""
+        kinds = NON_PIC_RELOCATIONS.get(self.triplet.split("-")[0])
+        readelf = self.nm[:-2] + "readelf"
+        if not kinds or shutil.which(readelf) is None:
+            return ""
+        pattern = re.compile(r"^\s*[0-9a-f]+\s+[0-9a-f]+\s+(" + "|".join(kinds) + r")\s")
+        member = ""
+        with subprocess.Popen([readelf, "-rW", str(archive)], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, errors="replace") as p:
+            for line in p.stdout:
+                m = re.match(r"^File: .*\((.*)\)$", line.strip())
+                if m:
+                    member = m.group(1)
+                m = pattern.match(line)
+                if m:
+                    p.kill()
+                    return f"{member}: {m.group(1)}"
+        return ""
 
 
 def native_triplet() -> str:
@@ -292,7 +380,7 @@ def runtime_objects(pipeline, tc: Toolchain, cffi_src: Path, work: Path, types, 
     cffi_alloc.h, so that the host's allocator and the limit see them)."""
     firmware = pipeline.CSRC / "firmware"
     defines = pipeline.runtime_defines(pipeline.Mode.FIRMWARE, optimize=optimize,
-                                        types=types or (), tag=TAG)
+                                        types=types or (), tag=tc.version)
     if search_path:
         defines.append(f'-DDNS_SHIM_FIRMWARE_PATH="{search_path}"')
     flags = library_flags(tc) + defines
@@ -337,12 +425,13 @@ def inittab(config_c: Path, keep, out_c: Path) -> list:
 # ------------------------------------------------------------------- 2. discover
 
 
-def discover(pipeline, cffi_src: Path, types, work: Path, verbose: bool) -> dict:
+def discover(pipeline, cffi_src: Path, types, work: Path, verbose: bool,
+             version: str) -> dict:
     """Which modules a parse needs: {"frozen": [[name, source, is_package]],
     "builtin": [names]} (see the module's docstring, step 2)."""
     from shim.sample import probe_messages
 
-    tc = Toolchain.debian(native_triplet())
+    tc = Toolchain.debian(native_triplet(), version)
     tc.check()
     work.mkdir(parents=True)
     stage = work / "stage"
@@ -350,13 +439,15 @@ def discover(pipeline, cffi_src: Path, types, work: Path, verbose: bool) -> dict
     site = dnspython_site()
     (stage / "dns").symlink_to(site / "dns")
     (stage / "shim").symlink_to(ROOT / "shim")
-    stdlib = Path(f"/usr/lib/python{TAG}")
+    for name, source in VERSIONS[version]["stand-ins"].items():
+        (stage / f"{name}.py").symlink_to(pipeline.CSRC / "firmware" / source)
+    stdlib = Path(f"/usr/lib/python{version}")
     objs = runtime_objects(pipeline, tc, cffi_src, work, types, 0, verbose,
                            search_path=f"{stdlib}:{stage}")
-    every = {n for n, _ in builtin_table(tc.config_c)}
+    every = {n for n, _ in builtin_table(tc.config_c)} - VERSIONS[version]["absent"]
     inittab(tc.config_c, every, work / "inittab.c")
     (work / "frozen.c").write_text("#include <Python.h>\nconst struct _frozen "
-                                   "dns_shim__firmware_frozen[] = {{0, 0, 0, 0, 0}};\n")
+                                   "dns_shim__firmware_frozen[] = {{0}};\n")
     flags = library_flags(tc)
     objs += [_compile(tc, work / "inittab.c", work / "inittab.o", flags, verbose),
              _compile(tc, work / "frozen.c", work / "frozen.o", flags, verbose)]
@@ -392,12 +483,12 @@ def discover(pipeline, cffi_src: Path, types, work: Path, verbose: bool) -> dict
 # --------------------------------------------------------------------- 3. freeze
 
 
-def freeze(modules, out_c: Path, optimize: int, verbose: bool) -> dict:
-    """The frozen-module table, marshalled by Debian's CPython; returns
-    {name: bytes}."""
+def freeze(modules, out_c: Path, optimize: int, verbose: bool, python: str) -> dict:
+    """The frozen-module table, marshalled by Debian's CPython (python, the
+    interpreter of the static library linked); returns {name: bytes}."""
     spec = out_c.with_suffix(".json")
     spec.write_text(json.dumps({"optimize": optimize, "modules": modules}))
-    result = _run([DEBIAN_PYTHON, "-I", "-S", HERE / "firmware_freeze.py", spec, out_c],
+    result = _run([python, "-I", "-S", HERE / "firmware_freeze.py", spec, out_c],
                   verbose, capture_output=True, text=True)
     return {name: int(size) for name, size in
             (line.split() for line in result.stdout.splitlines() if line.strip())}
@@ -436,11 +527,11 @@ def object_symbols(tc: Toolchain, obj: Path) -> tuple:
 # ----------------------------------------------------------------- 6. the folder
 
 
-def _licenses(dest: Path, cffi_src: Path) -> list:
+def _licenses(dest: Path, cffi_src: Path, version: str) -> list:
     import importlib.metadata
 
     written = []
-    for name, source in (("CPython", Path(f"/usr/lib/python{TAG}/LICENSE.txt")),
+    for name, source in (("CPython", Path(f"/usr/lib/python{version}/LICENSE.txt")),
                          ("cffi", cffi_src / "LICENSE"),
                          ("libffi", Path("/usr/share/doc/libffi-dev/copyright"))):
         if source.is_file():
@@ -472,7 +563,7 @@ def write_folder(pipeline, dest: Path, tc: Toolchain, obj: Path, manifest: dict,
     share = form.path("data", dest)
     share.mkdir(parents=True)
     shutil.copyfile(pipeline.SUPPRESSIONS, share / pipeline.SUPPRESSIONS.name)
-    manifest["licenses"] = _licenses(form.path("licenses", dest), cffi_src)
+    manifest["licenses"] = _licenses(form.path("licenses", dest), cffi_src, tc.version)
     (share / "firmware.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
@@ -536,9 +627,11 @@ def verify(pipeline, dest: Path, work: Path, verbose: bool) -> None:
 # ------------------------------------------------------------------- the build
 
 
-def firmware(dest, types=None, target=None, optimize=0, cache=None, verbose=False) -> dict:
-    """Writes the firmware folder into dest (absent or empty); returns its
-    manifest.  On failure dest is left as it was found."""
+def firmware(dest, types=None, target=None, optimize=0, cache=None, verbose=False,
+             python=None) -> dict:
+    """Writes the firmware folder into dest (absent or empty), embedding
+    Debian's CPython python ("3.11", "3.13"; default: default_version());
+    returns its manifest.  On failure dest is left as it was found."""
     dest = Path(dest).resolve()
     if dest.exists() and any(dest.iterdir()):
         raise FirmwareError(f"{dest} is not empty")
@@ -546,7 +639,8 @@ def firmware(dest, types=None, target=None, optimize=0, cache=None, verbose=Fals
         raise FirmwareError("--optimize is 0, 1 or 2")
     existed = dest.exists()
     try:
-        return _firmware(dest, types, target or native_triplet(), optimize, cache, verbose)
+        return _firmware(dest, types, target or native_triplet(), optimize, cache, verbose,
+                         python)
     except BaseException:
         if existed:
             for item in dest.iterdir():
@@ -556,17 +650,18 @@ def firmware(dest, types=None, target=None, optimize=0, cache=None, verbose=Fals
         raise
 
 
-def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bool) -> dict:
+def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bool,
+              version) -> dict:
     pipeline.check_sources()
-    tc = Toolchain.debian(triplet)
+    tc = Toolchain.debian(triplet, version or default_version())
     tc.check()
     cache = Path(cache or os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dnsshim"
     cffi_src = cffi_source(cache)
     with tempfile.TemporaryDirectory(prefix="dnsshim-firmware-") as tmp_name:
         work = Path(tmp_name)
-        found = discover(pipeline, cffi_src, types, work / "discover", verbose)
-        sizes = freeze(found["frozen"], work / "frozen.c", optimize, verbose)
-        builtins = inittab(tc.config_c, CORE_BUILTINS | set(found["builtin"]),
+        found = discover(pipeline, cffi_src, types, work / "discover", verbose, tc.version)
+        sizes = freeze(found["frozen"], work / "frozen.c", optimize, verbose, tc.python)
+        builtins = inittab(tc.config_c, tc.core_builtins | set(found["builtin"]),
                            work / "inittab.c")
         build = work / "build"
         build.mkdir()
@@ -589,7 +684,7 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
         }
         manifest = {
             "target": triplet, "types": types, "optimize": optimize,
-            "versions": {"CPython": _debian_python_version(), "dnspython": _dnspython_version(),
+            "versions": {"CPython": _debian_python_version(tc.python), "dnspython": _dnspython_version(),
                          "cffi": cffi_src.name.split("-", 1)[1],
                          "dnsshim": pipeline.package_version()},
             "bytes": {"object": obj.stat().st_size, **parts},
@@ -604,8 +699,8 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
     return manifest
 
 
-def _debian_python_version() -> str:
-    return subprocess.run([DEBIAN_PYTHON, "-c", "import sys; print(sys.version.split()[0])"],
+def _debian_python_version(python: str) -> str:
+    return subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
@@ -625,11 +720,14 @@ def main(argv=None, prog="python -m shim firmware") -> int:
                         "(default: this machine's)")
     parser.add_argument("--optimize", type=int, default=0, choices=(0, 1, 2),
                         help="optimisation level of the frozen bytecode (1 and 2 drop asserts)")
+    parser.add_argument("--python", metavar="X.Y", help="the Debian CPython to embed: "
+                        f"{supported()} (default: Debian's python3's version)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     try:
         types = parse_types(args.types) if args.types else None
-        manifest = firmware(args.dir, types, args.target, args.optimize, verbose=args.verbose)
+        manifest = firmware(args.dir, types, args.target, args.optimize, verbose=args.verbose,
+                            python=args.python)
     except (FirmwareError, subprocess.CalledProcessError) as e:
         detail = getattr(e, "stderr", None) or ""
         print(f"{prog}: {e}\n{detail}".rstrip(), file=sys.stderr)

@@ -1,13 +1,13 @@
 """The C table of the firmware object's frozen modules (dnsshim_build/firmware.py).
 
-    /usr/bin/python3.11 -I -S firmware_freeze.py SPEC.json OUT.c
+    /usr/bin/python3.X -I -S firmware_freeze.py SPEC.json OUT.c
 
 Run with the CPython whose static library the object links (Debian's
-/usr/bin/python3.11 for libpython3.11-pic.a): marshal's format and the
+/usr/bin/python3.X for libpython3.X-pic.a): marshal's format and the
 bytecode are that interpreter's, whatever CPython drives the build.
 SPEC.json is ``{"optimize": N, "modules": [[name, source path, is_package],
 ...]}``; OUT.c defines ``const struct _frozen dns_shim__firmware_frozen[]``
-(CPython 3.11's struct _frozen: name, code, size, is_package, get_code), each
+(struct _frozen's fields by name: 3.11's has a get_code that 3.13's has not), each
 module's code compiled from its source under the file name ``<frozen NAME>``
 (as CPython's own frozen modules are: no traceback looks for a file), and
 prints one line per module: ``name size``.  The bytes are string literals of
@@ -47,10 +47,11 @@ def main(spec_path: str, out_path: str) -> int:
         data = marshal.dumps(code)
         parts.append(f"/* {name} */\nstatic const unsigned char m{i}[{len(data) + 1}] =\n"
                      f"    {c_string(data)};\n")
-        table.append(f'    {{"{name}", m{i}, {len(data)}, {1 if is_package else 0}, NULL}},')
+        table.append(f'    {{.name = "{name}", .code = m{i}, .size = {len(data)}, '
+                     f'.is_package = {1 if is_package else 0}}},')
         print(name, len(data))
     parts.append("const struct _frozen dns_shim__firmware_frozen[] = {\n" + "\n".join(table) +
-                 "\n    {NULL, NULL, 0, 0, NULL},\n};\n")
+                 "\n    {0},\n};\n")
     with open(out_path, "w", encoding="ascii") as f:
         f.write("\n".join(parts))
     return 0

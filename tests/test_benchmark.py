@@ -100,3 +100,31 @@ def test_benchmark_compares_ares_dns_parse(smoke):
         assert entry["dnsrec/c-ares dnsrec"] == m["dnsshim dnsrec"] / m["c-ares 1.34 dnsrec"]
         assert entry["dnsrec/shim"] == m["dnsshim dnsrec"] / m["shim"]
     assert "ares_dns_parse" in stdout and "dnsshim/c-ares" in stdout
+
+
+def test_benchmark_says_why_the_3_13_object_is_not_measured(smoke):
+    """The 3.13 object is measured in a Debian 13 root, never in smoke mode:
+    the table says so."""
+    data, stdout = smoke
+    assert data["cold_firmware_313"] == {"not measured": "smoke mode (it builds a Debian 13 "
+                                         "root)"}
+    assert ("firmware object from Debian 13's CPython 3.13: not measured (smoke mode (it "
+            "builds a Debian 13 root))") in stdout
+
+
+def test_the_3_13_object_measured_in_a_debian_13_root(tmp_path):
+    """firmware_313 itself, where a Debian 13 root can be made: the first
+    call's time and memory and the growths, from the root's objects."""
+    sys.path.insert(0, str(ROOT / "tests" / "bench"))
+    import benchmark
+    import firmware13
+
+    if firmware13.unavailable():
+        pytest.skip(f"no Debian 13 root here: {firmware13.unavailable()[0]}")
+    message = tmp_path / "m.bin"
+    message.write_bytes(benchmark.messages()["CNAME+4A"][0])
+    f = benchmark.firmware_313(message, smoke=False)
+    assert "not measured" not in f, f
+    assert f["python"].startswith("3.13.")
+    assert 0 < f["first_call_ms"] < 10_000 and f["rss_added_mib"] > 1
+    assert f["growth_full"]["stripped"] > f["growth_sip"]["stripped"] > 1

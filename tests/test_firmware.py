@@ -12,9 +12,11 @@ and it links beside a program's own CPython and beside a second copy.  A
 --types build reads the kept types as the full one does and every other
 opaquely, and answers every message, rejected ones included, with the full
 build's status, but the named few whose only defect is a dropped type's
-RDATA.  Cross-built for arm64, it runs the same under qemu.  (The host's
-allocator and the memory limit, in this build and the others:
-test_memory.py.)
+RDATA.  Cross-built for arm64, it runs the same under qemu.  A CPython
+the build cannot use (no data for its version, no -pic.a, a static library
+compiled without -fPIC) is refused in one line.  (The host's allocator and
+the memory limit, in this build and the others: test_memory.py; the object
+from Debian 13's CPython 3.13: test_firmware_debian13.py.)
 
 The builds need Debian's libpython3.11-dev, python3.11 and libffi-dev (the
 arm64 ones and gcc-aarch64-linux-gnu and qemu-user for the cross build):
@@ -403,13 +405,13 @@ def test_a_subset_answers_every_message_as_the_full_build(request, built, messag
                           if n.startswith(("bad_", "ok_", "vector_"))}
 
 
-def test_types_read_as_the_full_build_reads_them(built, sip, messages, tmp_path):
-    program = _link(sip, ROOT / "tests" / "c" / "dnsshim_test.c", tmp_path / "dnsshim_test")
-    subset = split_log(_run(program, *messages).stdout)
-    full = split_log(_run(built.test_prog, *messages).stdout)
+def compare_types(subset: dict, full: dict, files: dict) -> None:
+    """A --types build's log (split_log's) against a full build's, over
+    files ({log key: message path}): headers, options and the kept IN types
+    the same, every other record opaque with its RDATA as sent."""
     compared = opaque = 0
-    for path in messages:
-        ours, theirs = subset[str(path)], full[str(path)]
+    for key, path in files.items():
+        ours, theirs = subset[key], full[key]
         if theirs[-1] != "status 0 success":
             continue  # a rejected message may be read further when a type is opaque
         assert ours[-1] == "status 0 success", path
@@ -431,9 +433,98 @@ def test_types_read_as_the_full_build_reads_them(built, sip, messages, tmp_path)
             assert rr.match(mine).group(1) == rr.match(line).group(1), path
             opaque += 1
     assert compared > 100 and opaque > 20
+
+
+def test_types_read_as_the_full_build_reads_them(built, sip, messages, tmp_path):
+    program = _link(sip, ROOT / "tests" / "c" / "dnsshim_test.c", tmp_path / "dnsshim_test")
+    subset = split_log(_run(program, *messages).stdout)
+    full = split_log(_run(built.test_prog, *messages).stdout)
+    compare_types(subset, full, {str(path): path for path in messages})
     manifest = json.loads((sip / "share" / "dnsshim" / "firmware.json").read_text())
     assert manifest["types"] == ["A", "AAAA", "CNAME", "NAPTR", "SRV"]
     assert "dns.rdtypes.ANY.SOA" not in manifest["frozen"]
+
+
+# ---- refusals: a CPython whose static library the build cannot use -------------------
+
+
+def _refusal(tmp_path, *options):
+    """The first line of the build's refusal; it says it in one line and
+    writes nothing."""
+    where = tmp_path / "fw"
+    result = subprocess.run([sys.executable, "-m", "shim", "firmware", str(where), *options],
+                            capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert result.returncode == 1 and result.stdout == "", result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert not where.exists()
+    return result.stderr.splitlines()[0]
+
+
+def test_refuses_a_cpython_it_has_no_data_for(tmp_path):
+    assert _refusal(tmp_path, "--python", "3.12") == (
+        "python -m shim firmware: CPython 3.12: the firmware build knows Debian's CPython "
+        "3.11 (Debian 12) and 3.13 (Debian 13) only: pass --python with one of them")
+
+
+def test_refuses_without_the_static_library(tmp_path):
+    from dnsshim_build import firmware as fw
+
+    triplet = fw.native_triplet()
+    missing = [v for v in fw.VERSIONS if not fw.Toolchain.debian(triplet, v).libpython.exists()]
+    if not missing:
+        pytest.skip("every CPython the build knows has its static library here")
+    v = missing[0]
+    assert _refusal(tmp_path, "--python", v) == (
+        f"python -m shim firmware: /usr/lib/python{v}/config-{v}-{triplet}/libpython{v}-pic.a, "
+        f"the static library the object links, is not installed: apt-get install "
+        f"libpython{v}-dev")
+
+
+def test_refuses_a_static_library_built_without_fpic():
+    """Debian ships libpython3.X.a, compiled without -fPIC, beside the -pic.a
+    the object needs: given that one, the build says so."""
+    import dataclasses
+
+    from dnsshim_build import firmware as fw
+
+    _require_debian_python()
+    tc = fw.Toolchain.debian("x86_64-linux-gnu", "3.11")
+    tc = dataclasses.replace(tc, libpython=tc.libpython.with_name("libpython3.11.a"))
+    assert tc.libpython.is_file()
+    with pytest.raises(fw.FirmwareError) as refusal:
+        tc.check()
+    assert str(refusal.value) == (
+        "/usr/lib/python3.11/config-3.11-x86_64-linux-gnu/libpython3.11.a was compiled without "
+        "-fPIC (getbuildinfo.o: R_X86_64_32): the object needs the position-independent "
+        "libpython3.11-pic.a: apt-get install libpython3.11-dev")
+    assert fw.Toolchain.debian("x86_64-linux-gnu", "3.11").non_pic_relocation(
+        fw.Toolchain.debian("x86_64-linux-gnu", "3.11").libpython) == ""
+
+
+def test_the_sha2_stand_in_is_fips_180_4():
+    """csrc/firmware/sha2.py, the 3.13 object's _sha2: hashlib's digests at
+    every padding boundary, fed whole and in pieces, copies included."""
+    import hashlib
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_sha2_stand_in",
+                                                  ROOT / "csrc" / "firmware" / "sha2.py")
+    sha2 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sha2)
+    data = bytes(range(256)) * 5
+    for name in ("sha224", "sha256", "sha384", "sha512"):
+        new = getattr(sha2, name)
+        assert (new().name, new().digest_size, new().block_size) == \
+            (name, hashlib.new(name).digest_size, hashlib.new(name).block_size)
+        for size in (0, 1, 55, 56, 63, 64, 65, 111, 112, 127, 128, 129, 1000):
+            assert new(data[:size]).hexdigest() == hashlib.new(name, data[:size]).hexdigest()
+            h = new(string=data[:size // 3])
+            copy = h.copy()
+            h.update(memoryview(data[size // 3:size]))
+            assert h.digest() == hashlib.new(name, data[:size]).digest()
+            assert copy.digest() == hashlib.new(name, data[:size // 3]).digest()
+        with pytest.raises(TypeError):
+            new("text")
 
 
 # ---- arm64 ---------------------------------------------------------------------------

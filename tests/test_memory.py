@@ -54,8 +54,11 @@ def program(request, built, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def big_and_small(tmp_path_factory):
-    """A 64 KiB response (4,094 A records) and a one-record one."""
-    d = tmp_path_factory.mktemp("memory-messages")
+    return write_big_and_small(tmp_path_factory.mktemp("memory-messages"))
+
+
+def write_big_and_small(d):
+    """A 64 KiB response (4,094 A records) and a one-record one, in d."""
     head = bytes.fromhex("123481800001000000000000076578616d706c6503636f6d0000010001")
     record = bytes.fromhex("c00c0001000100000e100004c0000201")
     n = (65535 - len(head)) // len(record)

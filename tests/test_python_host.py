@@ -117,6 +117,8 @@ import ctypes, importlib.util, json, sys, sysconfig
 args = json.loads(sys.argv[1])
 if args.get("import_dns"):
     import dns.version  # the program's own dnspython (Debian's)
+if args.get("import_pycares"):
+    import pycares  # the program's own (Debian's)
 
 WATCHED = ("dns", "shim", "_cffi_backend", "cffi")
 
@@ -145,6 +147,8 @@ def snapshot():
         "specs": specs,
         "dns": dns_version(),
         "backend": getattr(sys.modules.get("_cffi_backend"), "__version__", None),
+        "pycares": [getattr(sys.modules.get("pycares"), "__version__", None),
+                    getattr(sys.modules.get("pycares"), "__file__", None)],
     }
 
 before, modules = snapshot(), dict(sys.modules)
@@ -223,7 +227,8 @@ def assert_guest(report):
     """The program's import state is as it was, but for standard modules and
     the library's own cffi modules."""
     before, after = report["before"], report["after"]
-    for key in ("path", "meta_path", "path_hooks", "importer_cache", "specs", "dns", "backend"):
+    for key in ("path", "meta_path", "path_hooks", "importer_cache", "specs", "dns", "backend",
+                "pycares"):
         assert after[key] == before[key], key
     assert report["replaced"] == []
     stdlib = set(report["stdlib"])

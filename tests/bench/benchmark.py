@@ -25,7 +25,9 @@ and the resident memory the runtime adds), for the library of build/, for
 a stripped bundle (python -m shim bundle, built into a temporary folder)
 and for the firmware object (python -m shim firmware, with every type and
 with the SIP/IMS set; given with --firmware and --firmware-sip, or built
-into a temporary folder where Debian's static CPython is installed), and
+into a temporary folder where Debian's static CPython is installed), beside
+it the object from Debian 13's CPython 3.13 (built and timed in a Debian 13
+root, tests/firmware13.py, where one can be made; not in smoke mode), and
 thread scaling (aggregate calls per second from 1, 2 and 4 C threads).
 Sizes: the bundle's folder (stripped, and as one xz -9 tar), and what the
 object adds to a program (the manifest's "program growth": stripped, and
@@ -323,6 +325,7 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
                 ours[f"{key}/bundle"] = ours[key] / theirs[key]
     else:
         result["cold_firmware"] = {"not measured": fw_missing}
+    result["cold_firmware_313"] = firmware_313(files[2], smoke)
     result["instructions"] = instructions(build, {n: msgs[n][0] for n in names}, smoke)
     result["instructions_bundle"] = instructions(bundle_dir / "lib", {n: msgs[n][0] for n in names},
                                                  smoke, bundle_dir / "lib")
@@ -380,6 +383,55 @@ def firmware_programs(tmp: Path, given):
     program = pipeline.compile_program([HERE / "dnsshim_bench.c"], tmp / "dnsshim_bench-firmware",
                                         libraries=(), flags=[obj, *firmware.LIBS.split()])
     return dirs, program, None
+
+
+def firmware_313(message: Path, smoke: bool) -> dict:
+    """The firmware object from Debian 13's CPython 3.13, beside the 3.11
+    one: built, and its first call timed, in a Debian 13 root
+    (tests/firmware13.py), where alone it links (glibc 2.38's __isoc23_*);
+    the same machine and kernel, no callgrind there.  {"not measured": why}
+    in smoke mode or where no root can be made."""
+    if smoke:
+        return {"not measured": "smoke mode (it builds a Debian 13 root)"}
+    import firmware13
+
+    why = firmware13.unavailable()
+    if why:
+        return {"not measured": f"no Debian 13 root here: {why[0]}"}
+    try:
+        return _firmware_313(message, firmware13)
+    except (RuntimeError, AssertionError, subprocess.CalledProcessError) as e:
+        return {"not measured": f"the Debian 13 root failed: {str(e).splitlines()[0]}"}
+
+
+def _firmware_313(message: Path, firmware13) -> dict:
+    result = {"first_call_ms": [], "rss_added_mib": []}
+    with tempfile.TemporaryDirectory(prefix="dnsshim-bench-13-") as tmp:
+        with firmware13.debian13_root(Path(tmp)) as root:
+            firmware13.build_firmware(root, "/root/fw")
+            firmware13.build_firmware(root, "/root/fw-sip", "--types", "A,AAAA,CNAME,SRV,NAPTR")
+            root.path("/root/message.bin").write_bytes(message.read_bytes())
+            root.run(f"mkdir /root/kinds && {firmware13.PYTHON} -c 'import sys; "
+                     f"sys.path.insert(0, \"/root/dnsshim\"); from dnsshim_build import "
+                     f"pipeline; pipeline.kinds_header(\"/root/kinds\")' && gcc -O2 -g "
+                     f"-I/root/fw/include -I/root/dnsshim/csrc/tools -I/root/kinds "
+                     f"/root/dnsshim/tests/bench/dnsshim_bench.c -o /root/bench "
+                     f"/root/fw/lib/libdnsshim_fw.o -lm -lpthread -ldl -lutil")
+            for _ in range(7):
+                out = root.run("env -i PATH=/usr/bin:/bin /root/bench cold "
+                               "/root/message.bin").stdout.split()
+                fields = dict(zip(out[::2], out[1::2]))
+                result["first_call_ms"].append(float(fields["first_call_us"]) / 1000)
+                result["rss_added_mib"].append(
+                    (int(fields["rss_after_kib"]) - int(fields["rss_before_kib"])) / 1024)
+            result = {k: statistics.median(v) for k, v in result.items()}
+            for key, where in (("full", "/root/fw"), ("sip", "/root/fw-sip")):
+                manifest = json.loads(root.path(f"{where}/share/dnsshim/firmware.json")
+                                      .read_text())
+                result[f"growth_{key}"] = {k: v / 2**20
+                                           for k, v in manifest["program growth"].items()}
+                result["python"] = manifest["versions"]["CPython"]
+    return result
 
 
 def cold_start(program: Path, message: Path, into: dict):
@@ -530,6 +582,17 @@ def table(result) -> str:
                      f"{f['rss_added_mib/bundle']:.2f} of its memory")
         lines.append(f"firmware object, what it adds to a program: every type {g['stripped']:.2f} "
                      f"MiB stripped, {g['xz -9']:.2f} MiB xz -9; SIP/IMS set "
+                     f"{sip['stripped']:.2f} MiB stripped, {sip['xz -9']:.2f} MiB xz -9")
+    f = result["cold_firmware_313"]
+    if "not measured" in f:
+        lines.append(f"firmware object from Debian 13's CPython 3.13: not measured "
+                     f"({f['not measured']})")
+    else:
+        g, sip = f["growth_full"], f["growth_sip"]
+        lines.append(f"firmware object from Debian 13's CPython {f['python']} (in a Debian 13 "
+                     f"root): first call {f['first_call_ms']:.1f} ms, resident memory added "
+                     f"{f['rss_added_mib']:.1f} MiB; what it adds to a program: every type "
+                     f"{g['stripped']:.2f} MiB stripped, {g['xz -9']:.2f} MiB xz -9; SIP/IMS set "
                      f"{sip['stripped']:.2f} MiB stripped, {sip['xz -9']:.2f} MiB xz -9")
     s = result["threads_calls_per_second"]
     lines.append("threads (CNAME+4A): " + ", ".join(f"{k}: {v:.0f} calls/s" for k, v in s.items())
