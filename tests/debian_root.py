@@ -56,20 +56,24 @@ def _suite(release: str) -> str:
         raise ValueError(f"Debian release {release!r}: one of {', '.join(SUITES)}") from None
 
 
-def base_tar(packages=(), release: str = "12") -> Path:
-    """Where the base of that release with those packages is cached."""
+def base_tar(packages=(), release: str = "12", apt=()) -> Path:
+    """Where the base of that release with those packages (and those apt
+    installed after debootstrap) is cached."""
     _suite(release)
-    key = hashlib.sha256(" ".join(sorted({*INCLUDE, *packages})).encode()).hexdigest()[:12]
+    text = " ".join(sorted({*INCLUDE, *packages}))
+    if apt:
+        text += " apt: " + " ".join(sorted(set(apt)))
+    key = hashlib.sha256(text.encode()).hexdigest()[:12]
     return CACHE / f"debian{release}-minbase-{key}.tar"
 
 
-def cached_base(packages=(), release: str = "12") -> Path | None:
+def cached_base(packages=(), release: str = "12", apt=()) -> Path | None:
     """The base tar to unpack, if one is there."""
-    tar = base_tar(packages, release)
+    tar = base_tar(packages, release, apt)
     return tar if tar.is_file() and tar.stat().st_size > 0 else None
 
 
-def unavailable(packages=(), release: str = "12") -> tuple[str, str] | None:
+def unavailable(packages=(), release: str = "12", apt=()) -> tuple[str, str] | None:
     """None when a root can be made here; else (the program missing, its
     Debian package) or (why not, "")."""
     if os.geteuid() != 0:
@@ -78,8 +82,9 @@ def unavailable(packages=(), release: str = "12") -> tuple[str, str] | None:
                              ("mount", "mount"), ("tar", "tar")):
         if shutil.which(program) is None:
             return program, package
-    if cached_base(packages, release) is None and shutil.which("debootstrap") is None:
-        return f"debootstrap (no cached base at {base_tar(packages, release)})", "debootstrap"
+    if cached_base(packages, release, apt) is None and shutil.which("debootstrap") is None:
+        return f"debootstrap (no cached base at {base_tar(packages, release, apt)})", \
+            "debootstrap"
     return None
 
 
@@ -97,11 +102,14 @@ def host_mirror() -> str:
     return DEFAULT_MIRROR
 
 
-def build_base(packages=(), log: Path | None = None, release: str = "12") -> Path:
+def build_base(packages=(), log: Path | None = None, release: str = "12", apt=()) -> Path:
     """debootstrap minbase of that release with INCLUDE and packages into a
-    temporary folder, then its tar, atomically (base_tar(packages, release))."""
+    temporary folder, then apt-get install of apt in it (debootstrap's
+    --include follows no virtual package: Debian 13's build tools need
+    apt's resolver), then its tar, atomically (base_tar(packages, release,
+    apt))."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    tar = base_tar(packages, release)
+    tar = base_tar(packages, release, apt)
     with tempfile.TemporaryDirectory(prefix=f"debian{release}-base-", dir=CACHE) as tmp:
         target = Path(tmp) / "root"
         include = ",".join(sorted({*INCLUDE, *packages}))
@@ -115,6 +123,18 @@ def build_base(packages=(), log: Path | None = None, release: str = "12") -> Pat
             log.write_text(result.stdout + result.stderr)
         if result.returncode != 0:
             raise RuntimeError("debootstrap failed: " + " ".join(result.stderr.splitlines()[-2:]))
+        if apt:
+            root = DebianRoot(target, release)
+            root.configure()
+            done = root.run("apt-get update -q && apt-get install -y -q --no-install-recommends "
+                            + " ".join(sorted(set(apt))) + " && apt-get clean && "
+                            "rm -rf /var/lib/apt/lists/*", check=False)
+            if log:
+                with open(log, "a") as f:
+                    f.write(done.stdout + done.stderr)
+            if done.returncode != 0:
+                raise RuntimeError("apt-get install in the base failed: "
+                                   + " ".join(done.stderr.splitlines()[-2:]))
         partial = tar.with_suffix(".tar.tmp")
         subprocess.run(["tar", "-C", str(target), "-cf", str(partial), "."], check=True)
         os.replace(partial, tar)
@@ -129,17 +149,24 @@ class DebianRoot:
 
     @classmethod
     def create(cls, directory: Path, packages=(), log: Path | None = None,
-               release: str = "12") -> "DebianRoot":
+               release: str = "12", apt=()) -> "DebianRoot":
         """The base of that release unpacked into directory (which must not
         exist yet) and given this machine's apt sources (for the root's own
         suite), CA bundle and resolv.conf; packages: what the base should hold
-        beside minbase (debootstrap's --include, cached with it)."""
-        suite = _suite(release)
-        base = cached_base(packages, release) or build_base(packages, log, release)
+        beside minbase (debootstrap's --include, cached with it); apt: what
+        apt-get installs in the base after debootstrap (cached with it)."""
+        base = cached_base(packages, release, apt) or build_base(packages, log, release, apt)
         root = cls(directory, release)
         root.dir.mkdir(parents=True)
         subprocess.run(["tar", "-C", str(root.dir), "-xf", str(base)], check=True)
-        etc = root.dir / "etc"
+        root.configure()
+        return root
+
+    def configure(self) -> None:
+        """This machine's apt sources (naming the root's own suite), apt
+        configuration, CA bundle and resolv.conf, into the root."""
+        suite = _suite(self.release)
+        etc = self.dir / "etc"
         (etc / "apt" / "sources.list").unlink(missing_ok=True)
         # the host's sources name its own suite; the root's name the root's
         def own_suite(text: str) -> str:
@@ -161,7 +188,6 @@ class DebianRoot:
             resolv.unlink()
         if os.path.isfile("/etc/resolv.conf"):
             shutil.copy("/etc/resolv.conf", resolv)
-        return root
 
     def path(self, inside: str) -> Path:
         """A path of the root, as this machine sees it (no symlink followed
