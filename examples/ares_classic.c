@@ -26,7 +26,8 @@ int main(int argc, char **argv)
         return 1;
     }
     for (struct ares_srv_reply *s = srv; s != NULL; s = s->next)
-        printf("SRV %u %u %u %s\n", s->priority, s->weight, s->port, s->host);
+        printf("SRV %u %u %u %s\n", s->priority, s->weight, s->port,
+               s->host);
     ares_free_data(srv); /* c-ares's ownership rules, as ever */
     return 0;
 }

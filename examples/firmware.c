@@ -29,7 +29,8 @@ int main(int argc, char **argv)
     }
     size_t len = fread(reply, 1, sizeof reply, in);
 
-    dns_shim_set_memory_limit(16u << 20); /* a parse past 16 MiB: NO_MEMORY */
+    /* a parse that would take the runtime past 16 MiB: NO_MEMORY */
+    dns_shim_set_memory_limit(16u << 20);
     if (dns_shim_init() != DNS_SHIM_OK) {
         printf("cannot start: %s\n", dns_shim_last_error());
         return 1;

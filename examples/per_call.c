@@ -15,7 +15,8 @@ static int32_t on_header(void *ctx, const dns_shim_header *h)
 {
     struct counts *c = ctx; /* the ctx given in the callbacks struct */
     c->header++;
-    printf("id %u rcode %u question %s\n", h->id, h->rcode, h->qname ? h->qname : "(none)");
+    printf("id %u rcode %u question %s\n", h->id, h->rcode,
+           h->qname ? h->qname : "(none)");
     return 0;
 }
 
@@ -24,7 +25,8 @@ static int32_t on_other(void *ctx, const dns_shim_raw *r)
 {
     struct counts *c = ctx;
     c->records++;
-    printf("%s type %u, %zu octets\n", r->rr.owner, r->rr.type, r->rdata.len);
+    printf("%s type %u, %zu octets\n", r->rr.owner, r->rr.type,
+           r->rdata.len);
     return 0;
 }
 
@@ -49,8 +51,8 @@ int main(int argc, char **argv)
     if (status != DNS_SHIM_OK) {
         /* The status is what the program decides on; the last error is for
          * people and logs.  No callback ran: nothing is half done. */
-        printf("refused (%u callbacks ran): %s\n", counts.header + counts.records,
-               dns_shim_strerror(status));
+        printf("refused (%u callbacks ran): %s\n",
+               counts.header + counts.records, dns_shim_strerror(status));
         printf("why: %s\n", dns_shim_last_error());
         return 1;
     }

@@ -41,7 +41,8 @@ int main(int argc, char **argv)
     cb.struct_size = sizeof cb;
     cb.on_header = on_header;
 
-    int32_t status = dns_shim_process_reply(reply, (int32_t)len, &query, &cb);
+    int32_t status =
+        dns_shim_process_reply(reply, (int32_t)len, &query, &cb);
     if (status == DNS_SHIM_ERR_MISMATCH) {
         printf("not our answer: %s\n", dns_shim_last_error());
         return 1;

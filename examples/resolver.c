@@ -11,7 +11,7 @@
 #include <arpa/inet.h>
 #include <dns_shim.h>
 
-/* Each callback gets one record; the strings in it live until it returns. */
+/* Each callback gets one record; its strings live until it returns. */
 static int32_t on_a(void *ctx, const dns_shim_a *r)
 {
     char text[INET_ADDRSTRLEN];
@@ -33,7 +33,8 @@ static int32_t on_aaaa(void *ctx, const dns_shim_aaaa *r)
 static int32_t on_mx(void *ctx, const dns_shim_mx *r)
 {
     (void)ctx;
-    printf("%s %u MX %u %s\n", r->rr.owner, r->rr.ttl, r->preference, r->exchange);
+    printf("%s %u MX %u %s\n", r->rr.owner, r->rr.ttl, r->preference,
+           r->exchange);
     return 0;
 }
 

@@ -17,7 +17,10 @@
 #define MAX 32
 struct found {
     struct { unsigned order; char service[32], next[256]; } naptr[MAX];
-    struct { unsigned priority, port; char owner[256], target[256]; } srv[MAX];
+    struct {
+        unsigned priority, port;
+        char owner[256], target[256];
+    } srv[MAX];
     struct { char owner[256]; uint8_t address[16]; } aaaa[MAX];
     int n_naptr, n_srv, n_aaaa;
 };
@@ -28,7 +31,8 @@ static int32_t on_naptr(void *ctx, const dns_shim_naptr *r)
     if (f->n_naptr == MAX || r->flags.len != 1 || r->flags.data[0] != 's')
         return 0; /* only "s" records lead to SRV */
     f->naptr[f->n_naptr].order = r->order;
-    snprintf(f->naptr[f->n_naptr].service, 32, "%s", (const char *)r->services.data);
+    snprintf(f->naptr[f->n_naptr].service, 32, "%s",
+             (const char *)r->services.data);
     snprintf(f->naptr[f->n_naptr].next, 256, "%s", r->replacement);
     f->n_naptr++;
     return 0;
@@ -93,8 +97,9 @@ int main(int argc, char **argv)
                 if (strcasecmp(f.aaaa[k].owner, f.srv[j].target) != 0)
                     continue;
                 inet_ntop(AF_INET6, f.aaaa[k].address, text, sizeof text);
-                printf("%s order %u priority %u: [%s]:%u\n", f.naptr[i].service,
-                       f.naptr[i].order, f.srv[j].priority, text, f.srv[j].port);
+                printf("%s order %u priority %u: [%s]:%u\n",
+                       f.naptr[i].service, f.naptr[i].order,
+                       f.srv[j].priority, text, f.srv[j].port);
             }
         }
     return 0;

@@ -41,15 +41,17 @@ int main(void)
     int major = 0, minor = 0;
     if (sscanf(dns_shim_version(), "%d.%d", &major, &minor) != 2 ||
         major != DNS_SHIM_VERSION_MAJOR || minor < DNS_SHIM_VERSION_MINOR) {
-        printf("the library %s is older than this header\n", dns_shim_version());
+        printf("the library %s is older than this header\n",
+               dns_shim_version());
         return 1;
     }
     dns_shim_set_log_handler(log_to_stdout, NULL);
 
     static unsigned long blocks;
-    dns_shim_allocator allocator = {sizeof allocator, &blocks, count_malloc, NULL,
-                                    count_realloc, count_free};
-    if (dns_shim_set_allocator(&allocator) != DNS_SHIM_OK) /* before the start */
+    dns_shim_allocator allocator = {sizeof allocator, &blocks, count_malloc,
+                                    NULL, count_realloc, count_free};
+    /* before the runtime starts */
+    if (dns_shim_set_allocator(&allocator) != DNS_SHIM_OK)
         printf("allocator refused: %s\n", dns_shim_last_error());
     dns_shim_set_memory_limit((size_t)64 << 20); /* 64 MiB at most */
 
@@ -58,6 +60,7 @@ int main(void)
         printf("cannot start: %s\n", dns_shim_strerror(status));
         return 1;
     }
-    printf("started, the memory from the program's allocator: %s\n", blocks ? "yes" : "no");
+    printf("started, the memory from the program's allocator: %s\n",
+           blocks ? "yes" : "no");
     return 0;
 }
