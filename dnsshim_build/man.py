@@ -59,6 +59,8 @@ TAG = re.compile(r"^@(example|returns)\s+(.*)$")
 
 #: Where the installations put examples/ (shim/layout.py's "examples" part).
 EXAMPLES_DIR = "share/doc/dnsshim/examples"
+#: Where the Debian package puts them (debian/libdnsshim-dev.examples).
+DEBIAN_EXAMPLES_DIR = "/usr/share/doc/libdnsshim-dev/examples"
 
 
 def split_tags(comment: list) -> tuple:
@@ -95,7 +97,9 @@ def examples_section(files: list, examples: dict, inline: Inline, library: str) 
                  else f"cc {name} $(pkg-config --cflags --libs {library})")
         out += [".PP", f"The program \\fI{esc(name, code=True)}\\fP, installed with the",
                 f"documentation (\\fI{esc(EXAMPLES_DIR, code=True)}/\\fP under the installation's",
-                "prefix), with its Makefile and CMakeLists.txt.",
+                "prefix; from the Debian package,",
+                f"\\fI{esc(DEBIAN_EXAMPLES_DIR, code=True)}/\\fP),",
+                "with its Makefile and CMakeLists.txt.",
                 "Build it with:"]
         out += code_block([build])
         out += code_block(example_body(examples[name]), wrap=False)
