@@ -6,11 +6,15 @@ from a source tree; :func:`pages` from the texts themselves.
 
 * Section 3: one page per function that ``csrc/dns_shim.h`` declares with
   ``DNS_SHIM_API`` (NAME, SYNOPSIS, DESCRIPTION with the types of its
-  parameters, RETURN VALUE, VERSIONS, SEE ALSO), from the comment right
-  above the declaration, so a function added to the header gets its page;
+  parameters, RETURN VALUE, VERSIONS, EXAMPLES, SEE ALSO), from the comment
+  right above the declaration, so a function added to the header gets its
+  page; the comment's ``@returns`` lines list the statuses it can return
+  (RETURN VALUE gives each with its value and the status table's meaning),
+  its ``@example FILE`` lines the program of ``examples/`` its EXAMPLES shows;
   ``dnsshim_ares.3`` for the c-ares layer, from its export list
   (``csrc/ares/libdnsshim_ares.map``) and the README's section
-  "## libdnsshim_ares".
+  "## libdnsshim_ares" (without its references to files of the source
+  tree), with c-ares's codes as RETURN VALUE and examples/ares_classic.c.
 * Section 7: ``dnsshim.7``: the header's conventions (its top comment), a
   table of the status codes (``enum dns_shim_status``), the log levels, the
   versioning rules (its bottom comment), every other data type.
