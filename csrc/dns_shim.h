@@ -8,10 +8,11 @@
 ** byte; the records come back through callbacks that the program registers.
 ** The C program never walks the untrusted bytes itself.
 **
-** This header is the one place the ABI is written down: build_ffi.py reads
-** it (after dropping preprocessor lines other than integer #defines, and the
-** DNS_SHIM_API / DNS_SHIM_BEGIN_DECLS / DNS_SHIM_END_DECLS markers) to build
-** the library.  It is the authoritative reference; README.md summarises it.
+** This header is the one place the ABI is written down, and the library is
+** built from it: it is the authoritative reference.  The manual is made from
+** its comments: dnsshim(7) from this one, the status table and the types,
+** one page per function (process_dns_response(3)...) from the comment above
+** its declaration.
 **
 ** CONVENTIONS
 **
@@ -320,7 +321,7 @@ typedef struct dns_shim_soa {
 ** Any other record: a type without a typed callback (CAA, HTTPS, SVCB, DS,
 ** RRSIG, URI, TSIG, unknown types...), a record of a class other than IN, or
 ** a record whose typed callback is NULL.  rdata: for a type dnspython parses
-** (README.md has the table by class), the uncompressed wire form of the
+** (for the record's class), the uncompressed wire form of the
 ** record's data (names inside expanded) exactly as dnspython re-encodes it;
 ** for any other (dnspython's GenericRdata: an unknown type, or a type
 ** without a module for the record's class, such as A under class ANY), the
@@ -450,6 +451,12 @@ typedef struct dns_shim_callbacks {
 ** registered the message is still parsed and checked and its status
 ** returned.  Each call uses the callback set registered when it starts, even
 ** if another thread registers a new one meanwhile.
+**
+** @returns DNS_SHIM_OK DNS_SHIM_ERR_NULL_BUFFER DNS_SHIM_ERR_BAD_LENGTH DNS_SHIM_ERR_SHORT_HEADER
+** @returns DNS_SHIM_ERR_TRUNCATED DNS_SHIM_ERR_TRAILING_DATA DNS_SHIM_ERR_BAD_NAME DNS_SHIM_ERR_BAD_RDATA
+** @returns DNS_SHIM_ERR_NOT_RESPONSE DNS_SHIM_ERR_BAD_EDNS DNS_SHIM_ERR_FORMAT DNS_SHIM_ERR_CALLBACK
+** @returns DNS_SHIM_ERR_NO_MEMORY DNS_SHIM_ERR_INIT DNS_SHIM_ERR_INTERNAL
+** @example resolver.c
 */
 DNS_SHIM_API int32_t process_dns_response(uint8_t *dns_response, int32_t response_len);
 
@@ -464,6 +471,9 @@ DNS_SHIM_API int32_t process_dns_response(uint8_t *dns_response, int32_t respons
 ** Returns DNS_SHIM_OK, or DNS_SHIM_ERR_BAD_ARGUMENT for an unknown
 ** struct_size or sections bit (the registered set is then left unchanged).
 ** Never starts the runtime.  Calls in progress keep the set they started with.
+**
+** @returns DNS_SHIM_OK DNS_SHIM_ERR_BAD_ARGUMENT
+** @example resolver.c
 */
 DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callbacks);
 
@@ -475,6 +485,13 @@ DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callb
 **   call only.
 **
 ** Returns DNS_SHIM_OK or a negative dns_shim_status.
+**
+** @returns DNS_SHIM_OK DNS_SHIM_ERR_NULL_BUFFER DNS_SHIM_ERR_BAD_LENGTH DNS_SHIM_ERR_SHORT_HEADER
+** @returns DNS_SHIM_ERR_TRUNCATED DNS_SHIM_ERR_TRAILING_DATA DNS_SHIM_ERR_BAD_NAME DNS_SHIM_ERR_BAD_RDATA
+** @returns DNS_SHIM_ERR_NOT_RESPONSE DNS_SHIM_ERR_BAD_EDNS DNS_SHIM_ERR_FORMAT DNS_SHIM_ERR_CALLBACK
+** @returns DNS_SHIM_ERR_BAD_ARGUMENT
+** @returns DNS_SHIM_ERR_NO_MEMORY DNS_SHIM_ERR_INIT DNS_SHIM_ERR_INTERNAL
+** @example per_call.c
 */
 DNS_SHIM_API int32_t dns_shim_process(const uint8_t *dns_response, int32_t response_len,
                                       const dns_shim_callbacks *callbacks);
@@ -539,6 +556,14 @@ typedef struct dns_shim_query {
 **
 ** What it does not check: the address and port the response came from (the
 ** socket's job), TSIG, DNSSEC.
+**
+** @returns DNS_SHIM_OK DNS_SHIM_ERR_NULL_BUFFER DNS_SHIM_ERR_BAD_LENGTH DNS_SHIM_ERR_SHORT_HEADER
+** @returns DNS_SHIM_ERR_TRUNCATED DNS_SHIM_ERR_TRAILING_DATA DNS_SHIM_ERR_BAD_NAME DNS_SHIM_ERR_BAD_RDATA
+** @returns DNS_SHIM_ERR_NOT_RESPONSE DNS_SHIM_ERR_BAD_EDNS DNS_SHIM_ERR_FORMAT DNS_SHIM_ERR_CALLBACK
+** @returns DNS_SHIM_ERR_BAD_ARGUMENT
+** @returns DNS_SHIM_ERR_NO_MEMORY DNS_SHIM_ERR_INIT DNS_SHIM_ERR_INTERNAL
+** @returns DNS_SHIM_ERR_MISMATCH
+** @example reply_check.c
 */
 DNS_SHIM_API int32_t dns_shim_process_reply(const uint8_t *dns_response, int32_t response_len,
                                             const dns_shim_query *query,
@@ -549,6 +574,9 @@ DNS_SHIM_API int32_t dns_shim_process_reply(const uint8_t *dns_response, int32_t
 ** call that needs it.  Optional; safe to call more than once, from any
 ** thread.  Returns DNS_SHIM_OK or DNS_SHIM_ERR_INIT (the reason is
 ** logged).
+**
+** @returns DNS_SHIM_OK DNS_SHIM_ERR_INIT
+** @example startup.c
 */
 DNS_SHIM_API int32_t dns_shim_init(void);
 
@@ -556,6 +584,8 @@ DNS_SHIM_API int32_t dns_shim_init(void);
 ** dns_shim_strerror: a short English description of a status.  Returns
 ** static text, never NULL, also for codes this library does not know.
 ** Never starts the runtime.
+**
+** @example per_call.c
 */
 DNS_SHIM_API const char *dns_shim_strerror(int32_t status);
 
@@ -565,6 +595,8 @@ DNS_SHIM_API const char *dns_shim_strerror(int32_t status);
 ** starts the runtime.  A library embeds one CPython minor version: pointed
 ** at another (DNS_SHIM_PYTHON), it refuses to start with DNS_SHIM_ERR_INIT
 ** and a message that names both.
+**
+** @example startup.c
 */
 DNS_SHIM_API const char *dns_shim_version(void);
 
@@ -605,6 +637,8 @@ typedef void (*dns_shim_log_handler)(void *ctx, int32_t level, const char *messa
 ** would wait for itself): the new handler takes the messages logged after
 ** it returns, and calls of the old one on other threads may still be
 ** running.  Never starts the runtime.
+**
+** @example startup.c
 */
 DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx);
 
@@ -632,6 +666,8 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
 ** that does not fit whole), valid until this thread's next call of one of
 ** those seven; copy it to keep it.  Never starts the runtime.  For people
 ** and logs, not to be parsed: the status is what a program decides on.
+**
+** @example per_call.c
 */
 DNS_SHIM_API const char *dns_shim_last_error(void);
 
@@ -678,6 +714,9 @@ typedef struct dns_shim_allocator {
 ** an unknown struct_size, a missing function, or a call once the runtime has
 ** started, the interpreter of a Python program the library is loaded into
 ** included (that program's allocator is its own).
+**
+** @returns DNS_SHIM_OK DNS_SHIM_ERR_BAD_ARGUMENT
+** @example startup.c
 */
 DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator);
 
@@ -700,6 +739,9 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 ** interpreter of a Python program the library is loaded into (that
 ** program's memory is its own; a limit set before is dropped there, with a
 ** warning in the log).
+**
+** @returns DNS_SHIM_OK DNS_SHIM_ERR_BAD_ARGUMENT
+** @example startup.c
 */
 DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
 

@@ -20,9 +20,9 @@ writes::
     DIR/share/dnsshim/libdnsshim.supp
     DIR/share/licenses/{CPython,dnspython,cffi,libffi}/
 
-A program links it alone: ``cc prog.c DIR/lib/libdnsshim_fw.o -lm -lpthread
--ldl -lutil`` (the C library's parts; glibc 2.34 and newer has them all in
-libc but libm).  The object defines only the public API as global symbols:
+A program links it alone: ``cc -I DIR/include prog.c DIR/lib/libdnsshim_fw.o
+-lm -lpthread -ldl -lutil`` (the header's folder, then the C library's parts;
+glibc 2.34 and newer has them all in libc but libm).  The object defines only the public API as global symbols:
 CPython's, cffi's, libffi's and the library's own names are local, and it
 defines no symbol of the C library, so it links beside anything, a program
 with its own CPython or a second copy of the object (its API renamed)
@@ -146,6 +146,17 @@ ALWAYS = ("traceback", "warnings")
 
 #: The C library's parts a program links beside the object.
 LIBS = "-lm -lpthread -ldl -lutil"
+
+#: What ``--help`` says the command does: the docstring's first sentence, whole.
+DESCRIPTION = ("Write the whole parser as one object file that a firmware's C build links in, "
+               "with no Python on the device: DIR/lib/libdnsshim_fw.o, DIR/include/dns_shim.h, "
+               "and the link line (DIR/lib/pkgconfig/dnsshim-fw.pc).")
+
+
+def link_line(dest: Path) -> str:
+    """The complete line that compiles and links prog.c with the object: the
+    header's folder, the object, the C library's parts."""
+    return f"cc -I {pipeline.Mode.FIRMWARE.form.path('include', dest)} prog.c {object_path(dest)} {LIBS}"
 
 
 def object_path(dest: Path) -> Path:
@@ -690,7 +701,7 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
             "bytes": {"object": obj.stat().st_size, **parts},
             "frozen": {n: sizes.get(n, 0) for n, _, _ in found["frozen"]},
             "builtin": builtins, "api": api, "undefined": sorted(undefined),
-            "link": f"cc prog.c {object_path(dest)} {LIBS}",
+            "link": link_line(dest),
         }
         manifest["program growth"] = growth(pipeline, tc, obj, work, verbose)
         write_folder(pipeline, dest, tc, obj, manifest, cffi_src)
@@ -712,7 +723,7 @@ def _dnspython_version() -> str:
 
 def main(argv=None, prog="python -m shim firmware") -> int:
     """The firmware command: ``python -m shim firmware``, ``dnsshim-config firmware``."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     parser.add_argument("dir", help="the folder to write (absent or empty)")
     parser.add_argument("--types", help="only these RDATA types get dnspython's parsers (e.g. "
                         "A,AAAA,CNAME,SRV,NAPTR); every other type reaches on_other opaque")

@@ -254,6 +254,7 @@ def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
         doc = layout.staged(layout.part("doc"), root)
         doc.mkdir(parents=True)
         shutil.copyfile(pipeline.ROOT / "NEWS", doc / "NEWS")
+        copy_examples(layout.staged(layout.part("examples"), root))
     under = layout.libdir.relative_to(layout.prefix) if layout.libdir.is_relative_to(
         layout.prefix) else None
     pipeline.write_pkgconfig(layout.staged(layout.part("pkgconfig"), root), str(layout.prefix),
@@ -337,7 +338,17 @@ def package_tree(prefix, mode=None, verbose: bool = False) -> Path:
     pipeline.write_pkgconfig(pc_dir, "${pcfiledir}/" + _relative(layout.prefix, pc_dir)
                              if mode is pipeline.Mode.PACKAGE else str(layout.prefix), mode)
     cmake_files(pipeline, layout, layout.part("cmake"))  # relative paths
+    if mode.form.has("examples"):
+        copy_examples(layout.part("examples"))
     return shared
+
+
+def copy_examples(dest: Path) -> None:
+    """The example programs (examples/ of the source tree), as a user copies them."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for source in sorted(pipeline.EXAMPLES.iterdir()):
+        if source.is_file():
+            shutil.copyfile(source, dest / source.name)
 
 
 def install(prefix, libdir=None, destdir: str = "", system: bool = False,

@@ -6,11 +6,15 @@ from a source tree; :func:`pages` from the texts themselves.
 
 * Section 3: one page per function that ``csrc/dns_shim.h`` declares with
   ``DNS_SHIM_API`` (NAME, SYNOPSIS, DESCRIPTION with the types of its
-  parameters, RETURN VALUE, VERSIONS, SEE ALSO), from the comment right
-  above the declaration, so a function added to the header gets its page;
+  parameters, RETURN VALUE, VERSIONS, EXAMPLES, SEE ALSO), from the comment
+  right above the declaration, so a function added to the header gets its
+  page; the comment's ``@returns`` lines list the statuses it can return
+  (RETURN VALUE gives each with its value and the status table's meaning),
+  its ``@example FILE`` lines the program of ``examples/`` its EXAMPLES shows;
   ``dnsshim_ares.3`` for the c-ares layer, from its export list
   (``csrc/ares/libdnsshim_ares.map``) and the README's section
-  "## libdnsshim_ares".
+  "## libdnsshim_ares" (without its references to files of the source
+  tree), with c-ares's codes as RETURN VALUE and examples/ares_classic.c.
 * Section 7: ``dnsshim.7``: the header's conventions (its top comment), a
   table of the status codes (``enum dns_shim_status``), the log levels, the
   versioning rules (its bottom comment), every other data type.
@@ -50,6 +54,74 @@ from dnsshim_build.man_roff import (Inline, code_block, esc, finish, line_safe, 
                            split_top, title_lines, wrap_decl)
 
 INCLUDE = "dns_shim.h"
+
+#: A function comment's tags, one a line, after its prose:
+#: ``@example FILE`` (FILE of examples/, shown in EXAMPLES) and
+#: ``@returns STATUS...`` (the statuses it can return, listed in RETURN VALUE
+#: with the meaning the status table gives each).
+TAG = re.compile(r"^@(example|returns)\s+(.*)$")
+
+#: Where the installations put examples/ (shim/layout.py's "examples" part).
+EXAMPLES_DIR = "share/doc/dnsshim/examples"
+#: Where the Debian package puts them (debian/libdnsshim-dev.examples).
+DEBIAN_EXAMPLES_DIR = "/usr/share/doc/libdnsshim-dev/examples"
+
+
+def split_tags(comment: list) -> tuple:
+    """(the comment without its tag lines, [example file...], [status...])."""
+    text, examples, statuses = [], [], []
+    for line in comment:
+        m = TAG.match(line.strip())
+        if m is None:
+            text.append(line)
+        elif m.group(1) == "example":
+            examples += m.group(2).split()
+        else:
+            statuses += m.group(2).replace(",", " ").split()
+    while text and not text[-1].strip():
+        text.pop()
+    return text, examples, statuses
+
+
+def example_body(source: str) -> list:
+    """The lines of an example program a page shows: from its first #include
+    (its opening comment, which says how to run it, is the page's prose)."""
+    lines = source.rstrip("\n").split("\n")
+    first = next(n for n, l in enumerate(lines) if l.startswith("#include"))
+    return lines[first:]
+
+
+def examples_section(files: list, examples: dict, inline: Inline, library: str) -> list:
+    """EXAMPLES: each file, whole from its first #include, with how to build it."""
+    out = [".SH EXAMPLES"]
+    for name in files:
+        if name not in examples:
+            raise ValueError(f"@example {name}: no such file in examples/")
+        build = (f"cc {name} $(pkg-config --libs {library}) -lcares" if library == "dnsshim-ares"
+                 else f"cc {name} $(pkg-config --cflags --libs {library})")
+        out += [".PP", f"The program \\fI{esc(name, code=True)}\\fP, installed with the",
+                f"documentation (\\fI{esc(EXAMPLES_DIR, code=True)}/\\fP under the installation's",
+                "prefix; from the Debian package,",
+                f"\\fI{esc(DEBIAN_EXAMPLES_DIR, code=True)}/\\fP),",
+                "with its Makefile and CMakeLists.txt.",
+                "Build it with:"]
+        out += code_block([build])
+        out += code_block(example_body(examples[name]), wrap=False)
+    return out
+
+
+def statuses_section(statuses: list, enum: Declaration, values: dict, inline: Inline) -> list:
+    """Each status a function can return, its value and what produces it
+    (the comment of its enumerator in the header's status table)."""
+    members = {m.name: m for m in enum.members}
+    out = [".PP", "It returns one of these statuses (the values of",
+           ".BR dns_shim_status ),", "and no other value:"]
+    for name in statuses:
+        if name not in members:
+            raise ValueError(f"@returns {name}: not a status of enum dns_shim_status")
+        out += [".TP", f"\\fB{esc(name, code=True)}\\fP ({esc(str(values[name]), code=True)})"]
+        out += [line_safe(inline(s)) for s in sentence_lines(members[name].comment)]
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -240,10 +312,12 @@ def _type_section(chunk: Declaration, inline: Inline, title: str) -> list:
 
 
 def function_page(header: Header, chunk: Declaration, version: str, node: str,
-                  functions: list, extra_see_also=()) -> str:
+                  functions: list, extra_see_also=(), examples: dict | None = None,
+                  statuses: dict | None = None) -> str:
     name = chunk.names[0]
     inline = Inline(functions)
-    all_blocks = blocks(chunk.comment)
+    comment, example_files, returns = split_tags(chunk.comment)
+    all_blocks = blocks(comment)
     first = join_lines(all_blocks[0]) if all_blocks else ""
     bs = classify([l for b in all_blocks[1:] for l in b + [""]])
     m = re.match(rf"^{re.escape(name)}\s*(?:\((\d+\.\d+)\))?\s*:\s*(.*)$", first, re.S)
@@ -254,12 +328,13 @@ def function_page(header: Header, chunk: Declaration, version: str, node: str,
         summary_rest = "  ".join(sentences[1:])
     else:
         summary = name
-        bs = classify(chunk.comment)
+        bs = classify(comment)
     params = _params(chunk.prototype)
 
     desc, ret = [], []
-    lead = Block("para", text=f"{name}(): {summary}" + ("  " + summary_rest if summary_rest else ""))
-    for b in [lead] + bs:
+    # NAME says the summary; DESCRIPTION goes on from there
+    lead = [Block("para", text=summary_rest)] if summary_rest else []
+    for b in lead + bs:
         if b.kind != "para":
             desc.append(b)
             continue
@@ -298,8 +373,11 @@ def function_page(header: Header, chunk: Declaration, version: str, node: str,
         out += render_blocks(ret, inline, params)
     elif chunk.prototype.startswith("void "):
         out += [f"\\fB{esc(name)}\\fP() returns no value."]
-    else:
+    elif not returns:
         out += ["See", ".BR DESCRIPTION ."]
+    if returns:
+        out += statuses_section(returns, header.declaration("dns_shim_status"), statuses or {},
+                                inline)
 
     out.append(".SH VERSIONS")
     release = node.rsplit("_", 1)[-1]
@@ -307,7 +385,12 @@ def function_page(header: Header, chunk: Declaration, version: str, node: str,
             f"its symbol version is \\fB{esc(node, code=True)}\\fP.",
             "See", ".BR dnsshim (7),", "section", ".BR VERSIONING ."]
 
-    mentioned = [f for f in functions if f != name and re.search(rf"\b{f}\b", "\n".join(chunk.comment))]
+    if example_files and examples is not None:  # examples: None when not given
+        out += examples_section(example_files, examples, inline, "dnsshim")
+
+    # SEE ALSO: the functions its comment or its examples use
+    shown = "\n".join(comment + [examples[f] for f in example_files if f in (examples or {})])
+    mentioned = [f for f in functions if f != name and re.search(rf"\b{f}\b", shown)]
     out += _see_also([(f, "3") for f in mentioned] + [("dnsshim", "7")] + list(extra_see_also))
     return finish(out)
 
@@ -421,10 +504,45 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
 # --- the c-ares layer --------------------------------------------------------
 
 
+#: What the README says of the source tree, which no installation carries:
+#: a parenthesis naming a file of the repository, a sentence about one.
+_REPOSITORY_PATH = r"`?(?:csrc|tests|dnsshim_build|debian)/[\w./-]*`?(?:'s)?|README\.md"
+_REPOSITORY_PAREN = re.compile(rf"\s?\((?:[^()]|\([^()]*\))*?(?:{_REPOSITORY_PATH})"
+                               rf"(?:[^()]|\([^()]*\))*?\)")
+_REPOSITORY_SENTENCE = re.compile(rf"(?:(?<=[.:] )|^)[^.:\n]*(?:{_REPOSITORY_PATH})[^.]*?\.(?:\s|$)",
+                                  re.M)
+
+
+def without_repository_paths(markdown: str) -> str:
+    """The README's text for a manual page: its references to files of the
+    source tree (which a page's reader does not have) dropped."""
+    text = _REPOSITORY_PAREN.sub("", markdown)
+    text = re.sub(rf"^([^\n]*?) ?(?:{_REPOSITORY_PATH})( asserts)", r"\1\2", text, flags=re.M)
+    return _REPOSITORY_SENTENCE.sub("", text)
+
+
+#: dnsshim_ares(3)'s RETURN VALUE: c-ares's codes, as the README's
+#: subsections on the layer give them.
+ARES_RETURN = (
+    "The ares_parse_*_reply functions, ares_expand_name, ares_expand_string and "
+    "ares_dns_parse return ARES_SUCCESS (0) or one of c-ares's error codes, as c-ares does: "
+    "ARES_EBADRESP for a malformed message (and for an unexpected failure, logged), "
+    "ARES_EBADNAME for a bad name where c-ares reads one with ares_expand_name, "
+    "ARES_EBADSTR for a bad character-string (ares_expand_string), "
+    "ARES_ENODATA where c-ares gives it (no record of the type in the answer section), "
+    "ARES_EFORMERR from ares_dns_parse for an opcode c-ares does not know, "
+    "ARES_EBADQUERY for a NULL output pointer, "
+    "ARES_ENOMEM when memory runs out, and ARES_ENOTINITIALIZED when the runtime cannot "
+    "start (logged once).  ares_strerror returns static text; the free functions return "
+    "no value.")
+
+
 def ares_page(map_text: str, readme: str, version: str, description: str | None,
-              functions: list, heading: str = "libdnsshim_ares") -> str:
+              functions: list, heading: str = "libdnsshim_ares",
+              examples: dict | None = None) -> str:
     symbols = [s for names in pipeline.export_nodes(map_text).values() for s in names]
     title, body = markdown_section(readme, heading)
+    body = without_repository_paths(body)
     inline = Inline(list(functions) + symbols, backtick_font="B", markdown=True)
     summary = description or title.split(":", 1)[-1].strip()
     out = title_lines("dnsshim_ares", "3", version)
@@ -435,8 +553,14 @@ def ares_page(map_text: str, readme: str, version: str, description: str | None,
             "(before", ".I \\-lcares",
             "when the program also links c-ares)."]
     out += [".SH DESCRIPTION", "The library exports exactly the symbols above, with c-ares's",
-            "prototypes, and unversioned, as c-ares's own are."]
+            "prototypes, and unversioned, as c-ares's own are:",
+            "c-ares's classic parsers and their helpers (c-ares 1.18 and 1.19),",
+            "and \\fBares_dns_parse\\fP for c-ares 1.28 and later",
+            "(see", ".B \"ares_dns_parse: c-ares 1.28 and later\"", "below)."]
     out += markdown_to_roff(body, inline)
+    out += [".SH RETURN VALUE"] + [line_safe(inline(s)) for s in sentence_lines(ARES_RETURN)]
+    if examples and "ares_classic.c" in examples:
+        out += examples_section(["ares_classic.c"], examples, inline, "dnsshim-ares")
     out += _see_also([("dnsshim", "7"), ("process_dns_response", "3")]
                      + [(s, "3") for s in symbols if s.startswith("ares_parse_")][:1])
     return finish(out)
@@ -629,7 +753,7 @@ def _default_nodes(header: Header) -> tuple:
 
 def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict | None = None,
           ares_map: str | None = None, readme: str | None = None,
-          ares_description: str | None = None) -> dict:
+          ares_description: str | None = None, examples: dict | None = None) -> dict:
     """Every manual page, {filename: roff text}.
 
     header_text: csrc/dns_shim.h.  version: the package's ("1.2.0").
@@ -638,7 +762,8 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     a function's comment gives DNSSHIM_1.1, no marker the first node; with
     it, a marker that disagrees is an error.  ares_map, readme: the c-ares
     layer's export list and README.md (both needed for dnsshim_ares.3);
-    ares_description: its one-line summary (dnsshim-ares.pc's)."""
+    ares_description: its one-line summary (dnsshim-ares.pc's).  examples:
+    {file name: text} of examples/, for the comments' @example tags."""
     header = header_reader.parse(header_text)
     funcs = header.functions()
     names = [c.names[0] for c in funcs]
@@ -646,6 +771,8 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
         raise ValueError(f"a function of the header has no comment of its own: the pages "
                          f"have {names}, the header declares {header.function_names()}")
     prefix, first_node = _default_nodes(header)
+    statuses = (header.enum("dns_shim_status") if header.declaration("dns_shim_status")
+                else None)
     see_tools = [(t, "1") for t in tools]
     extra = [("dnsshim_ares", "3")] if ares_map and readme else []
     out = {}
@@ -664,13 +791,13 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
         first = join_lines(blocks(c.comment)[0]) if c.comment else ""
         m = re.match(rf"^{re.escape(name)}\s*(?:\(\d+\.\d+\))?\s*:\s*(.*)$", first, re.S)
         summaries[name] = sentence_lines(m.group(1))[0] if m else ""
-        out[f"{name}.3"] = function_page(header, c, version, node, names)
-    statuses = (header.enum("dns_shim_status") if header.declaration("dns_shim_status")
-                else None)
+        out[f"{name}.3"] = function_page(header, c, version, node, names, examples=examples,
+                                         statuses=statuses)
     out["dnsshim.7"] = overview_page(header, version, names, summaries, extra + see_tools,
                                      statuses)
     if ares_map and readme:
-        out["dnsshim_ares.3"] = ares_page(ares_map, readme, version, ares_description, names)
+        out["dnsshim_ares.3"] = ares_page(ares_map, readme, version, ares_description, names,
+                                          examples=examples)
     for t, text in tools.items():
         out[f"{t}.1"] = tool_page(t, text, version, others=list(tools))
     return out
@@ -681,7 +808,7 @@ SOURCE_ROOT = Path(__file__).resolve().parent.parent    # the tree holding shim/
 
 def pages_from_tree(root, version: str | None = None, tools: dict | None = None) -> dict:
     """pages() from a project tree: csrc/dns_shim.h, the version scripts,
-    README.md and csrc/ares/dnsshim-ares.pc.in's Description."""
+    README.md, csrc/ares/dnsshim-ares.pc.in's Description and examples/."""
     root = Path(root)
     header = (root / "csrc" / "dns_shim.h").read_text(encoding="utf-8")
     if version is None:
@@ -691,7 +818,9 @@ def pages_from_tree(root, version: str | None = None, tools: dict | None = None)
     symbol_versions = {s: node for node, syms in nodes.items() for s in syms}
     pc = (root / "csrc" / "ares" / "dnsshim-ares.pc.in").read_text(encoding="utf-8")
     m = re.search(r"^Description:\s*(.*)$", pc, re.M)
-    return pages(header, version, tools or {}, symbol_versions=symbol_versions,
+    examples = {f.name: f.read_text(encoding="utf-8")
+                for f in sorted((root / "examples").glob("*.c"))}
+    return pages(header, version, tools or {}, symbol_versions=symbol_versions, examples=examples,
                  ares_map=(root / "csrc" / "ares" / "libdnsshim_ares.map").read_text(encoding="utf-8"),
                  readme=(root / "README.md").read_text(encoding="utf-8"),
                  ares_description=m.group(1) if m else None)

@@ -121,10 +121,12 @@ class Inline:
         return "".join(out)
 
 
-def code_block(lines: list) -> list:
+def code_block(lines: list, wrap: bool = True) -> list:
+    """A literal block; wrap: break long declarations (wrap_decl), which a
+    program's body (an example) must not be, whose lines are shown as written."""
     out = [".PP", ".in +4n", ".EX"]
     for line in lines:
-        for piece in wrap_decl(line.rstrip()):
+        for piece in (wrap_decl(line.rstrip()) if wrap else [line.rstrip()]):
             out.append(line_safe(esc(piece, code=True)) if piece.strip() else "")
     out += [".EE", ".in"]
     # roff treats an empty line as a blank line: write it as \& instead.

@@ -56,6 +56,8 @@ TOOLS = CSRC / "tools"
 #: valgrind's suppressions for a program using the library: installed as
 #: share/dnsshim/libdnsshim.supp beside lib/ (the .pc file's valgrind_suppressions).
 SUPPRESSIONS = CSRC / "lib" / "libdnsshim.supp"
+#: The example C programs a user copies, with their Makefile and CMakeLists.txt.
+EXAMPLES = ROOT / "examples"
 
 # ---------------------------------------------------------------------------
 # What cffi is given: a header's declarations, as dnsshim_build.header reads

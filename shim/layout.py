@@ -63,6 +63,7 @@ STANDARD = {
     "data": "share/dnsshim",               # libdnsshim.supp, a manifest or report
     "man": "share/man",                    # man1, man3, man7
     "doc": "share/doc/dnsshim",            # NEWS
+    "examples": "share/doc/dnsshim/examples",  # example C programs, Makefile, CMakeLists.txt
     "licenses": "share/licenses",          # a bundle's or firmware's licenses
 }
 
@@ -147,12 +148,13 @@ SOURCE_TREE = Form("source tree", Finds.PINNED,
 #: ``pip install .``: the root is the installed package's directory,
 #: ``<site-packages>/shim``.
 PACKAGE = Form("package", Finds.PACKAGE,
-               ("include", "lib", "pkgconfig", "cmake", "bin", "data"))
+               ("include", "lib", "pkgconfig", "cmake", "bin", "data", "examples"))
 
 #: ``python build_ffi.py --prefix PREFIX [--libdir DIR]``: a C library's
 #: install, standing alone; its Python side is private to it.
 PREFIX = Form("prefix", Finds.PRIVATE,
-              ("include", "lib", "pkgconfig", "cmake", "python", "bin", "data", "man", "doc"))
+              ("include", "lib", "pkgconfig", "cmake", "python", "bin", "data", "man", "doc",
+               "examples"))
 
 #: The Debian packages (debian/rules): the prefix install into /usr, the
 #: libraries in the multiarch directory, split by :data:`DEBIAN_PACKAGES`.

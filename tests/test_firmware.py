@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from dnsshim_build import pipeline
+from dnsshim_build import firmware as firmware_build, pipeline
 from conftest import (BUILD_MODULES, ROOT, available_corpus, require_program, require_tool,
                       split_log, write_messages)
 from test_bundle import _hidden_paths, _require_isolation, opened_for_writing, opened_outside
@@ -64,6 +64,7 @@ def _firmware(tmp_path_factory, name, *options):
                             capture_output=True, text=True, cwd=ROOT, timeout=1800)
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.startswith(f"{where}/lib/libdnsshim_fw.o: ")
+    (where.parent / "stdout").write_text(result.stdout)
     return where
 
 
@@ -554,3 +555,55 @@ def test_arm64_under_qemu(built, arm64, tmp_path):
     assert ours.stdout == _run(built.test_prog, *files).stdout
     manifest = json.loads((arm64 / "share" / "dnsshim" / "firmware.json").read_text())
     assert manifest["target"] == ARM64
+
+
+LINK_PROGRAM = r"""
+#include <stdio.h>
+#include <dns_shim.h>
+
+int main(void)
+{
+    uint8_t header[12] = {0x12, 0x34, 0x81, 0x80};
+    printf("%d %s\n", (int)process_dns_response(header, 12), dns_shim_version());
+    return 0;
+}
+"""
+
+
+def _link_as_written(line, firmware_dir, work):
+    """Run a documented link line as a user types it, in a folder with prog.c."""
+    (work / "prog.c").write_text(LINK_PROGRAM)
+    result = subprocess.run(f"{line} -o prog", shell=True, cwd=work, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, (line, result.stderr[-2000:])
+    run = _run(work / "prog")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("0 "), run.stdout
+
+
+def test_link_lines_work_as_written(firmware, tmp_path):
+    """The README's line, the tool's printed hint and the manifest's link each
+    compile and link a program including dns_shim.h as written (the header's
+    folder given with -I): only the folder's name differs from the README's."""
+    manifest = json.loads((firmware / "share" / "dnsshim" / "firmware.json").read_text())
+    hint = (firmware.parent / "stdout").read_text().rstrip("\n").split("link it with: ", 1)[1]
+    readme = (ROOT / "README.md").read_text()
+    line = re.search(r"^(cc .*libdnsshim_fw\.o[^#\n]*?)\s*#", readme, re.M).group(1)
+    readme_line = line.replace("/tmp/fw", str(firmware)).replace("app.c", "prog.c")
+    assert hint == manifest["link"]
+    assert manifest["link"] == f"cc -I {firmware}/include prog.c " \
+        f"{firmware}/lib/libdnsshim_fw.o {' '.join(LIBS)}"
+    for n, written in enumerate((readme_line, hint, manifest["link"])):
+        work = tmp_path / str(n)
+        work.mkdir()
+        _link_as_written(written, firmware, work)
+
+
+def test_help_reads_whole():
+    """firmware --help's description is whole sentences, not a docstring's cut first line."""
+    result = subprocess.run([sys.executable, "-m", "shim", "firmware", "--help"],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    description = " ".join(result.stdout.split("\n\n", 1)[1].split("\n\n", 1)[0].split())
+    assert description == firmware_build.DESCRIPTION
+    assert description.endswith(".") and "DIR/include/dns_shim.h" in description

@@ -214,3 +214,91 @@ def test_a_new_function_gets_a_clean_page(tmp_path):
     out = flat(rendered(path))
     assert "int32_t dns_shim_frobnicate(const char *a, int32_t b);" in out
     assert ".leading dot. 'apostrophe, -1 and --option" in out
+
+
+# ---- what a C developer reads: examples, statuses, nothing of the repository ----
+
+PARSE = ["DNS_SHIM_OK", "DNS_SHIM_ERR_NULL_BUFFER", "DNS_SHIM_ERR_BAD_LENGTH",
+         "DNS_SHIM_ERR_SHORT_HEADER", "DNS_SHIM_ERR_TRUNCATED", "DNS_SHIM_ERR_TRAILING_DATA",
+         "DNS_SHIM_ERR_BAD_NAME", "DNS_SHIM_ERR_BAD_RDATA", "DNS_SHIM_ERR_NOT_RESPONSE",
+         "DNS_SHIM_ERR_BAD_EDNS", "DNS_SHIM_ERR_FORMAT", "DNS_SHIM_ERR_CALLBACK"]
+RUNTIME = ["DNS_SHIM_ERR_NO_MEMORY", "DNS_SHIM_ERR_INIT", "DNS_SHIM_ERR_INTERNAL"]
+ARGUMENT = ["DNS_SHIM_ERR_BAD_ARGUMENT"]
+# every status each function can return, as its comment and the status table say
+STATUSES = {
+    "process_dns_response": PARSE + RUNTIME,
+    "dns_shim_process": PARSE + ARGUMENT + RUNTIME,
+    "dns_shim_process_reply": PARSE + ARGUMENT + RUNTIME + ["DNS_SHIM_ERR_MISMATCH"],
+    "dns_shim_register_callbacks": ["DNS_SHIM_OK"] + ARGUMENT,
+    "dns_shim_init": ["DNS_SHIM_OK", "DNS_SHIM_ERR_INIT"],
+    "dns_shim_set_allocator": ["DNS_SHIM_OK"] + ARGUMENT,
+    "dns_shim_set_memory_limit": ["DNS_SHIM_OK"] + ARGUMENT,
+}
+STATUS_VALUES = {name: int(value) for name, value in
+                 re.findall(r"^\s*(DNS_SHIM_(?:OK|ERR_\w+)) = (-?\d+)", HEADER, re.M)}
+REPOSITORY = re.compile(r"\b(?:README\.md|build_ffi\.py|csrc/|tests/|dnsshim_build|debian/)")
+
+
+def test_no_page_refers_to_a_file_of_the_repository(pages):
+    """Every page, as installed, names no file that only the source tree has."""
+    for name, path in pages.items():
+        found = REPOSITORY.findall(flat(rendered(path)))
+        assert found == [], (name, found)
+
+
+def test_return_value_lists_every_status_with_its_value(pages):
+    for function, statuses in STATUSES.items():
+        text = section(rendered(pages[f"{function}.3"]), "RETURN VALUE")
+        listed = re.findall(r"^ {7}(DNS_SHIM_\w+) \((-?\d+)\)$", text, re.M)
+        assert listed == [(s, str(STATUS_VALUES[s])) for s in statuses], function
+
+
+def test_description_does_not_repeat_the_name_line(pages):
+    for function in FUNCTIONS:
+        text = rendered(pages[f"{function}.3"])
+        summary = flat(section(text, "NAME")).split(" - ", 1)[1]
+        assert summary not in flat(section(text, "DESCRIPTION")), function
+
+
+def _shown_example(text):
+    """The program an EXAMPLES section shows: from its first #include."""
+    body = section(text, "EXAMPLES")
+    lines = body.split("\n")
+    start = next(n for n, line in enumerate(lines) if line.strip().startswith("#include"))
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    return "\n".join(line[indent:] for line in lines[start:]) + "\n"
+
+
+@pytest.mark.parametrize("page", [f"{f}.3" for f in FUNCTIONS] + ["dnsshim_ares.3"])
+def test_examples_section_compiles_as_shown(pages, page, tmp_path):
+    """What the page's EXAMPLES shows is a whole program, the example file's
+    body, that compiles against the header without a warning; SEE ALSO names
+    every function of the library it calls."""
+    text = rendered(pages[page])
+    program = _shown_example(text)
+    name = re.search(r"The program (\w+\.c),", flat(section(text, "EXAMPLES"))).group(1)
+    source = (ROOT / "examples" / name).read_text()
+    # the file's body from its first #include (the page may break a long line)
+    assert flat(program) == flat(source[source.index("#include"):])
+    if page == "dnsshim_ares.3":
+        from conftest import require_cares
+        require_cares()
+    (tmp_path / name).write_text(program)
+    result = subprocess.run(["cc", "-c", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'csrc'}",
+                             str(tmp_path / name), "-o", str(tmp_path / "x.o")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    see_also = flat(section(text, "SEE ALSO"))
+    for function in FUNCTIONS:
+        if function != page[:-2] and re.search(rf"\b{function}\(", program):
+            assert f"{function}(3)" in see_also, (page, function)
+
+
+def test_ares_page_names_ares_dns_parse_and_its_return_value(pages):
+    text = rendered(pages["dnsshim_ares.3"])
+    first = flat(section(text, "DESCRIPTION")).split(" Most legacy C code", 1)[0]
+    assert "ares_dns_parse for c-ares 1.28 and later" in first
+    returns = flat(section(text, "RETURN VALUE"))
+    for code in ("ARES_SUCCESS (0)", "ARES_EBADRESP", "ARES_ENODATA", "ARES_ENOMEM",
+                 "ARES_ENOTINITIALIZED", "ARES_EBADNAME"):
+        assert code in returns
