@@ -292,8 +292,8 @@ def parser(prog: str, epilog: str | None = None) -> argparse.ArgumentParser:
                    help="start the runtime as a C program does and say what it runs on and "
                         "whether it works (exit status 0 or 1)")
     p.add_argument("--uninstall", action="store_true",
-                   help="remove this prefix install (build_ffi.py --prefix): what its manifest "
-                        "lists, with no need of the sources or the virtualenv it was made with")
+                   help="remove this prefix install: what its manifest lists, with no need "
+                        "of the sources or the virtualenv it was installed from")
     return p
 
 
