@@ -617,6 +617,44 @@ def test_c_program_built_with_cmake_prints_what_the_host_build_prints(installed,
     assert result.stdout == messages.host_stdout
 
 
+def test_the_shipped_examples_build_and_run(installed, tmp_path):
+    """libdnsshim-dev's examples (/usr/share/doc/libdnsshim-dev/examples),
+    exactly examples/ and uncompressed, copied and built as a user does:
+    make with the system's pkg-config (ares_classic with Debian's
+    libc-ares-dev) and CMake's find_package with no prefix given; each
+    program prints what test_examples pins."""
+    import test_examples
+
+    shipped = "/usr/share/doc/libdnsshim-dev/examples"
+    names = installed.run(f"ls {shipped}").stdout.split()
+    assert sorted(names) == sorted(p.name for p in (ROOT / "examples").iterdir())
+    for name in names:
+        assert installed.root.path(f"{shipped}/{name}").read_bytes() == \
+            (ROOT / "examples" / name).read_bytes(), name
+    for name, wire in test_examples.MESSAGES.items():
+        target = installed.root.path(f"/root/example-messages/{name}.bin")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(wire)
+    installed.run(f"rm -rf /root/ex && cp -r {shipped} /root/ex && make -C /root/ex all "
+                  "ares_classic >/root/ex/make.log 2>&1 && cmake -S /root/ex -B /root/ex/b "
+                  ">/root/ex/cmake.log && cmake --build /root/ex/b >>/root/ex/cmake.log",
+                  cwd="/root")
+    assert "warning" not in installed.root.path("/root/ex/make.log").read_text()
+    programs = test_examples.PROGRAMS + ["ares_classic"]
+    for where in ("/root/ex", "/root/ex/b"):
+        ran = set()
+        for program, args, message, status, stdout in test_examples.RUNS:
+            if program not in programs or not installed.root.path(f"{where}/{program}").exists():
+                continue
+            given = f"/root/example-messages/{message}.bin" if message else ""
+            result = installed.run(f"{where}/{program} {given} {' '.join(args)}", check=False)
+            assert (result.returncode, result.stdout) == (status, stdout), \
+                (where, program, message, result.stderr[-2000:])
+            ran.add(program)
+        assert ran >= set(test_examples.PROGRAMS), where
+    assert installed.root.path("/root/ex/ares_classic").exists()
+
+
 def test_c_ares_program_prints_what_the_host_build_prints(installed, built, tmp_path):
     require_cares()
     from test_ares import _ims_messages

@@ -19,7 +19,6 @@ import pytest
 import malformed
 import vectors
 from conftest import ROOT, require_program
-from test_install import site_packages
 from test_prefix_install import standalone  # noqa: F401 (fixture)
 from test_firmware import firmware  # noqa: F401 (fixture)
 
@@ -73,8 +72,10 @@ MESSAGES = {"ims": vectors.wire("ims"), "every_type": vectors.wire("every_type")
 
 
 def _has_cares():
-    return shutil.which("pkg-config") is not None and subprocess.run(
-        ["pkg-config", "--exists", "libcares"]).returncode == 0
+    """c-ares's headers, as the build of the C programs found them."""
+    import cprograms
+
+    return cprograms.cares_flags() is not None
 
 
 @pytest.fixture(scope="module")
