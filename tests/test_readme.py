@@ -98,3 +98,29 @@ def test_a_program_built_after_the_install_command_runs_after_the_test_command(t
     after = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True,
                            env={"PATH": "/usr/bin:/bin"})
     assert (after.returncode, after.stdout, after.stderr) == (0, before.stdout, before.stderr)
+
+
+def _release_packages(release: str) -> set:
+    """The packages the README's apt-get install lines name for a Debian
+    release, read as /work/shared/tools/fresh-debian reads them: a line
+    whose own text or the three lines before name "Debian 12" or "Debian 13"
+    is for that release only, any other for both."""
+    lines = README.splitlines()
+    out = set()
+    for i, line in enumerate(lines):
+        for m in re.finditer(r"apt-get install([^`]*)", line):
+            named = set(re.findall(r"Debian (1[23])\b", " ".join(lines[max(0, i - 3):i + 1])))
+            if named and release not in named:
+                continue
+            out |= {w for w in m.group(1).split()
+                    if not w.startswith("-") and re.fullmatch(r"[a-z0-9][a-z0-9.+-]+", w)}
+    return out
+
+
+def test_each_release_is_named_only_its_own_cpython_packages():
+    """Debian 12 has no python3.13 and Debian 13 no python3.11: a package of
+    the other release on a line read as for both stops a new user's apt-get."""
+    assert {"python3.11", "libpython3.11-dev"} <= _release_packages("12")
+    assert {"python3.13", "libpython3.13-dev"} <= _release_packages("13")
+    assert not {p for p in _release_packages("12") if "3.13" in p}
+    assert not {p for p in _release_packages("13") if "3.11" in p}
