@@ -357,7 +357,10 @@ def test_each_package_holds_exactly_its_files(package_build):
         f"{LIBDIR}/cmake/dnsshim/dnsshimConfig.cmake": "",
         f"{LIBDIR}/cmake/dnsshim/dnsshimConfigVersion.cmake": "",
         "/usr/share/dnsshim/libdnsshim.supp": "", "/usr/share/man/man7/dnsshim.7.gz": "",
-        **man3, **_docs("libdnsshim-dev")}
+        **man3, **_docs("libdnsshim-dev"),
+        # examples/, uncompressed (test_the_shipped_examples_build_and_run)
+        **{f"/usr/share/doc/libdnsshim-dev/examples/{p.name}": ""
+           for p in (ROOT / "examples").iterdir()}}
     assert package_build.contents("dnsshim-tools") == {
         "/usr/bin/dnsshim-dump": "", "/usr/bin/dnsshim-config": "",
         "/usr/share/man/man1/dnsshim-dump.1.gz": "",
