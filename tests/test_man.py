@@ -19,7 +19,9 @@ from dnsshim_build import header, man
 HEADER = (ROOT / "csrc" / "dns_shim.h").read_text()
 LIB_MAP = (ROOT / "csrc" / "lib" / "libdnsshim.map").read_text()
 ARES_MAP = (ROOT / "csrc" / "ares" / "libdnsshim_ares.map").read_text()
-MAN_ENV = {"LC_ALL": "C.UTF-8", "MANROFFSEQ": "", "MANWIDTH": "80"}
+# GROFF_NO_SGR: grotty's overstriking, as groff 1.22 (Debian 12) gives it,
+# not the SGR escapes groff 1.23 (Debian 13) writes by default
+MAN_ENV = {"LC_ALL": "C.UTF-8", "MANROFFSEQ": "", "MANWIDTH": "80", "GROFF_NO_SGR": "1"}
 MANUALS = {"1": "User Commands", "3": "Library Functions Manual",
            "7": "Miscellaneous Information Manual"}
 
@@ -80,7 +82,8 @@ def run_man(path, *options):
 def rendered(path) -> str:
     r = run_man(path)
     assert r.returncode == 0 and r.stderr == "", r.stderr
-    return re.sub(".\b", "", r.stdout)          # grotty's overstriking
+    # grotty's overstriking, and any SGR escape a grotty writes anyway
+    return re.sub(r"\x1b\[[0-9;]*m", "", re.sub(".\b", "", r.stdout))
 
 
 def section(text: str, title: str) -> str:
