@@ -56,7 +56,6 @@ from pathlib import Path
 from dnsshim_build import pipeline
 from shim import layout as forms
 
-from shim.manifest import NAME as MANIFEST_NAME  # noqa: E402
 
 
 class InstallError(SystemExit):
@@ -107,7 +106,9 @@ class Layout:
 
     @property
     def manifest(self) -> Path:
-        return self.datadir / MANIFEST_NAME
+        from shim import manifest
+
+        return manifest.path(self.prefix)
 
     def staged(self, path: Path, root: str | None = None) -> Path:
         """path under the staging root (default: the destdir)."""

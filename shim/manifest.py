@@ -25,9 +25,18 @@ class ManifestError(Exception):
     """Why the manifest cannot be used, in one line."""
 
 
+#: The manifest's place under the prefix ("/share/dnsshim/install-manifest").
+_UNDER_PREFIX = "/" + str(layout.PREFIX.relative("data")) + "/" + NAME
+
+
 def path(prefix) -> Path:
     """Where the manifest of an install under prefix is."""
-    return layout.PREFIX.path("data", prefix) / NAME
+    return Path(str(prefix).rstrip("/") + _UNDER_PREFIX)
+
+
+def _prefix_of(manifest: str) -> str:
+    """The prefix of the install whose manifest is at that path."""
+    return manifest[:-len(_UNDER_PREFIX)]
 
 
 def read(where: Path) -> dict:
@@ -40,11 +49,10 @@ def read(where: Path) -> dict:
 def _mover(recorded: dict, final: Path):
     """A function from a recorded path to the one it has now, the prefix
     having moved from where the manifest says it was to where it is."""
-    tail = "/" + str(layout.PREFIX.relative("data")) + "/" + NAME
-    own = [f for f in recorded["files"] if f.endswith(tail)]
+    own = [f for f in recorded["files"] if f.endswith(_UNDER_PREFIX)]
     if not own or own[0] == str(final):
         return lambda name: Path(name)
-    old, new = own[0][:-len(tail)], str(final)[:-len(tail)]
+    old, new = _prefix_of(own[0]), _prefix_of(str(final))
     outside = [n for n in recorded["files"] + recorded["dirs"]
                if n != old and not n.startswith(old + "/")]
     if outside:
@@ -62,17 +70,17 @@ def remove(final: Path, destdir: str = "") -> list:
     :raises ManifestError: when there is no manifest, or the prefix moved
         away from files it also wrote elsewhere.
     """
-    staged = Path(destdir.rstrip("/") + str(final))
+    root = destdir.rstrip("/")
+    staged = Path(root + str(final))
     if not staged.is_file():
-        prefix = str(final)[:-len("/" + str(layout.PREFIX.relative("data")) + "/" + NAME)]
         raise ManifestError(f"{staged} does not exist: nothing was installed under "
-                            f"{destdir.rstrip('/') + prefix} by build_ffi.py --prefix (or it "
+                            f"{root + _prefix_of(str(final))} by build_ffi.py --prefix (or it "
                             "was uninstalled)")
     recorded = read(staged)
     now = _mover(recorded, final)
 
     def at(name: str) -> Path:
-        return Path(destdir.rstrip("/") + str(now(name)))
+        return Path(root + str(now(name)))
 
     removed = []
     for name in recorded["files"]:
