@@ -333,6 +333,19 @@ def test_threads_start_it_together(host, built, messages, c_host_output, tmp_pat
     assert_guest(report)
 
 
+def _guest_answers_as_the_c_host(host, lib, messages, c_host_output, tmp_path):
+    """The library at lib, loaded into the program (which imported its own
+    dns first): both call modes give the C host's statuses, and it is a
+    guest (assert_guest)."""
+    _, stderr, report = run_host(host, tmp_path, {
+        "import_dns": True, "lib": str(lib), "statuses": messages})
+    assert stderr == ""
+    expected = dict(zip(messages, map(int, _statuses(c_host_output[()]))))
+    assert {path: pair for path, pair in report["statuses"].items()} == \
+        {path: [status, status] for path, status in expected.items()}
+    assert_guest(report)
+
+
 @pytest.mark.python_independent
 def test_a_bundles_library_is_a_guest_too(host, messages, c_host_output, tmp_path_factory,
                                           tmp_path):
@@ -341,13 +354,8 @@ def test_a_bundles_library_is_a_guest_too(host, messages, c_host_output, tmp_pat
     where = tmp_path_factory.mktemp("bundle") / "dnsshim"
     subprocess.run([sys.executable, "-m", "shim", "bundle", str(where)], cwd=ROOT, check=True,
                    capture_output=True, timeout=600)
-    _, stderr, report = run_host(host, tmp_path, {
-        "import_dns": True, "lib": str(where / "lib" / build_soname()), "statuses": messages})
-    assert stderr == ""
-    expected = dict(zip(messages, map(int, _statuses(c_host_output[()]))))
-    assert {path: pair for path, pair in report["statuses"].items()} == \
-        {path: [status, status] for path, status in expected.items()}
-    assert_guest(report)
+    _guest_answers_as_the_c_host(host, where / "lib" / build_soname(), messages, c_host_output,
+                                 tmp_path)
 
 
 @pytest.mark.python_independent
@@ -359,13 +367,8 @@ def test_a_prefix_installs_library_is_a_guest_too(host, messages, c_host_output,
     where = tmp_path_factory.mktemp("prefix") / "usr"
     subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--prefix", str(where)],
                    cwd=ROOT, check=True, capture_output=True, timeout=600)
-    _, stderr, report = run_host(host, tmp_path, {
-        "import_dns": True, "lib": str(where / "lib" / build_soname()), "statuses": messages})
-    assert stderr == ""
-    expected = dict(zip(messages, map(int, _statuses(c_host_output[()]))))
-    assert {path: pair for path, pair in report["statuses"].items()} == \
-        {path: [status, status] for path, status in expected.items()}
-    assert_guest(report)
+    _guest_answers_as_the_c_host(host, where / "lib" / build_soname(), messages, c_host_output,
+                                 tmp_path)
 
 
 @pytest.mark.python_independent
