@@ -725,12 +725,22 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 ** embedded runtime holds (its start-up included), at any time; 0 is none,
 ** the default.  While a message is parsed under a limit, an allocation that
 ** would take the runtime above it is refused: that call fails with
-** DNS_SHIM_ERR_NO_MEMORY, calls no callback, leaves what it took behind it
-** freed, and the library goes on: the next message is parsed as if the
-** failed one had never come.  The failed call's parse may go up to 1 MiB
-** past the limit while it unwinds.  The first parse under a limit first
-** loads, outside it, what a large parse and a failure's report need, so
-** that the limit counts from where a working runtime stays.
+** DNS_SHIM_ERR_NO_MEMORY, calls no callback, and gives back what it took
+** before it returns, and the library goes on: the next message is parsed
+** as if the failed one had never come.  The failed call's parse may go up
+** to 1 MiB past the limit while it unwinds.  After a refused call the
+** runtime holds at most 64 KiB more than before it, or, when it held
+** less than its limit by more than 1 MiB, at most 1 MiB and 64 KiB more
+** and never more than the limit and 64 KiB: CPython keeps one wholly free
+** 1 MiB arena of its small-object allocator for the next parse, which the
+** library lets it take only within the limit.  So a budget of what the
+** runtime holds once started plus the largest message's needs holds for
+** good, whatever is refused.  A call made while the runtime holds its
+** limit or more is refused before it parses.  Start-up itself is never
+** refused (CPython cannot start on memory it is refused): with a limit
+** below what the runtime holds once started, the first call starts the
+** runtime and fails with DNS_SHIM_ERR_NO_MEMORY, and a call once the limit
+** is raised parses.
 **
 ** The runtime's memory is counted from its start whatever the host set, in
 ** every build (the raw domain and the arenas, through a size header: a few

@@ -98,14 +98,17 @@ def limited(ffi, lib):
     memory the library counts, as a glue.Runtime's ``memory_limit``: while a
     limit is set, it holds in the parsing thread while the message is
     parsed, and a call it refused an allocation to fails with
-    ERR_NO_MEMORY; its plan, if one was made within the reserve the
-    unwinding gets, is dropped at once, and what the failed parse left in
-    cycles (the exception, its traceback, the frames) is collected, so that
-    the next call starts from the memory the last one started from.  Before
-    the first parse under a limit, what a failure's report needs and what a
-    first big parse leaves behind (the modules it imports, the arenas its
-    long-lived objects pin) are loaded: the limit then counts from where a
-    working runtime stays."""
+    ERR_NO_MEMORY.  A refused call gives back what it took before it
+    returns: its plan, if one was made within the reserve the unwinding
+    gets, is dropped; an exception that escaped the parse (a MemoryError
+    raised again while the first one was handled) is dropped with its
+    traceback and frames, not reported (C says why the call failed, as
+    text); the names it added to the glue's name cache are taken out again;
+    dnspython's record-under-construction marker (a context variable its
+    immutable records set while they are built) is cleared if the unwinding
+    could not reset it; and the cyclic collector runs, so that what the
+    failed parse left in cycles goes too.  None of this runs for a call that
+    parsed: its cost is the limit's check only."""
     import gc
 
     from shim import glue
@@ -114,58 +117,48 @@ def limited(ffi, lib):
     limited_now, enforce = lib.dns_shim__memory_limited, lib.dns_shim__memory_enforce
     collect = gc.collect
     no_memory = int(Status.ERR_NO_MEMORY)
-    warm = []
+    name_cache = glue.name_cache
 
     def memory_limit(plan, ffi, buf, length, callbacks, steps, count, token, query, runtime):
         if not limited_now():
             return plan(ffi, buf, length, callbacks, steps, count, token, query, runtime)
-        if not warm:
-            warm_up(ffi, plan, runtime)
-            warm.append(True)
-        enforce(1)
-        try:
-            status = plan(ffi, buf, length, callbacks, steps, count, token, query, runtime)
-        finally:
-            tripped = enforce(0)
-        if tripped:
-            if token[0]:
-                glue.release(token[0])
-                token[0] = 0
-                count[0] = 0
-            collect()
+        names = name_cache(ffi)
+        cached = len(names)
+        if enforce(1):  # the runtime holds its limit already: refused unparsed
             return no_memory
-        return status
+        try:
+            try:
+                status = plan(ffi, buf, length, callbacks, steps, count, token, query, runtime)
+            finally:
+                tripped = enforce(0)
+        except BaseException:  # noqa: B902 - only a refused call's is dropped
+            if not tripped:
+                raise
+        if not tripped:
+            return status
+        if token[0]:
+            glue.release(token[0])
+            token[0] = 0
+            count[0] = 0
+        forget(names, cached)
+        collect()
+        return no_memory
 
     return memory_limit
 
 
-def warm_up(ffi, plan, runtime):
-    """A failure's report and a 64 KiB response's parse, once, outside the
-    limit (limited)."""
-    import gc
-    import traceback
-
-    from shim import glue
-
-    try:
-        raise MemoryError
-    except MemoryError as e:
-        traceback.format_exception(type(e), e, e.__traceback__)
-    head = bytes.fromhex("123481800001000000000000076578616d706c6503636f6d0000010001")
-    record = bytes.fromhex("c00c0001000100000e100004c0000201")
-    n = (65535 - len(head)) // len(record)
-    wire = head[:6] + n.to_bytes(2, "big") + head[8:] + record * n
-    callbacks = ffi.new("dns_shim_callbacks *")
-    callbacks.struct_size = ffi.sizeof("dns_shim_callbacks")
-    callbacks.sections = 7
-    callbacks.on_a = ffi.cast("dns_shim_a_cb", 1)  # never called: the plan is released
-    steps, count, token = (ffi.new("dns_shim__step **"), ffi.new("size_t *"),
-                           ffi.new("uint64_t *"))
-    plan(ffi, ffi.from_buffer(wire), len(wire), callbacks, steps, count, token, ffi.NULL,
-         runtime)
-    glue.release(token[0])
-    del callbacks, steps, count, token
-    gc.collect()
+def forget(names, cached):
+    """After a refused call: the names it added to the glue's name cache
+    (a dict, in insertion order, that held ``cached`` entries before it; if
+    the call emptied it, every entry is the call's), and dnspython's
+    marker of the record being built, if the unwinding left it set."""
+    if len(names) != cached:
+        for key in list(names)[cached if len(names) > cached else 0:]:
+            del names[key]
+    immutable = sys.modules.get("dns._immutable_ctx")
+    marker = getattr(immutable, "_in__init__", None)
+    if marker is not None and marker.get() is not False:
+        marker.set(False)
 
 
 def describe_runtime() -> str:

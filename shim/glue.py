@@ -81,6 +81,13 @@ def _types(ffi):
     return types
 
 
+def name_cache(ffi):
+    """The name cache of ``ffi`` (a dict, labels -> char[], kept in
+    insertion order and only ever emptied, never replaced): what
+    shim.embedded takes back out after a call the memory limit refused."""
+    return _types(ffi).names
+
+
 class _Converter:
     """Builds the C structs of one message and owns their memory.
 

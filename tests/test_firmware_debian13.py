@@ -220,6 +220,7 @@ def test_a_memory_limit_fails_the_big_response_alone(fw13, big_small13):
     while high - low > 100_000:
         middle = (low + high) // 2
         low, high = (low, middle) if small_parses(middle) else (middle, high)
+    high += 64 * 1024  # what a runtime holds varies by a few KiB between processes
     lines = _memory(fw13, "limit", high, big, small, 4)
     rounds = [line for line in lines if line.startswith("round ")]
     assert lines[:2] == ["set_allocator 0", "set_memory_limit 0"] and len(rounds) == 8

@@ -6,7 +6,7 @@
 **
 ** An interpreter the library starts itself keeps an account of what it
 ** holds: CPython's RAW domain through a 16-octet size header, and the
-** 256 KiB arenas of its small-object allocator (pymalloc), whose large
+** 1 MiB arenas of its small-object allocator (pymalloc), whose large
 ** blocks come from the RAW domain; the MEM and OBJ domains stay pymalloc
 ** (with another object allocator CPython 3.11 reads memory it did not
 ** initialise).  The memory comes from libc, or, when the host set an
@@ -23,8 +23,13 @@
 ** above the limit are let through so that the interpreter can unwind:
 ** CPython 3.11 retries for ever an allocation it needs to enter an exception
 ** handler (ceval.c, exception_unwind), so refusing everything is not
-** survivable.  Thread states, the GIL hand-over and cffi's own call
-** machinery stay outside the limit.
+** survivable.  An arena of pymalloc's is taken in a parse under a limit
+** only while it fits (dns_shim__arena_alloc): the limit is then decided on
+** raw blocks, which a refused call frees one by one, and what the runtime
+** holds after a refused call is what it held before, but for one wholly
+** free arena CPython keeps (taken within the limit) and what the unwinding
+** left (shim.embedded.limited gives that back).  Thread states, the GIL
+** hand-over and cffi's own call machinery stay outside the limit.
 */
 #define DNS_SHIM_BUILDING 1
 #include <Python.h>
@@ -41,6 +46,9 @@
 
 #define DNS_SHIM__HEADER 16           /* keeps malloc's 16-octet alignment */
 #define DNS_SHIM__RESERVE ((size_t)1 << 20)
+/* The size of pymalloc's arenas on 64-bit CPython 3.10 and later (ARENA_BITS
+** 20, obmalloc.c) */
+#define DNS_SHIM__ARENA ((size_t)1 << 20)
 
 static int dns_shim__memory_started = 0; /* the allocators were chosen */
 static int dns_shim__accounting = 0;     /* the runtime's memory is counted */
@@ -167,7 +175,27 @@ static void dns_shim__free(void *ctx, void *ptr)
 static void *dns_shim__arena_alloc(void *ctx, size_t n)
 {
     void *p;
+    size_t limit = __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED);
     (void)ctx;
+    /* Under a limit, an arena that would not fit, and in a parse any block
+    ** once the limit has refused it, is declined quietly: pymalloc then
+    ** takes the object from the raw domain (its fallback when no arena can
+    ** be had), where the limit decides on the object's own size, and the
+    ** block is freed on its own.  An arena taken past the limit would stay
+    ** once emptied (CPython keeps one wholly free arena for reuse), the
+    ** runtime above its limit for good; and a quiet refusal must not trip
+    ** the limit, or the parse, which goes on with raw blocks, would spend
+    ** the unwinding's reserve.  In a parse every block of this domain is
+    ** judged so; outside one (start-up, the dispatch, the collector run
+    ** between parses) only pymalloc's arenas, by their size: the same
+    ** domain gives the frames' data stack its chunks, which have no
+    ** fallback, and a start-up under a limit must not fail on them. */
+    if (limit && dns_shim__enforcing &&
+        (dns_shim__tripped || __atomic_load_n(&dns_shim__held, __ATOMIC_RELAXED) + n > limit))
+        return NULL;
+    if (limit && !dns_shim__enforcing && n == DNS_SHIM__ARENA &&
+        __atomic_load_n(&dns_shim__held, __ATOMIC_RELAXED) + n > limit)
+        return NULL;
     if (!dns_shim__take(n))
         return NULL;
     p = dns_shim__host_zeroed(n);
@@ -304,9 +332,18 @@ int32_t dns_shim__memory_limited(void)
 
 int32_t dns_shim__memory_enforce(int32_t on)
 {
-    dns_shim__enforcing = on != 0;
-    if (on)
-        dns_shim__tripped = 0;
+    if (on) {
+        /* A runtime that holds its limit already is refused the parse
+        ** before it starts (returns 1: tripped, not enforcing): any
+        ** allocation would be refused, and an unwinding from its first
+        ** allocation leaves blocks behind in CPython and cffi. */
+        size_t limit = __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED);
+        dns_shim__tripped = limit != 0 &&
+                            __atomic_load_n(&dns_shim__held, __ATOMIC_RELAXED) >= limit;
+        dns_shim__enforcing = !dns_shim__tripped;
+        return dns_shim__tripped;
+    }
+    dns_shim__enforcing = 0;
     return dns_shim__tripped;
 }
 

@@ -25,6 +25,22 @@
 **                                       parses), and 0 lifts it (BIG parses)
 **   memory_limit args                   the arguments dns_shim_set_allocator
 **                                       refuses, and those it takes
+**   memory_limit budget HEADROOM BIG SMALL PAIRS
+**                                       the integrator's budget: the
+**                                       counting allocator from the start,
+**                                       the runtime started, then the limit
+**                                       set to the bytes it holds plus
+**                                       HEADROOM (signed); BIG once, then
+**                                       PAIRS times BIG and SMALL, each call
+**                                       printed with its status, its
+**                                       callbacks (SMALL's in full: every
+**                                       field the C side received) and the
+**                                       bytes held after it
+**   memory_limit startup LIMIT BIG SMALL
+**                                       the limit set before the first call,
+**                                       which starts the runtime: SMALL, then
+**                                       the limit lifted (0): SMALL and BIG,
+**                                       printed as in budget
 **
 ** Prints one line per step; exit status 0, or 1 when a check failed.
 */
@@ -36,6 +52,7 @@
 #include <execinfo.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +231,88 @@ static int32_t on_any(void *ctx, const dns_shim_header *h)
     return 0;
 }
 
+/* What the callbacks of one call received, in full (budget, startup):
+** every field of the header and of each A record, one text. */
+static char seen_text[4096];
+static size_t seen_len = 0;
+
+static void seen(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void seen(const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    if (seen_len >= sizeof seen_text - 1)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(seen_text + seen_len, sizeof seen_text - seen_len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        seen_len += (size_t)n;
+    if (seen_len > sizeof seen_text - 1)
+        seen_len = sizeof seen_text - 1;
+}
+
+static int32_t on_header_text(void *ctx, const dns_shim_header *h)
+{
+    (void)ctx;
+    callbacks_seen++;
+    seen("%sheader id %u flags 0x%04x opcode %u rcode %u qd %u an %u ns %u ar %u qname %s "
+         "qtype %u qclass %u edns %d", seen_len ? "; " : "", h->id, h->flags, h->opcode,
+         h->rcode, h->qdcount, h->ancount, h->nscount, h->arcount,
+         h->qname ? h->qname : "(null)", h->qtype, h->qclass, (int)h->edns_version);
+    return 0;
+}
+
+static int32_t on_a_text(void *ctx, const dns_shim_a *a)
+{
+    (void)ctx;
+    callbacks_seen++;
+    seen("%sa %s type %u class %u ttl %u section %u index %u %u.%u.%u.%u",
+         seen_len ? "; " : "", a->rr.owner ? a->rr.owner : "(null)", a->rr.type,
+         a->rr.rclass, (unsigned)a->rr.ttl, (unsigned)a->rr.section, (unsigned)a->rr.index,
+         a->address[0], a->address[1], a->address[2], a->address[3]);
+    return 0;
+}
+
+/* One call with the recording callbacks: its status; what they received
+** is in seen_text, how many calls in callbacks_seen. */
+static int32_t parse_recorded(const unsigned char *wire, long len)
+{
+    dns_shim_callbacks cb;
+    memset(&cb, 0, sizeof cb);
+    cb.struct_size = sizeof cb;
+    cb.sections = DNS_SHIM_SECTION_ANSWER | DNS_SHIM_SECTION_AUTHORITY |
+                  DNS_SHIM_SECTION_ADDITIONAL;
+    cb.on_header = on_header_text;
+    cb.on_a = on_a_text;
+    callbacks_seen = 0;
+    seen_len = 0;
+    seen_text[0] = '\0';
+    return dns_shim_process(wire, (int32_t)len, &cb);
+}
+
+/* budget and startup: "NAME STATUS (N callbacks[: WHAT THEY GOT]), held
+** BYTES" -- the full text only for a call that is to parse (SMALL), the
+** failure detail for a call that failed. */
+static void print_call(const char *name, int32_t rc, int full)
+{
+    long long h;
+    uint64_t c;
+    snapshot(&c, &h);
+    printf("%s %d (%d callbacks%s%s)%s%s, held %lld\n", name, (int)rc, callbacks_seen,
+           full && seen_len ? ": " : "", full ? seen_text : "", rc ? ": " : "",
+           rc ? dns_shim_last_error() : "", h);
+}
+
+static unsigned char *read_or_exit(const char *path, long *len)
+{
+    unsigned char *wire = read_message(path, 0, len);
+    if (wire == NULL)
+        exit(2);
+    return wire;
+}
+
 static int32_t parse(const char *path)
 {
     long len = 0;
@@ -347,7 +446,46 @@ int main(int argc, char **argv)
         printf("allocations seen %s\n", c0 ? "yes" : "no");
         return 0;
     }
-    fprintf(stderr, "usage: %s count FILE... | limit BYTES BIG SMALL [ROUNDS] | late BYTES BIG SMALL | args\n",
-            argv[0]);
+    if (argc == 6 && strcmp(argv[1], "budget") == 0) {
+        long len_big = 0, len_small = 0;
+        unsigned char *big = read_or_exit(argv[3], &len_big);
+        unsigned char *small = read_or_exit(argv[4], &len_small);
+        int pairs = atoi(argv[5]);
+        long long limit;
+        printf("set_allocator %d\n", (int)use_counting_allocator());
+        printf("init %d\n", (int)dns_shim_init());
+        snapshot(&c0, &h0);
+        limit = h0 + strtoll(argv[2], NULL, 0);
+        printf("set_memory_limit %d: held %lld, limit %lld\n",
+               (int)dns_shim_set_memory_limit(limit > 0 ? (size_t)limit : 1), h0, limit);
+        print_call("first big", parse_recorded(big, len_big), 0);
+        for (i = 0; i < pairs; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "pair %d: big", i);
+            print_call(name, parse_recorded(big, len_big), 0);
+            snprintf(name, sizeof name, "pair %d: small", i);
+            print_call(name, parse_recorded(small, len_small), 1);
+        }
+        free(big);
+        free(small);
+        return 0;
+    }
+    if (argc == 5 && strcmp(argv[1], "startup") == 0) {
+        long len_big = 0, len_small = 0;
+        unsigned char *big = read_or_exit(argv[3], &len_big);
+        unsigned char *small = read_or_exit(argv[4], &len_small);
+        printf("set_allocator %d\n", (int)use_counting_allocator());
+        printf("set_memory_limit %d\n",
+               (int)dns_shim_set_memory_limit(strtoull(argv[2], NULL, 0)));
+        print_call("first small", parse_recorded(small, len_small), 1);
+        printf("set_memory_limit %d\n", (int)dns_shim_set_memory_limit(0));
+        print_call("small", parse_recorded(small, len_small), 1);
+        print_call("big", parse_recorded(big, len_big), 0);
+        free(big);
+        free(small);
+        return 0;
+    }
+    fprintf(stderr, "usage: %s count FILE... | limit BYTES BIG SMALL [ROUNDS] | late BYTES BIG SMALL | args"
+            " | budget HEADROOM BIG SMALL PAIRS | startup LIMIT BIG SMALL\n", argv[0]);
     return 2;
 }
