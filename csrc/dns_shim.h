@@ -692,23 +692,24 @@ typedef struct dns_shim_allocator {
 ** dns_shim_set_allocator (1.2): where the embedded runtime's memory comes
 ** from, for an interpreter the library starts itself.  Call it before the
 ** runtime starts (before dns_shim_init or the first call that parses):
-** CPython's raw and general-purpose allocations, and the 256 KiB arenas of
-** its small-object allocator (asked for zeroed, with calloc, as CPython's
-** own arenas come), then go to the host's functions (NULL: libc's,
-** the default).  What still comes from libc's malloc: ten of CPython's own
-** start-up allocations (its three runtime locks and seven strings of its
-** path configuration, which it keeps out of any allocator a program sets,
-** on purpose), what the C library allocates for itself (tzset reading
-** /etc/localtime, qsort, dlopen), and, in the shared library and the
-** bundle, cffi's backend's memory for the structs handed to callbacks (a
-** few blocks a message) and its modules' loading.  There a parse that
-** imports a module from the runtime's files (the first record of a type
-** whose dnspython module is not loaded yet) also makes the C library
-** allocate for itself: opendir, once for each directory the import lists,
-** and, with glibc 2.41, strerror, twice for each file name it looks for in
-** vain (a few for each package).  The firmware object routes cffi's backend
-** too, and its modules are frozen: there nothing of a parse goes around the
-** host.
+** CPython's raw and general-purpose allocations, the 1 MiB arenas of its
+** small-object allocator (asked for zeroed, with calloc, as CPython's own
+** arenas come), and the structs handed to callbacks, then go to the host's
+** functions (NULL: libc's, the default).  What still comes from libc's
+** malloc: ten of CPython's own start-up allocations (its three runtime
+** locks and seven strings of its path configuration, which it keeps out of
+** any allocator a program sets, on purpose), and what the C library and
+** the dynamic loader allocate for themselves (tzset reading /etc/localtime,
+** qsort, and, in the shared library and the bundle, which load the runtime
+** from files: dlopen of its compiled modules, opendir for each directory an
+** import lists, the password database for the home directory, stdio).
+** There a parse that imports a module from the runtime's files (the first
+** record of a type whose dnspython module is not loaded yet) also makes
+** the C library allocate: opendir, once for each directory the import
+** lists, and, with glibc 2.41, strerror, twice for each file name it looks
+** for in vain (a few for each package); any other parse allocates nothing
+** around the host.  The firmware object's modules are frozen: there
+** nothing of a parse goes around the host.
 **
 ** Returns DNS_SHIM_OK, or DNS_SHIM_ERR_BAD_ARGUMENT (changing nothing) for
 ** an unknown struct_size, a missing function, or a call once the runtime has

@@ -52,6 +52,13 @@ def attach():
     from shim import glue
 
     done = lib.DNS_SHIM__PY_DONE
+    if lib.dns_shim__memory_accounted():
+        # cffi's backend allocates what ffi.new makes with the C library's
+        # malloc: the structs of a plan come from the host's allocator instead,
+        # counted and limited as the runtime's own memory
+        glue.use_allocator(ffi, ffi.new_allocator(alloc=lib.dns_shim__cdata_alloc,
+                                                  free=lib.dns_shim__cdata_free,
+                                                  should_clear_after_alloc=False))
     runtime = glue.Runtime(
         log=lambda level, text: lib.dns_shim__log_level(level, text.encode("utf-8", "replace")),
         failure=lambda text: lib.dns_shim__set_error(text.encode("utf-8", "replace")),

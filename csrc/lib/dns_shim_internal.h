@@ -84,5 +84,7 @@ DNS_SHIM__HIDDEN int32_t dns_shim__memory_accounted(void);
 DNS_SHIM__HIDDEN int32_t dns_shim__memory_limited(void);
 DNS_SHIM__HIDDEN int32_t dns_shim__memory_enforce(int32_t on);
 DNS_SHIM__HIDDEN int dns_shim__memory_tripped(void);
+DNS_SHIM__HIDDEN void *dns_shim__cdata_alloc(size_t n);
+DNS_SHIM__HIDDEN void dns_shim__cdata_free(void *p);
 
 #endif

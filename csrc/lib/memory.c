@@ -316,6 +316,21 @@ void dns_shim__memory_start(int owns)
                             "whose memory is that program's");
 }
 
+/* For the glue (shim.embedded hands these to cffi's ffi.new_allocator):
+** the memory of the structs a plan hands C, from the host's allocator
+** through the account and under the limit like the runtime's own, zeroed.
+** Only while the runtime's memory is counted (dns_shim__memory_accounted):
+** the block carries the account's size header. */
+void *dns_shim__cdata_alloc(size_t n)
+{
+    return dns_shim__calloc(NULL, 1, n);
+}
+
+void dns_shim__cdata_free(void *p)
+{
+    dns_shim__free(NULL, p);
+}
+
 /* For the init code: whether the runtime's memory is counted (a limit may
 ** then be set at any time), whether a limit is set now, and the limit on or
 ** off for the parse in this thread (returns whether it refused an
