@@ -51,6 +51,7 @@ from _socket import inet_pton as _inet_pton
 
 from shim.ares_codes import CODES
 from shim.ares_glue import label_text
+from shim.cdata import new_for
 from shim.decode import Section, decode
 from shim.status import BadNameError, DnsShimError
 
@@ -387,7 +388,8 @@ def fill(ffi, status, message, out):
             else:
                 numbers.append(0)
                 put(value)
-    buf = ffi.new("uint8_t[]", bytes(blob) or b"\0")
+    new = new_for(ffi)
+    buf = new("uint8_t[]", bytes(blob) or b"\0")
     null = (ffi.NULL, 0)
     where = iter(places)
 
@@ -408,10 +410,10 @@ def fill(ffi, status, message, out):
             field_init.append((key, datatype, next(numbers), bytes_of(next(where))))
         rr_init.append([record.section, record.rdtype, record.rdclass, record.ttl, name,
                         len(record.fields)])
-    fields = ffi.new("dnsshim_ares_field[]", field_init) if count else ffi.NULL
+    fields = new("dnsshim_ares_field[]", field_init) if count else ffi.NULL
     for init, start in zip(rr_init, starts):
         init.append(fields + start if init[5] else ffi.NULL)
-    rrs = ffi.new("dnsshim_ares_rr[]", rr_init) if rr_init else ffi.NULL
+    rrs = new("dnsshim_ares_rr[]", rr_init) if rr_init else ffi.NULL
     out.nrrs = len(rr_init)
     out.rrs = rrs
     return [buf, fields, rrs]

@@ -50,6 +50,7 @@ from _socket import inet_pton as _inet_pton
 import dns.rdataclass
 import dns.rdatatype
 
+from shim.cdata import new_for
 from shim.decode import Section, decode, decode_name, decode_string
 from shim.status import BadNameError, DnsShimError, TruncatedError
 
@@ -362,17 +363,18 @@ class _Filler:
 
     def __init__(self, ffi):
         self.ffi = ffi
+        self.new = new_for(ffi)
         self.keep = []
 
     def bytes(self, data):
         if data is None:
             return (self.ffi.NULL, 0)
-        buf = self.ffi.new("uint8_t[]", data + b"\0")
+        buf = self.new("uint8_t[]", data + b"\0")
         self.keep.append(buf)
         return (buf, len(data))
 
     def array(self, ctype, values):
-        arr = self.ffi.new(ctype, values)
+        arr = self.new(ctype, values)
         self.keep.append(arr)
         return arr
 

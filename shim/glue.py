@@ -25,6 +25,7 @@ from _socket import inet_pton as _inet_pton
 import dns.rdataclass
 import dns.rdatatype
 
+from shim.cdata import new_for
 from shim.decode import Section, decode
 from shim.kinds import KINDS
 from shim.match import Expected
@@ -64,8 +65,6 @@ class _Types:
         self.u8_array = t("uint8_t[]")
         self.char_array = t("char[]")
         self.names = {}  # labels tuple -> char[]
-        # What makes every struct the glue hands C (use_allocator).
-        self.new = ffi.new
         # Each callback member by its offset in dns_shim_callbacks: how a plan
         # names the callback C is to call (the struct is the one source).
         self.member_offset = {
@@ -81,31 +80,6 @@ def _types(ffi):
     if types is None or types.ffi is not ffi:
         types = _TYPES[id(ffi)] = _Types(ffi)
     return types
-
-
-def use_allocator(ffi, allocate) -> None:
-    """Every struct and array the glue makes with ``ffi`` for C from
-    ``allocate`` (an ``ffi.new_allocator(...)``; ffi.new until then):
-    shim.embedded gives it the host's allocator, through the runtime's
-    account and memory limit.  A struct is made as an array of one, which
-    C reads through the same pointer: for ``T *`` cffi's backend allocates,
-    besides the struct, an object of its own with the C library's malloc,
-    whatever the allocator."""
-    types = _types(ffi)
-    arrays = {}
-
-    def new(ctype, init=None):
-        array = arrays.get(ctype)
-        if array is None:
-            if isinstance(ctype, str):
-                ctype = ffi.typeof(ctype)
-            if ctype.kind == "pointer" and ctype.item.kind in ("struct", "union"):
-                array = arrays[ctype] = ffi.typeof(ffi.getctype(ctype.item, "[1]"))
-            else:
-                return allocate(ctype, init)
-        return allocate(array, None if init is None else (init,))
-
-    types.new = new
 
 
 def name_cache(ffi):
@@ -130,7 +104,7 @@ class _Converter:
     def __init__(self, ffi):
         self.ffi = ffi
         self.t = _types(ffi)
-        self.new = self.t.new
+        self.new = new_for(ffi)
         self.names = self.t.names
         self.keep = []
 
@@ -463,9 +437,8 @@ def unlimited_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token,
             return Status.OK
         conv, calls = prepare(ffi, response, callbacks)
         if calls:
-            types = _types(ffi)
-            offset = types.member_offset
-            steps = types.new("dns_shim__step[]", [(offset[m], arg) for m, arg in calls])
+            offset = _types(ffi).member_offset
+            steps = new_for(ffi)("dns_shim__step[]", [(offset[m], arg) for m, arg in calls])
             token = next(_TOKENS)
             _PENDING[token] = (conv, calls, steps)
             out_steps[0] = steps
