@@ -194,8 +194,8 @@ def test_the_hosts_allocator_sees_every_allocation_of_a_parse(fw13, big_small13)
     big, small = big_small13
     lines = _memory(fw13, "count", small, big, small)
     assert lines[:2] == ["set_allocator 0", "init 0"]
-    start = re.fullmatch(r"start-up: (\d+) allocations, (\d+) bytes held, (\d+) around it",
-                         lines[2])
+    start = re.fullmatch(r"start-up: (\d+) allocations, (\d+) bytes held, (\d+) around it "
+                         r"\(loader \d+, libc \d+, python \d+, cffi \d+, other \d+\)", lines[2])
     assert start and int(start.group(1)) > 10000 and int(start.group(2)) > 1_000_000, lines[2]
     # CPython 3.13's own, which it allocates with libc's malloc on purpose
     # (path configuration: 7; its runtime's hash tables and the copy of the

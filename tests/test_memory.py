@@ -102,9 +102,20 @@ def test_the_hosts_allocator_sees_the_runtimes_allocations(program, big_and_smal
     big, small = big_and_small
     lines = _run(path, "count", small, big, small)
     assert lines[:2] == ["set_allocator 0", "init 0"]
-    start = re.fullmatch(r"start-up: (\d+) allocations, (\d+) bytes held, (\d+) around it",
+    start = re.fullmatch(r"start-up: (\d+) allocations, (\d+) bytes held, (\d+) around it "
+                         r"\(loader (\d+), libc (\d+), python (\d+), cffi (\d+), other (\d+)\)",
                          lines[2])
     assert start, lines[2]
+    loader, libc, python, cffi, other = map(int, start.groups()[3:])
+    assert loader + libc + python + cffi + other == int(start.group(3)), lines[2]
+    if build != "firmware":
+        # At start-up, what goes around the host is the dynamic loader's
+        # (loading the runtime's compiled modules), the C library's
+        # (opendir, stdio, the password database for site's home directory,
+        # tzset) and CPython's own few, which it keeps out of any allocator
+        # on purpose (its runtime locks and path configuration strings):
+        # nothing of cffi's backend, the library's or this program's
+        assert cffi == other == 0 and python <= 10, lines[2]
     assert int(start.group(1)) > 10000 and int(start.group(2)) > 1_000_000
     for first, line, message in zip((True, False, False), lines[3:], (small, big, small),
                                     strict=True):

@@ -8,10 +8,13 @@
 **                                       malloc, calloc and realloc the
 **                                       library made around it (this program
 **                                       defines those, so that it sees every
-**                                       one, the runtime's included); for
-**                                       each message, by where they come
-**                                       from: cffi's backend, the C
-**                                       library's strerror, the C library
+**                                       one, the runtime's included); at
+**                                       start-up by the object that called:
+**                                       the dynamic loader, the C library,
+**                                       libpython, cffi's backend, anything
+**                                       else; for each message, by where
+**                                       they come from: cffi's backend, the
+**                                       C library's strerror, the C library
 **                                       otherwise, anything else
 **   memory_limit limit BYTES BIG SMALL [ROUNDS]
 **                                       the limit set before the start (0:
@@ -111,11 +114,42 @@ static enum source source_of(const void *caller)
     return FROM_LIBC;
 }
 
+/* At start-up (count mode), what went around by the object of its caller. */
+enum object {
+    BY_LOADER, /* the dynamic loader (dlopen of the runtime's compiled modules) */
+    BY_LIBC,   /* the C library (opendir, stdio, the password database, tzset) */
+    BY_PYTHON, /* libpython (CPython's own, on purpose: locks, path strings) */
+    BY_CFFI,   /* cffi's backend */
+    BY_OTHER,  /* anything else: this program, the library, a static CPython */
+    OBJECTS
+};
+static const char *const object_names[OBJECTS] = {"loader", "libc", "python", "cffi",
+                                                  "other"};
+static uint64_t by_object[OBJECTS];
+
+static enum object object_of(const void *caller)
+{
+    if (object_is(caller, "/ld-linux"))
+        return BY_LOADER;
+    if (object_is(caller, "/libc.so"))
+        return BY_LIBC;
+    if (object_is(caller, "/libpython"))
+        return BY_PYTHON;
+    if (object_is(caller, "/_cffi_backend"))
+        return BY_CFFI;
+    return BY_OTHER;
+}
+
 static void went_around(const void *caller)
 {
     if (!watching || in_host || in_classify)
         return;
     __atomic_add_fetch(&around, 1, __ATOMIC_RELAXED);
+    if (watching == 3) {
+        in_classify = 1;
+        __atomic_add_fetch(&by_object[object_of(caller)], 1, __ATOMIC_RELAXED);
+        in_classify = 0;
+    }
     if (watching == 2) {
         in_classify = 1;
         __atomic_add_fetch(&by_source[source_of(caller)], 1, __ATOMIC_RELAXED);
@@ -357,14 +391,17 @@ int main(int argc, char **argv)
         uint64_t s0[SOURCES], s1[SOURCES];
         int s;
         printf("set_allocator %d\n", (int)use_counting_allocator());
-        watching = 1;
+        watching = 3;
         rc = dns_shim_init();
         watching = 0;
         printf("init %d\n", (int)rc);
         snapshot(&c0, &h0);
         a0 = __atomic_load_n(&around, __ATOMIC_RELAXED);
-        printf("start-up: %" PRIu64 " allocations, %lld bytes held, %" PRIu64 " around it\n",
+        printf("start-up: %" PRIu64 " allocations, %lld bytes held, %" PRIu64 " around it (",
                c0, h0, a0);
+        for (s = 0; s < OBJECTS; s++)
+            printf("%s%s %" PRIu64, s ? ", " : "", object_names[s], by_object[s]);
+        printf(")\n");
         backtrace(frames, 1); /* loads its unwinder now, not in a parse */
         by_source_too = 1;
         for (s = 0; s < SOURCES; s++)
