@@ -216,19 +216,23 @@ class Response:
 
 
 class _Overrun(dns.exception.FormError):
-    """A read past the parser's current end; ``limit`` is that end."""
+    """A read past the parser's current end; ``limit`` is that end, and
+    ``name`` whether name decompression set it."""
 
-    def __init__(self, limit):
+    def __init__(self, limit, name=False):
         super().__init__()
         self.limit = limit
+        self.name = name
 
 
 class _Parser(dns.wire.Parser):
     """dnspython's parser, telling which end a failed read ran into.
 
-    The message's end means the message is cut; the end of an RDATA means
-    the RDATA is malformed; any other end is one that name decompression set
-    (a pointer target may not run into the name that points to it).
+    The message's end means the message is cut; the end of an RDATA, or of
+    a field inside it (``restrict_to``: an SVCB parameter's value), means
+    the RDATA is malformed; an end that name decompression set
+    (``restrict_end``: a pointer target may not run into the name that
+    points to it) means the name is.
 
     The read primitives are re-implemented with the same semantics (bounds
     checked against ``end``, ``furthest`` kept) for speed; dnspython's name
@@ -239,7 +243,7 @@ class _Parser(dns.wire.Parser):
         start = self.current
         stop = start + size
         if stop > self.end:
-            raise _Overrun(self.end)
+            raise _Overrun(self.end, self.end == self.name_end)
         self.current = stop
         if stop > self.furthest:
             self.furthest = stop
@@ -248,7 +252,7 @@ class _Parser(dns.wire.Parser):
     def get_uint8(self):
         start = self.current
         if start >= self.end:
-            raise _Overrun(self.end)
+            raise _Overrun(self.end, self.end == self.name_end)
         self.current = start + 1
         if start >= self.furthest:
             self.furthest = start + 1
@@ -275,6 +279,12 @@ class _Parser(dns.wire.Parser):
 
     def restore_furthest(self):
         return _RestoreFurthest(self)
+
+    name_end = -1  # the end name decompression set, while a name is read
+
+    def restrict_end(self, end):
+        super().restrict_end(end)
+        self.name_end = end
 
     compressed = False  # whether a name read since it was last cleared used a pointer
 
@@ -339,6 +349,7 @@ class _RestoreFurthest:
     def __exit__(self, *exc):
         self.parser.current = self.parser.furthest
         self.parser.end = self.end
+        self.parser.name_end = -1
         return False
 
 
@@ -393,6 +404,10 @@ def _read_rdata(parser, rdclass, rdtype, rdlen):
             raise BadRdataError(
                 f"{dns.rdatatype.to_text(rdtype)} RDATA content runs past its "
                 f"RDLENGTH of {rdlen}", start) from None
+        if not e.name:
+            raise BadRdataError(
+                f"{dns.rdatatype.to_text(rdtype)} RDATA: a field runs past its own "
+                f"length, inside the RDATA", start) from None
         raise BadNameError("compression target runs into the name", start) from None
     except _NAME_ERRORS as e:
         raise BadNameError(f"{type(e).__name__}: {e}", start) from None
