@@ -111,6 +111,31 @@ def test_the_driver_refuses_a_cut_frame(built):
     assert result.stdout.decode().splitlines()[-1] == mutator.status_line(Status.OK)
 
 
+#: An HTTPS record (type 65) whose ALPN parameter (key 1, 24 octets) holds an
+#: ALPN string whose length octet runs past the parameter but not past the
+#: RDATA (a mutant of seed 3): dnspython raises its bare FormError from inside
+#: the RDATA, a length octet overrunning its field, which the header documents
+#: as ERR_BAD_RDATA; the library says ERR_BAD_NAME ("compression target runs
+#: into the name"): it takes any overrun of a limit other than the RDATA's end
+#: for a name's.
+SVCB_PARAMETER_OVERRUN = bytes.fromhex(
+    "f29f818000010001000000010a636c6f7564666c61726503636f6d0000410001c00c0041000100000081004f"
+    "000100000100180268330568332d3239332d32380568332d323702683200040008681084e5681085e5000600"
+    "20260647000000000000000000681084e5260647000000000000000000681085e50000291000000000000000")
+
+
+@pytest.mark.xfail(strict=True, reason="the library reports an overrun inside an SVCB "
+                   "parameter as ERR_BAD_NAME; remove this mark when it says ERR_BAD_RDATA")
+def test_an_overrun_inside_an_svcb_parameter_is_bad_rdata(built):
+    wire = SVCB_PARAMETER_OVERRUN
+    [ref] = fresh.results("reference", [wire])
+    assert ref == {"error": "FormError"}
+    assert mutator.expected_log(wire, ref) == [mutator.status_line(Status.ERR_BAD_RDATA)]
+    logs, code, errors = mutator.run_driver(built.test_prog, [wire])
+    assert code == 0, errors
+    assert mutator.c_disagreement(wire, ref, logs[0]) is None, logs[0]
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_mutator_is_deterministic(seed):
     m1, m2 = mutator.Mutator(seed), mutator.Mutator(seed)
