@@ -9,7 +9,7 @@ message dnspython rejects by what is here, not by the library's own mapping:
 * :func:`before_dnspython`: what the library decides before dnspython sees
   the message (a length over 65535, QR clear);
 * :func:`formerror_status`: for dnspython's generic ``FormError``, which
-  names no rule, a walk of the message's framing with ``struct`` (header
+  names no rule (and for any class raised from the OPT record's options), a walk of the message's framing with ``struct`` (header
   counts, names with their pointers, fixed fields, RDLENGTH) that finds the
   first defect in wire order, judging each RDATA with dnspython's own
   ``dns.rdata.from_wire``.
@@ -20,8 +20,6 @@ The ``Status`` enumeration only names the numbers of csrc/dns_shim.h
 
 import struct
 
-import dns.exception
-import dns.name
 import dns.rdata
 
 import reference
@@ -63,9 +61,11 @@ class _Defect(Exception):
 
 def _name(wire, p):
     """(offset after the name in place, whether it is the root).  Labels in
-    place that run past the end: ERR_TRUNCATED; a pointer chain that does
-    not point strictly backwards, or whose target runs past the end or into
-    the name: ERR_BAD_NAME."""
+    place that run past the end: ERR_TRUNCATED.  A pointer must point before
+    the name it is read for and before every earlier target (dnspython's
+    rule), and the labels at a target must end before the place it was
+    pointed from or the name's start, whichever comes first; else
+    ERR_BAD_NAME."""
     end, first, limit, jumped, start = None, True, len(wire), False, p
     while True:
         if p >= limit:
@@ -159,9 +159,16 @@ def formerror_status(wire: bytes):
 def rejected_status(wire: bytes, error: str):
     """The status for a message that dnspython rejects with the exception
     class named `error` (after :func:`before_dnspython` said nothing), or
-    None when neither the table nor the walk decides."""
+    None when neither the table nor the walk decides.  A defect the walk
+    finds in the OPT record first is ERR_BAD_EDNS whatever the class."""
+    walked = formerror_status(wire)
+    if walked == Status.ERR_BAD_EDNS:
+        # The OPT's option data, whatever dnspython raised for it (a
+        # REPORT-CHANNEL agent domain that is not a name raises a name's
+        # exception): the header documents ERR_BAD_EDNS.
+        return walked
     if error in REFERENCE_STATUS:
         return REFERENCE_STATUS[error]
     if error == "FormError":
-        return formerror_status(wire)
+        return walked
     return None
