@@ -12,7 +12,9 @@ message dnspython rejects by what is here, not by the library's own mapping:
   names no rule (and for any class raised from the OPT record's options), a walk of the message's framing with ``struct`` (header
   counts, names with their pointers, fixed fields, RDLENGTH) that finds the
   first defect in wire order, judging each RDATA with dnspython's own
-  ``dns.rdata.from_wire``.
+  ``dns.rdata.from_wire`` (and in RDATA it rejects, the names at fixed
+  places of the common types: a compression target that runs into its name
+  is ERR_BAD_NAME there too).
 
 The ``Status`` enumeration only names the numbers of csrc/dns_shim.h
 (build_ffi.py refuses a build where the two differ).
@@ -59,14 +61,15 @@ class _Defect(Exception):
         self.status = status
 
 
-def _name(wire, p):
+def _name(wire, p, end_of_data=None):
     """(offset after the name in place, whether it is the root).  Labels in
     place that run past the end: ERR_TRUNCATED.  A pointer must point before
     the name it is read for and before every earlier target (dnspython's
     rule), and the labels at a target must end before the place it was
     pointed from or the name's start, whichever comes first; else
     ERR_BAD_NAME."""
-    end, first, limit, jumped, start = None, True, len(wire), False, p
+    end, first, jumped, start = None, True, False, p
+    limit = len(wire) if end_of_data is None else end_of_data
     while True:
         if p >= limit:
             raise _Defect(Status.ERR_BAD_NAME if jumped else Status.ERR_TRUNCATED)
@@ -88,6 +91,31 @@ def _name(wire, p):
             return (p + 1 if end is None else end), first
         first = False
         p += n + 1
+
+
+#: Where the names of the RDATA of a few types stand: (octets before the
+#: first, how many names follow one another).
+_RDATA_NAMES = {2: (0, 1), 3: (0, 1), 4: (0, 1), 5: (0, 1), 7: (0, 1), 8: (0, 1), 9: (0, 1),
+                12: (0, 1), 39: (0, 1), 6: (0, 2), 14: (0, 2), 17: (0, 2), 15: (2, 1),
+                18: (2, 1), 21: (2, 1), 36: (2, 1), 33: (6, 1)}
+
+
+def _names_in_rdata(wire, rdtype, p, end):
+    """For RDATA dnspython rejects: a name in it whose compression target
+    runs into it (or points forward) is ERR_BAD_NAME, as everywhere; a name
+    in place that runs past the RDATA is the RDATA's defect (the caller's
+    ERR_BAD_RDATA)."""
+    skip, count = _RDATA_NAMES.get(rdtype, (0, 0))
+    p += skip
+    for _ in range(count):
+        if p >= end:
+            return
+        try:
+            p, _root = _name(wire, p, end)
+        except _Defect as d:
+            if d.status == Status.ERR_BAD_NAME:
+                raise
+            return
 
 
 def _need(wire, p, size):
@@ -140,6 +168,7 @@ def _walk(wire):
             except Exception as e:  # noqa: BLE001 - dnspython rejects this RDATA
                 if rdtype == _OPT:
                     raise _Defect(Status.ERR_BAD_EDNS) from e
+                _names_in_rdata(wire, rdtype, p, p + rdlen)
                 raise _Defect(Status.ERR_BAD_RDATA) from e
             p += rdlen
     return None

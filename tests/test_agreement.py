@@ -29,6 +29,7 @@ The long run: ``python tests/mutator.py --mutants 1000000 --seed N
 
 import collections
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -112,21 +113,26 @@ def test_the_driver_refuses_a_cut_frame(built):
     assert result.stdout.decode().splitlines()[-1] == mutator.status_line(Status.OK)
 
 
-#: Mutants of long runs whose status only the OPT walk names: dnspython
-#: raises a name's exception (BadLabelType) from a REPORT-CHANNEL option (18)
-#: whose agent domain is not a name, which the header documents as
-#: ERR_BAD_EDNS (seed 2).
+REGRESSIONS = Path(__file__).resolve().parent / "regressions"
+
+#: Mutants of long runs (seed 2) whose status only the framing walk names:
+#: dnspython raises a name's exception (BadLabelType) from a REPORT-CHANNEL
+#: option (18) whose agent domain is not a name, which the header documents
+#: as ERR_BAD_EDNS; and its bare FormError for an NS record whose name points
+#: to a target that runs into that name, ERR_BAD_NAME as anywhere else.
 NAMED_BY_THE_WALK = {
-    "report_channel_not_a_name": (
+    "report_channel_not_a_name": (bytes.fromhex(
         "123481800001000100007753076578616d706c6503636f6d0000010001c00c000100010000012c0004c0"
-        "00020100002904d000000000000700120003016162", "BadLabelType", Status.ERR_BAD_EDNS),
+        "00020100002904d000000000000700120003016162"), "BadLabelType", Status.ERR_BAD_EDNS),
+    "rdata_name_pointer_into_itself": (
+        (REGRESSIONS / "mutator-rdata-name-pointer-into-itself-is-bad-name.bin").read_bytes(),
+        "FormError", Status.ERR_BAD_NAME),
 }
 
 
 @pytest.mark.parametrize("name", NAMED_BY_THE_WALK)
 def test_a_status_the_walk_names(built, name):
-    hexwire, error, status = NAMED_BY_THE_WALK[name]
-    wire = bytes.fromhex(hexwire)
+    wire, error, status = NAMED_BY_THE_WALK[name]
     [ref] = fresh.results("reference", [wire])
     assert ref == {"error": error}
     assert mutator.expected_log(wire, ref) == [mutator.status_line(status)]
