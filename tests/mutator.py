@@ -1,10 +1,16 @@
 """A seeded mutator of DNS messages, and the agreement check with dnspython.
 
-    python tests/mutator.py [--mutants N] [--seed S] [--corpus DIR]
+    python tests/mutator.py [--mutants N] [--seed S] [--corpus DIR] [--driver PROGRAM]
 
 runs N mutants (default 1,000,000) of every seed message and reports any
 disagreement between the shim and ``dns.message.from_wire``; the test suite
-runs a bounded number of them (tests/test_agreement.py).  dnspython's verdict
+runs a bounded number of them (tests/test_agreement.py).  With ``--driver
+DIR/dnsshim_test`` (``python tests/cprograms.py DIR`` builds it against the
+library in DIR) every mutant goes through libdnsshim.so from C, else through
+the decoder.  Agreement is exact: a message both accept has the same records
+(from C: the same callback lines, ``reference.expected_log``); a message
+both reject has the status that dnspython's verdict names
+(tests/expected_status.py), not merely some rejection.  dnspython's verdict
 on each mutant comes from a fresh process (tests/fresh_reference.py): dnspython's
 registry remembers what it parsed, so a reference sharing one process with
 many inputs would be judged by its history.
@@ -33,9 +39,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
+import expected_status  # noqa: E402
 import reference  # noqa: E402
 from shim.decode import decode  # noqa: E402
-from shim.status import DnsShimError  # noqa: E402
+from shim.status import DnsShimError, Status  # noqa: E402
 
 
 def _walk_name(wire, p, labels, pointers):
@@ -132,30 +139,81 @@ class Mutator:
             struct.pack_into("!H", out, p, new & 0xFFFF)
 
 
-def disagreement(wire, ref=None, dispatch=None):
-    """None when the shim and dnspython agree on `wire`, else a description.
+def expected_status_of(wire, ref, c_boundary=True):
+    """The status a message must get from the reference's verdict alone
+    (tests/expected_status.py): 0 when dnspython accepts it and nothing is
+    decided before dnspython; None when dnspython rejects it with a
+    ``FormError`` whose rule the framing walk does not find.  c_boundary:
+    whether the length is checked (process_dns_response's ERR_BAD_LENGTH; the
+    decoder itself does not look at the length)."""
+    status = expected_status.before_dnspython(wire)
+    if status == Status.ERR_BAD_LENGTH and not c_boundary:
+        status = expected_status.before_dnspython(wire[:12]) if len(wire) >= 12 else None
+    if status is not None:
+        return status
+    if "error" not in ref:
+        return Status.OK
+    return expected_status.rejected_status(wire, ref["error"])
+
+
+def status_line(status) -> str:
+    """The status line dnsshim_test prints, its text written by hand
+    (tests/test_status.py), not read from the library."""
+    from test_status import TEXTS
+    return f"status {int(status)} {TEXTS[status]}"
+
+
+def expected_log(wire, ref):
+    """What ``dnsshim_test --registered`` prints for `wire` (without its
+    "# N" line): the reference's log when the message is accepted, else the
+    one status line; None when no rule names the status."""
+    status = expected_status_of(wire, ref)
+    if status is None:
+        return None
+    return ref["log"] if status == Status.OK else [status_line(status)]
+
+
+def c_disagreement(wire, ref, log):
+    """None when `log`, the lines the C driver printed for `wire` through
+    libdnsshim.so, is exactly what the reference's verdict `ref` says, else
+    a description."""
+    if "crash" in ref:
+        return f"the reference crashed: {ref['crash']}"
+    want = expected_log(wire, ref)
+    got = log[-1] if log else "no status line"
+    if want is None:
+        return f"dnspython's {ref['error']} names no rule to check {got!r} against"
+    if log == want:
+        return None
+    if want[-1] != got:
+        return f"C {got!r} vs expected {want[-1]!r} (dnspython {ref.get('error', 'accepted')})"
+    return "dispatched records differ"
+
+
+def disagreement(wire, ref=None):
+    """None when the shim's decoder and dnspython agree on `wire`, else a
+    description: both accept it with the same records, header and EDNS
+    options, or both reject it and the decoder's status is the one the
+    reference's verdict names (:func:`expected_status_of`).
 
     ref: dnspython's verdict on `wire` (:func:`reference.verdict`), from a
     fresh process; computed here when not given.
-    dispatch: optional, wire -> the callback lines the shim's C glue produces
-    (tests pass one built on cffi); compared with the reference's log.
     """
     if ref is None:
         ref = reference.verdict(wire)
+    if "crash" in ref:
+        return f"the reference crashed: {ref['crash']}"
     try:
         mine = decode(wire)
     except DnsShimError as e:
         mine = e
-    if len(wire) >= 12 and not wire[2] & 0x80:
-        if isinstance(mine, DnsShimError) and mine.status == -8:
+    want = expected_status_of(wire, ref, c_boundary=False)
+    if want is None:
+        return f"dnspython's {ref['error']} names no rule to check {mine!r} against"
+    if want != Status.OK or isinstance(mine, Exception):
+        if isinstance(mine, DnsShimError) and int(mine.status) == int(want):
             return None
-        return f"QR clear but shim gave {mine!r}"
-    if "crash" in ref:
-        return f"the reference crashed: {ref['crash']}"
-    if "error" in ref or isinstance(mine, Exception):
-        if "error" in ref and isinstance(mine, Exception):
-            return None
-        return f"shim {mine!r} vs dnspython {ref.get('error', 'accepted')}"
+        return f"shim {mine!r} vs expected {Status(want).name} (dnspython {ref.get('error', 'accepted')})"
     mine_tuples = [[int(r.section), r.index, r.name.to_text(omit_final_dot=True), r.rdtype,
                     r.rdclass, r.ttl, (r.rdata.to_wire() if r.rdata is not None else b"").hex()]
                    for r in mine.records]
@@ -168,9 +226,31 @@ def disagreement(wire, ref=None, dispatch=None):
                     else [o.code, o.data.hex()] for o in h.options]
     if "options" in ref and mine_options != ref["options"]:
         return "EDNS options differ"
-    if dispatch is not None and dispatch(wire) != ref["log"]:
-        return "dispatched records differ"
     return None
+
+
+def run_driver(driver, wires, timeout=900):
+    """The wires through ``dnsshim_test --registered --stream -`` (`driver`,
+    tests/c/dnsshim_test.c, built against the library under test): each
+    message passed to process_dns_response, the registered callbacks
+    printing what they receive.  Returns (one list of lines per message, in
+    order; the driver's exit status; its stderr)."""
+    import subprocess
+
+    import fresh_reference as fresh
+    result = subprocess.run([str(driver), "--registered", "--stream", "-"],
+                            input=fresh.frame(wires), capture_output=True, timeout=timeout)
+    logs = []
+    for line in result.stdout.decode("utf-8", "replace").splitlines():
+        if line.startswith("# "):
+            if int(line[2:]) != len(logs):
+                raise RuntimeError(f"the driver printed {line!r} after {len(logs)} messages")
+            logs.append([])
+        elif logs:
+            logs[-1].append(line)
+        else:
+            raise RuntimeError(f"the driver printed {line!r} before its first message")
+    return logs, result.returncode, result.stderr.decode("utf-8", "replace")
 
 
 DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
@@ -211,22 +291,37 @@ def mutants(count: int, seed: int, corpus: Path = None) -> list:
             for k in (schedule[i % len(schedule)] for i in range(count))]
 
 
-def run(count: int, seed: int, corpus: Path = None, report=print, dispatch=None, jobs=2,
-        batch=50_000):
+def run(count: int, seed: int, corpus: Path = None, report=print, jobs=2, batch=50_000,
+        driver=None):
     """Compare the shim with dnspython (in fresh processes, `jobs` at a time)
-    on `count` mutants; return (disagreements, count accepted by both)."""
+    on `count` mutants; return (disagreements, count accepted by both).
+    With `driver` (a dnsshim_test built against the library), each mutant
+    goes through libdnsshim.so from C (:func:`c_disagreement`); else through
+    the decoder (:func:`disagreement`)."""
     import fresh_reference as fresh
     found, accepted = [], 0
     wires = mutants(count, seed, corpus)
     for start in range(0, len(wires), batch):
         chunk = wires[start:start + batch]
-        for wire, ref in zip(chunk, fresh.results("reference", chunk, jobs)):
-            problem = disagreement(wire, ref, dispatch)
+        refs = fresh.results("reference", chunk, jobs)
+        if driver is not None:
+            logs, code, errors = run_driver(driver, chunk)
+            if code != 0 or len(logs) != len(chunk):
+                problem = f"the driver exited {code} after {len(logs)} of {len(chunk)}: {errors}"
+                found.append((b"", problem))
+                report(f"DRIVER {problem}")
+                logs += [[]] * (len(chunk) - len(logs))
+        for k, (wire, ref) in enumerate(zip(chunk, refs)):
+            if driver is not None:
+                problem = c_disagreement(wire, ref, logs[k])
+                ok = not problem and logs[k][-1] == status_line(Status.OK)
+            else:
+                problem = disagreement(wire, ref)
+                ok = not problem and "error" not in ref and _accepted(wire)
             if problem is not None:
                 found.append((wire, problem))
                 report(f"DISAGREE {problem}: {wire.hex()}")
-            elif "error" not in ref and _accepted(wire):
-                accepted += 1
+            accepted += ok
     return found, accepted
 
 
@@ -245,8 +340,13 @@ def main(argv=None):
     parser.add_argument("--corpus", type=Path)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2,
                         help="fresh reference processes at a time")
+    parser.add_argument("--driver", type=Path,
+                        help="dnsshim_test built against the library (python tests/cprograms.py "
+                             "DIR): every mutant through libdnsshim.so from C; without it, "
+                             "through the decoder")
     args = parser.parse_args(argv)
-    found, accepted = run(args.mutants, args.seed, args.corpus, jobs=args.jobs)
+    found, accepted = run(args.mutants, args.seed, args.corpus, jobs=args.jobs,
+                          driver=args.driver)
     print(f"{args.mutants} mutants, {accepted} accepted by both, {len(found)} disagreements")
     return 1 if found else 0
 

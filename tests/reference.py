@@ -131,10 +131,15 @@ def record_line(bit, index, rrset, typed=True, other=True):
     return f"other {base} rdata={_hex(rd.to_wire() if rd is not None else b'')}"
 
 
-def parse(wire: bytes):
+def reset_registry():
+    """dnspython's RDATA registry as it stood after every type was loaded."""
     registry = dns.rdata._rdata_classes
     registry.clear()
     registry.update(_LOADED_REGISTRY)
+
+
+def parse(wire: bytes):
+    reset_registry()
     return dns.message.from_wire(wire, keyring=False, one_rr_per_rrset=True)
 
 

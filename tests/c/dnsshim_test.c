@@ -30,7 +30,10 @@
 **                   with --registered, its callbacks argument is NULL
 **   --stream        each FILE holds many messages, each preceded by its
 **                   length as 4 octets, big-endian; they are numbered from 0
-**                   across the files and printed as "# N"
+**                   across the files and printed as "# N".  FILE "-" is
+**                   stdin: "--registered --stream -" is the batch driver of
+**                   the agreement tests (tests/mutator.py), every message
+**                   through process_dns_response in one process
 **   --fresh         with --stream: start the runtime (dns_shim_init), then
 **                   parse each message in a child forked for it alone, so
 **                   that each result is the one a process that has parsed
@@ -44,7 +47,10 @@
 ** For each file it prints "# FILE", one line per callback with every field,
 ** then "status N NAME".  The Python tests compare these lines with what
 ** dnspython itself parses from the same bytes, so every value is checked as a
-** C program sees it.  Exit status: 0, or 1 when a check of its own failed.
+** C program sees it.  Exit status: 0 when every message was read and passed
+** to the library, whatever their statuses; 1 when a check of its own failed,
+** a file could not be read, or (--stream) a frame promises more octets than
+** its file holds (the messages before it are processed and printed).
 */
 #include "dns_shim.h"
 #include "tool_util.h"
