@@ -145,17 +145,14 @@ def test_a_status_the_walk_names(built, name):
 #: ALPN string whose length octet runs past the parameter but not past the
 #: RDATA (a mutant of seed 3): dnspython raises its bare FormError from inside
 #: the RDATA, a length octet overrunning its field, which the header documents
-#: as ERR_BAD_RDATA; the library says ERR_BAD_NAME ("compression target runs
-#: into the name"): it takes any overrun of a limit other than the RDATA's end
-#: for a name's.
+#: as ERR_BAD_RDATA.  An overrun of a limit inside the RDATA is a name's only
+#: where name decompression set that limit.
 SVCB_PARAMETER_OVERRUN = bytes.fromhex(
     "f29f818000010001000000010a636c6f7564666c61726503636f6d0000410001c00c0041000100000081004f"
     "000100000100180268330568332d3239332d32380568332d323702683200040008681084e5681085e5000600"
     "20260647000000000000000000681084e5260647000000000000000000681085e50000291000000000000000")
 
 
-@pytest.mark.xfail(strict=True, reason="the library reports an overrun inside an SVCB "
-                   "parameter as ERR_BAD_NAME; remove this mark when it says ERR_BAD_RDATA")
 def test_an_overrun_inside_an_svcb_parameter_is_bad_rdata(built):
     wire = SVCB_PARAMETER_OVERRUN
     [ref] = fresh.results("reference", [wire])
