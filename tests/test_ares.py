@@ -302,6 +302,37 @@ SEED_KINDS = {
 }
 
 
+def test_oracle_is_the_reference_not_the_decoder():
+    """The verdict on malformed comes from dnspython, named by ares_diff's
+    table: a well-formed vector is accepted, each defect names its kind,
+    and the name at an offset is read by dns.name alone."""
+    cases = {name: wire for name, (wire, _) in malformed.CASES.items()}
+    wires = [vectors.wire(vectors.NAMES[0]), cases["trailing_one_byte"],
+             cases["pointer_forward"], cases["opt_in_answer"], cases["tsig_not_last"],
+             cases["question_fields_cut"]]
+    assert ares_diff.wire_defects(wires) == [
+        None, "TrailingData", "BadName", "BadEdns", "BadTsig", "FormError"]
+    name = b"\x03www\x07example\x00"
+    assert ares_diff._name_defect(name, 0) is None
+    assert ares_diff._name_defect(b"\xc0\x02\x00", 0) == "BadName"  # a forward pointer
+    assert ares_diff._name_defect(name, 4) is None  # "example", mid-name
+    assert ares_diff._name_defect(b"\x05ab", 0) == "FormError"  # runs off the end
+
+
+def test_unexplained_where_the_reference_and_we_disagree():
+    """A message the reference accepts that we reject, or one it rejects
+    that we give a result for, is no kind: classify says None."""
+    good = ' rc=0 naddrttls=1 [1.2.3.4/256]'
+    assert ares_diff.classify(b"", "a host=0", "a" + good, "a rc=10", None) is None
+    assert ares_diff.classify(b"", "a host=0", "a" + good, "a rc=0 naddrttls=0 []",
+                              "FormError") is None
+    assert ares_diff.classify(b"", "a host=0", "a" + good, "a rc=10",
+                              "FormError") == "accepts:FormError"
+    assert ares_diff.classify(b"", "a host=0", "a rc=8", "a rc=10", "BadName") == "code"
+    assert ares_diff.classify(b"", "a host=0", "a rc=0 [1.2.3.4/-1]", "a rc=0 [1.2.3.4/0]",
+                              None) == "ttl"
+
+
 def test_differential_every_difference_is_listed(comparison):
     assert not comparison.unexplained, "\n".join(
         f"{hexwire}\n  c-ares: {a}\n  ours:   {b}" for _, hexwire, a, b in
