@@ -260,6 +260,9 @@ def test_a_sweep_of_limits_from_one_byte_to_64_mb(built, big_and_small):
 #: the limit left room for one, one wholly free ARENA of pymalloc's that
 #: CPython keeps for the next parse; never more than the limit and MARGIN.
 MARGIN = 64 * 1024
+#: What the bytes held after a call may differ by between two windows of
+#: pairs without anything kept: CPython's free lists and dict resizes.
+GROWTH_NOISE = 4096
 ARENA = 1 << 20
 
 
@@ -322,7 +325,8 @@ def test_a_refused_call_gives_back_what_it_took(program, big_and_small, headroom
     which parses with its callbacks' every field as dnspython reads it.
     After each refusal the runtime holds at most the documented margin more
     than before the first, and at most the limit and that margin; from the
-    10th pair to the 100th nothing grows."""
+    10th pair to the 100th nothing grows (pairs 90-99 hold at most
+    GROWTH_NOISE more than pairs 10-19 at most)."""
     big, small = big_and_small
     path = program[1]
     if headroom == "lowest":
@@ -343,7 +347,12 @@ def test_a_refused_call_gives_back_what_it_took(program, big_and_small, headroom
             assert (status, seen, rest) == (0, 2, expected), (call, status, seen, rest)
     held = {call: held for call, *_, held in calls}
     for what in ("big", "small"):
-        assert held[f"pair 99: {what}"] <= held[f"pair 9: {what}"], held
+        # CPython's free lists and dict resizes move the figure by a few
+        # hundred bytes either way; a leak of even 100 bytes a call would
+        # add 16 KiB over these 80 pairs
+        early = max(held[f"pair {i}: {what}"] for i in range(10, 20))
+        late = max(held[f"pair {i}: {what}"] for i in range(90, 100))
+        assert late <= early + GROWTH_NOISE, (what, early, late)
 
 
 def test_a_limit_below_the_start_up(program, big_and_small):
