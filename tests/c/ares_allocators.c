@@ -24,7 +24,6 @@
 #include "dns_shim.h"
 
 #include <ares.h>
-#include <dlfcn.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -41,12 +40,10 @@ struct counting {
     long live, total, foreign;
 };
 
-/* The C library's allocation functions, defined by this program so that
-** every call in the process comes here, forwarding to glibc's own; while
-** watching, a call whose caller is cffi's backend is counted. */
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
+/* The C library's allocation functions, defined by this program
+** (alloc_watch.h); while watching, a call whose caller is cffi's backend is
+** counted. */
+#include "alloc_watch.h"
 
 static int watching = 0;
 static __thread int in_dladdr = 0;
@@ -54,32 +51,12 @@ static long cffi_around = 0;
 
 static void went_around(const void *caller)
 {
-    Dl_info info;
     if (!__atomic_load_n(&watching, __ATOMIC_RELAXED) || in_dladdr)
         return;
     in_dladdr = 1;
-    if (dladdr(caller, &info) != 0 && info.dli_fname != NULL &&
-        strstr(info.dli_fname, "/_cffi_backend") != NULL)
+    if (object_is(caller, "/_cffi_backend"))
         __atomic_add_fetch(&cffi_around, 1, __ATOMIC_RELAXED);
     in_dladdr = 0;
-}
-
-void *malloc(size_t n)
-{
-    went_around(__builtin_return_address(0));
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t n, size_t m)
-{
-    went_around(__builtin_return_address(0));
-    return __libc_calloc(n, m);
-}
-
-void *realloc(void *p, size_t n)
-{
-    went_around(__builtin_return_address(0));
-    return __libc_realloc(p, n);
 }
 
 static char tomb;

@@ -61,17 +61,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The C library's allocation functions, defined by this program (so that
-** every call in the process comes here, the library's and its runtime's
-** included), forwarding to glibc's own; a call made while the library
-** works (watching) and not from the counting allocator below is counted as
-** one that went around it, and, while a message is parsed, by where it
-** comes from: the object of its caller, and for the C library's, whether
-** strerror is on the stack (dladdr names the frames). */
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
+/* The C library's allocation functions, defined by this program
+** (alloc_watch.h); a call made while the library works (watching) and not
+** from the counting allocator below is counted as one that went around it,
+** and, while a message is parsed, by where it comes from: the object of its
+** caller, and for the C library's, whether strerror is on the stack
+** (dladdr names the frames). */
+#include "alloc_watch.h"
 
 enum source {
     FROM_CFFI,     /* cffi's backend (_cffi_backend): its ffi.new() memory */
@@ -88,13 +84,6 @@ static int watching = 0;   /* 1: counted; 2: by source too */
 static int by_source_too = 0; /* count mode: the messages' by source */
 static uint64_t around = 0;
 static uint64_t by_source[SOURCES];
-
-static int object_is(const void *address, const char *name)
-{
-    Dl_info info;
-    return dladdr(address, &info) != 0 && info.dli_fname != NULL &&
-           strstr(info.dli_fname, name) != NULL;
-}
 
 static enum source source_of(const void *caller)
 {
@@ -155,29 +144,6 @@ static void went_around(const void *caller)
         __atomic_add_fetch(&by_source[source_of(caller)], 1, __ATOMIC_RELAXED);
         in_classify = 0;
     }
-}
-
-void *malloc(size_t n)
-{
-    went_around(__builtin_return_address(0));
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t n, size_t m)
-{
-    went_around(__builtin_return_address(0));
-    return __libc_calloc(n, m);
-}
-
-void *realloc(void *p, size_t n)
-{
-    went_around(__builtin_return_address(0));
-    return __libc_realloc(p, n);
-}
-
-void free(void *p)
-{
-    __libc_free(p);
 }
 
 /* The host's allocator: libc's, counted, with a header of its own to know
