@@ -25,12 +25,7 @@ def attach():
 
     done = lib.DNSSHIM_ARES__PY_DONE
     runtime = embedded.runtime()
-    if runtime.memory_limit is not None:
-        # the runtime's memory is counted: what this layer hands C comes
-        # from the host's allocator too
-        from shim import cdata
-
-        cdata.use_allocator(ffi, embedded.host_allocator(ffi))
+    embedded.use_host_allocator(ffi)
 
     def report_unraisable(exc_type, exc, tb):
         glue.report_unraisable(exc_type, exc, tb, runtime)

@@ -49,14 +49,10 @@ def attach():
             gc.freeze()
         finally:
             gc.enable()
-    from shim import cdata, glue
+    from shim import glue
 
     done = lib.DNS_SHIM__PY_DONE
-    if lib.dns_shim__memory_accounted():
-        # cffi's backend allocates what ffi.new makes with the C library's
-        # malloc: the structs of a plan come from the host's allocator instead,
-        # counted and limited as the runtime's own memory
-        cdata.use_allocator(ffi, host_allocator(ffi))
+    use_host_allocator(ffi)
     runtime = glue.Runtime(
         log=lambda level, text: lib.dns_shim__log_level(level, text.encode("utf-8", "replace")),
         failure=lambda text: lib.dns_shim__set_error(text.encode("utf-8", "replace")),
@@ -98,15 +94,20 @@ def runtime():
     return _attached[-1] if _attached else glue.STANDALONE
 
 
-def host_allocator(ffi):
-    """An ``ffi.new_allocator`` on the host's allocator, through the
-    runtime's account and memory limit (libdnsshim's dns_shim__cdata_alloc
-    and dns_shim__cdata_free), for ``ffi``: libdnsshim's or
-    libdnsshim_ares's.  Only where the runtime's memory is counted."""
+def use_host_allocator(ffi):
+    """Where the runtime's memory is counted, the C data the glue makes with
+    ``ffi`` (libdnsshim's or libdnsshim_ares's) from the host's allocator,
+    through the runtime's account and memory limit (libdnsshim's
+    dns_shim__cdata_alloc and dns_shim__cdata_free), instead of cffi's
+    backend's malloc (shim.cdata)."""
     from _dnsshim_cffi import lib
 
-    return ffi.new_allocator(alloc=lib.dns_shim__cdata_alloc, free=lib.dns_shim__cdata_free,
-                             should_clear_after_alloc=False)
+    from shim import cdata
+
+    if lib.dns_shim__memory_accounted():
+        cdata.use_allocator(ffi, ffi.new_allocator(alloc=lib.dns_shim__cdata_alloc,
+                                                   free=lib.dns_shim__cdata_free,
+                                                   should_clear_after_alloc=False))
 
 
 def limited(ffi, lib):

@@ -438,7 +438,7 @@ def unlimited_plan(ffi, buf, length, callbacks, out_steps, out_count, out_token,
         conv, calls = prepare(ffi, response, callbacks)
         if calls:
             offset = _types(ffi).member_offset
-            steps = new_for(ffi)("dns_shim__step[]", [(offset[m], arg) for m, arg in calls])
+            steps = conv.new("dns_shim__step[]", [(offset[m], arg) for m, arg in calls])
             token = next(_TOKENS)
             _PENDING[token] = (conv, calls, steps)
             out_steps[0] = steps
