@@ -260,7 +260,7 @@ def host13(fw13):
 @pytest.mark.parametrize("mode", [[], ["--registered"]], ids=["dns_shim_process", "registered"])
 def test_python_host_keeps_its_dnspython_and_pycares(host13, messages13, mode):
     from dnsshim_build import pipeline
-    from test_python_host import HOST_PROGRAM, assert_guest
+    from guest_host import HOST_PROGRAM, assert_guest, c_statuses
 
     root, (python, dns_version, pycares_version) = host13
     assert python.startswith("3.13.") and dns_version == "2.7.0"
@@ -278,10 +278,8 @@ def test_python_host_keeps_its_dnspython_and_pycares(host13, messages13, mode):
     assert result.stdout == _in_messages(root, "/root/lib_test", *mode, *messages13).stdout
     report = json.loads(root.path("/root/report.json").read_text())
     assert report["version"] == python and report["statuses"]["driver rc"] == 0
-    c_statuses = [line.split()[1] for line in
-                  _in_messages(root, "/root/lib_test", *messages13).stdout.splitlines()
-                  if line.startswith("status ")]
-    for path, status in zip(args["statuses"], c_statuses, strict=True):
+    statuses = c_statuses(_in_messages(root, "/root/lib_test", *messages13).stdout)
+    for path, status in zip(args["statuses"], statuses, strict=True):
         assert report["statuses"][path] == [int(status), int(status)], path
     assert_guest(report)
     assert report["after"]["dns"][0] == report["before"]["dns"][0] == "2.7.0"
