@@ -73,36 +73,62 @@ def _normal(name):
     return name.lower().replace("-", "_").replace(".", "_")
 
 
+def _debian_site(prefix, tag):
+    """Is the standard library under ``prefix`` Debian's, whose ``site``
+    module puts dist-packages directories on the path?"""
+    try:
+        with open(os.path.join(prefix, "lib", f"python{tag}", "site.py"), encoding="utf-8") as f:
+            return "dist-packages" in f.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _prefix_sites(prefix, tag, virtual, debian):
+    """``site.getsitepackages()`` for one prefix: lib/pythonX.Y/site-packages;
+    with Debian's ``site`` that one only in a virtual environment, then
+    local/lib/pythonX.Y/dist-packages, lib/python3/dist-packages and
+    lib/pythonX.Y/dist-packages."""
+    sites = [os.path.join(prefix, "lib", f"python{tag}", "site-packages")]
+    if debian:
+        sites = sites[:virtual] + [os.path.join(prefix, "local", "lib", f"python{tag}",
+                                                "dist-packages"),
+                                   os.path.join(prefix, "lib", "python3", "dist-packages"),
+                                   os.path.join(prefix, "lib", f"python{tag}", "dist-packages")]
+    return sites
+
+
 def site_dirs(python, tag):
     """The site-packages directories of the CPython ``python`` (a path),
     as its own ``site`` module would set them in an isolated interpreter:
     a virtualenv's (and its base's with include-system-site-packages), or
-    <prefix>/lib/pythonX.Y/site-packages; then the directories named by
-    their ``.pth`` files (lines that are not ``import`` lines)."""
+    its prefix's, Debian's dist-packages included where its ``site`` is
+    Debian's (:func:`_prefix_sites`); then the directories named by their
+    ``.pth`` files (lines that are not ``import`` lines)."""
     bindir = os.path.dirname(os.path.abspath(python))
     sites = []
     for cfg in (os.path.join(bindir, "pyvenv.cfg"),
                 os.path.join(os.path.dirname(bindir), "pyvenv.cfg")):
         if os.path.isfile(cfg):
             venv = os.path.dirname(cfg)
-            sites.append(os.path.join(venv, "lib", f"python{tag}", "site-packages"))
             settings = {}
             with open(cfg, encoding="utf-8") as f:
                 for line in f:
                     key, eq, value = line.partition("=")
                     if eq:
                         settings[key.strip().lower()] = value.strip()
-            if settings.get("include-system-site-packages", "").lower() == "true" \
-                    and settings.get("home"):
-                base = os.path.dirname(os.path.realpath(settings["home"]))
-                sites.append(os.path.join(base, "lib", f"python{tag}", "site-packages"))
+            base = os.path.dirname(os.path.realpath(settings["home"])) \
+                if settings.get("home") else ""
+            debian = bool(base) and _debian_site(base, tag)
+            sites.extend(_prefix_sites(venv, tag, True, debian))
+            if settings.get("include-system-site-packages", "").lower() == "true" and base:
+                sites.extend(_prefix_sites(base, tag, True, debian))
             break
     else:
         prefix = os.path.dirname(os.path.dirname(os.path.realpath(python)))
-        sites.append(os.path.join(prefix, "lib", f"python{tag}", "site-packages"))
+        sites.extend(_prefix_sites(prefix, tag, False, _debian_site(prefix, tag)))
     found = []
     for site in sites:
-        if not os.path.isdir(site):
+        if not os.path.isdir(site) or site in found:
             continue
         found.append(site)
         try:

@@ -567,3 +567,52 @@ def test_loader_keeps_this_process_as_it_was(tmp_path):
         g.version("no-such-distribution")
     assert dict(sys.modules) == modules
 
+
+#: What a python's own site module puts on sys.path in an isolated
+#: interpreter, less the standard library's entries.
+SITE_PATH = """
+import json, sys, sysconfig
+std = {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")}
+print(json.dumps([p for p in sys.path
+                  if p not in std and not p.endswith((".zip", "/lib-dynload"))]))
+"""
+
+
+def _pythons(tmp_path):
+    """{what: python}: Debian's python3.X, plain and in virtual environments
+    with and without its site-packages; this checkout's own python and its
+    base installation."""
+    pythons = {"this": sys.executable}
+    if sys.base_prefix != sys.prefix:
+        pythons["this base"] = os.path.join(sys.base_prefix, "bin", f"python{MINOR}")
+    debian = f"/usr/bin/python{MINOR}"
+    if os.path.exists(debian):
+        pythons["debian"] = debian
+        for name, flags in (("debian venv", []), ("debian venv system", ["--system-site-packages"])):
+            where = tmp_path / name.replace(" ", "-")
+            subprocess.run([debian, "-m", "venv", "--without-pip", *flags, str(where)],
+                           check=True, capture_output=True, timeout=120)
+            pythons[name] = str(where / "bin" / "python")
+    return pythons
+
+
+def test_the_guest_finds_what_its_pythons_site_finds(tmp_path):
+    """The guest's private path (shim.guest.site_dirs) holds, in order, the
+    directories the library's python's own site module puts on sys.path in
+    an isolated interpreter: as a C program's runtime finds its cffi backend
+    there (Debian's python3-cffi-backend, in /usr/lib/python3/dist-packages
+    for a Debian package's library), a Python program's guest finds it too."""
+    from shim import guest
+
+    pythons = _pythons(tmp_path)
+    require_tool(f"Debian's python{MINOR}", f"python{MINOR}", "debian" in pythons)
+    for what, python in pythons.items():
+        result = subprocess.run([python, "-I", "-c", SITE_PATH], capture_output=True, text=True,
+                                timeout=120, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert guest.site_dirs(python, MINOR) == json.loads(result.stdout), what
+    debian = guest.site_dirs(pythons["debian"], MINOR)
+    assert "/usr/lib/python3/dist-packages" in debian
+    assert "/usr/lib/python3/dist-packages" in guest.site_dirs(pythons["debian venv system"],
+                                                               MINOR)
+    assert "/usr/lib/python3/dist-packages" not in guest.site_dirs(pythons["debian venv"], MINOR)
