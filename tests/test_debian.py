@@ -21,6 +21,10 @@ developer uses them, and purged without a trace.
   alone run with LD_PRELOAD of the installed libdnsshim_ares.so.1, print
   what the host's driver prints through the host's build, where c-ares
   alone prints another answer; dnsshim-config answers as pkg-config does;
+  the release's python3, with Debian's dnspython imported, loads the
+  package's library with ctypes as a guest (tests/guest_host.py): its
+  sys.path and modules as they were, the C driver in its process printing
+  what the host's build prints;
   apt-get purge leaves no file of the packages and none the postinst
   compiled.
 
@@ -37,6 +41,7 @@ these tests skip, naming what is missing; under CI=true they fail.
 
 import gzip
 import io
+import json
 import os
 import re
 import shlex
@@ -769,6 +774,59 @@ def test_dnsshim_config_answers_as_pkg_config(installed):
     assert out("dnsshim-config --ares --libs") == out("pkg-config --libs dnsshim-ares")
     assert out("dnsshim-config --libs") == ["-ldnsshim"]
     assert out("dnsshim-config --version") == [pipeline.package_version()]
+
+
+# ---- a Python program in the root as the library's host ---------------------------------
+
+#: The release's own Python host: its python3 and its dnspython (2.3.0 on 12,
+#: 2.7.0 on 13), which the program imports before it loads the library.
+HOST_PACKAGES = ("python3", "python3-dnspython")
+
+
+@pytest.mark.parametrize("mode", [[], ["--registered"]], ids=["dns_shim_process", "registered"])
+def test_python_program_loads_the_package_as_a_guest(installed, built, messages, root_messages,
+                                                       mode):
+    """The package's libdnsshim.so.1 loaded with ctypes into a program run by
+    the release's own python3, after it imported Debian's dnspython: the
+    library runs as a guest, with its own copy of its Python side from the
+    package's private folder, and leaves the program's sys.path, import
+    machinery and modules as they were (guest_host.assert_guest); the C test
+    driver run in that process prints every field of every message as the
+    host's build prints it in a C program, and both call modes give its
+    statuses."""
+    from guest_host import HOST_PROGRAM, assert_guest, c_statuses
+
+    installed.run(f"apt-get install -y -q --no-install-recommends {' '.join(HOST_PACKAGES)}")
+    installed.run("cc -O2 -g -Wall -Wextra -Werror -shared -fPIC -Dmain=dnsshim_driver_main "
+                  "-o /root/prog/driver.so dnsshim_test.c $(pkg-config --cflags --libs dnsshim)",
+                  cwd="/root/prog")
+    names = messages.names
+    args = {"import_dns": True, "lib": f"{LIBDIR}/libdnsshim.so.1", "statuses": names,
+            "driver": "/root/prog/driver.so", "driver_args": [*mode, *names],
+            "report": "/root/guest-report.json"}
+    installed.root.path("/root/host.py").write_text(HOST_PROGRAM)
+    installed.root.path("/root/host-args.json").write_text(json.dumps(args))
+    result = installed.run('/usr/bin/python3 /root/host.py "$(cat /root/host-args.json)"',
+                           cwd="/root/messages")
+    assert result.stderr == ""
+    report = json.loads(installed.root.path("/root/guest-report.json").read_text())
+    assert report["version"].startswith(installed.release.python + ".")
+    assert report["statuses"].pop("driver rc") == 0
+    host = subprocess.run([str(built.test_prog), *mode, *names], cwd=messages.dir,
+                          capture_output=True, text=True, errors="replace", timeout=600)
+    assert host.returncode == 0 and host.stdout.count("\nstatus ") == len(names)
+    assert result.stdout == host.stdout
+    # the direct calls: the statuses the C driver printed, in both modes
+    statuses = map(int, c_statuses(messages.host_stdout))
+    assert report["statuses"] == {name: [status, status]
+                                  for name, status in zip(names, statuses, strict=True)}
+    assert_guest(report)
+    # the program's dnspython is Debian's, before and after, not the library's
+    dns_version, dns_file = report["after"]["dns"]
+    assert dns_version == {"12": "2.3.0", "13": "2.7.0"}[installed.release.number]
+    assert dns_file == "/usr/lib/python3/dist-packages/dns/version.py"
+    assert report["after"]["specs"]["shim"] is None
+    assert not [p for p in report["after"]["path"] if p.startswith(f"{LIBDIR}/dnsshim")]
 
 
 # ---- last: the purge ---------------------------------------------------------------------
