@@ -97,6 +97,23 @@ def _prefix_sites(prefix, tag, virtual, debian):
     return sites
 
 
+def _venv(python):
+    """(the virtualenv's folder, its pyvenv.cfg settings) of the CPython
+    ``python``, or None when it is not a virtualenv's."""
+    bindir = os.path.dirname(os.path.abspath(python))
+    for cfg in (os.path.join(bindir, "pyvenv.cfg"),
+                os.path.join(os.path.dirname(bindir), "pyvenv.cfg")):
+        if os.path.isfile(cfg):
+            settings = {}
+            with open(cfg, encoding="utf-8") as f:
+                for line in f:
+                    key, eq, value = line.partition("=")
+                    if eq:
+                        settings[key.strip().lower()] = value.strip()
+            return os.path.dirname(cfg), settings
+    return None
+
+
 def site_dirs(python, tag):
     """The site-packages directories of the CPython ``python`` (a path),
     as its own ``site`` module would set them in an isolated interpreter:
@@ -104,25 +121,16 @@ def site_dirs(python, tag):
     its prefix's, Debian's dist-packages included where its ``site`` is
     Debian's (:func:`_prefix_sites`); then the directories named by their
     ``.pth`` files (lines that are not ``import`` lines)."""
-    bindir = os.path.dirname(os.path.abspath(python))
     sites = []
-    for cfg in (os.path.join(bindir, "pyvenv.cfg"),
-                os.path.join(os.path.dirname(bindir), "pyvenv.cfg")):
-        if os.path.isfile(cfg):
-            venv = os.path.dirname(cfg)
-            settings = {}
-            with open(cfg, encoding="utf-8") as f:
-                for line in f:
-                    key, eq, value = line.partition("=")
-                    if eq:
-                        settings[key.strip().lower()] = value.strip()
-            base = os.path.dirname(os.path.realpath(settings["home"])) \
-                if settings.get("home") else ""
-            debian = bool(base) and _debian_site(base, tag)
-            sites.extend(_prefix_sites(venv, tag, True, debian))
-            if settings.get("include-system-site-packages", "").lower() == "true" and base:
-                sites.extend(_prefix_sites(base, tag, True, debian))
-            break
+    venv = _venv(python)
+    if venv is not None:
+        folder, settings = venv
+        base = os.path.dirname(os.path.realpath(settings["home"])) \
+            if settings.get("home") else ""
+        debian = bool(base) and _debian_site(base, tag)
+        sites.extend(_prefix_sites(folder, tag, True, debian))
+        if settings.get("include-system-site-packages", "").lower() == "true" and base:
+            sites.extend(_prefix_sites(base, tag, True, debian))
     else:
         prefix = os.path.dirname(os.path.dirname(os.path.realpath(python)))
         sites.extend(_prefix_sites(prefix, tag, False, _debian_site(prefix, tag)))
@@ -149,6 +157,21 @@ def site_dirs(python, tag):
                 if os.path.isdir(path):
                     found.append(os.path.abspath(path))
     return found
+
+
+def owned_site(python, tag):
+    """In an interpreter the library starts itself, what its Python's
+    ``site`` module would add, without running ``site``: the runtime then
+    runs no code of the installation's (no ``.pth`` import line, no
+    sitecustomize) and looks up no home directory.  A virtualenv's folder
+    becomes ``sys.prefix`` and ``sys.exec_prefix``, and :func:`site_dirs`
+    go at the end of ``sys.path``, as ``site`` puts them."""
+    venv = _venv(python)
+    if venv is not None:
+        sys.prefix = sys.exec_prefix = venv[0]
+    for entry in site_dirs(python, tag):
+        if entry not in sys.path:
+            sys.path.append(entry)
 
 
 def private_path(root, python, tag, bundle_home=""):

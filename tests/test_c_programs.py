@@ -7,11 +7,13 @@ valgrind; in a minimal environment; and with a runtime that cannot start.
 """
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
+import cprograms
 import expected_status
 import malformed
 import reference
@@ -319,18 +321,50 @@ NOT_ATTACHED_PTH = ("import sys, types; sys.modules['shim'] = types.ModuleType('
                     "fake.attach = lambda: None; sys.modules['shim'].embedded = fake\n")
 
 
-def test_unattached_entry_point_is_init_never_zero(built, vector_files, tmp_path):
-    """cffi returns 0 from an extern "Python" function with no body: the
-    library must not read that as success.  (In a C program: a Python program
-    can no longer reach the library's shim.embedded, a guest's own copy.)"""
+def test_an_installations_pth_import_lines_never_run_in_the_runtime(built, vector_files,
+                                                                    tmp_path):
+    """The runtime's Python runs no site module: the site directories of its
+    installation are on its path (this one's .pth path line is followed),
+    but no .pth import line runs in it (this one would replace the shim
+    package with one whose parser is never attached), nor sitecustomize (this
+    one would exit the program)."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / \
         "site-packages"
     import sysconfig
     (site / "build.pth").write_text(sysconfig.get_paths()["purelib"] + "\n" + NOT_ATTACHED_PTH)
+    (site / "sitecustomize.py").write_text("import os\nos._exit(3)\n")
     env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": str(venv / "bin" / "python")}
     result = run_test_prog(built, vector_files["good"], env=env)
+    assert result.returncode == 0, result.stderr
+    assert split_log(result.stdout)[str(vector_files["good"])][-1] == "status 0 success"
+    # the virtualenv is the runtime's sys.prefix, as site would make it
+    check = subprocess.run([str(built.dump_prog), "--check"], capture_output=True, text=True,
+                           env=env, timeout=600)
+    assert check.returncode == 0, check.stderr
+    runtime = re.search(r"^info: runtime: CPython \S+ \((.*?)\), ", check.stdout + check.stderr,
+                        re.M)
+    assert runtime and runtime.group(1) == str(venv)
+
+
+def test_unattached_entry_point_is_init_never_zero(vector_files, tmp_path):
+    """cffi returns 0 from an extern "Python" function with no body: the
+    library must not read that as success.  (A library built from a copy of
+    the tree whose shim.embedded.attach gives the parser no body: no
+    installation can reach into the runtime to do that.)"""
+    from test_install import source_copy
+
+    clone = source_copy(tmp_path / "clone")
+    with open(clone / "shim" / "embedded.py", "a", encoding="utf-8") as f:
+        f.write("\n\ndef attach():  # this test's copy only: the parser gets no body\n"
+                "    return None\n")
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, str(clone / "build_ffi.py"), "--out", str(out)], check=True,
+                   capture_output=True, timeout=600)
+    program = cprograms.build(out, ["dnsshim_test"])["dnsshim_test"]
+    result = subprocess.run([str(program), str(vector_files["good"])], capture_output=True,
+                            text=True, timeout=600)
     assert split_log(result.stdout)[str(vector_files["good"])] == [
         f"status -14 {STRERROR[Status.ERR_INIT]}"]
     assert "the parser is not attached" in result.stderr

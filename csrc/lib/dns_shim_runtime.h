@@ -111,10 +111,14 @@ DNS_SHIM__HIDDEN int dns_shim__check_requirements(const char *python, const char
 
 /* A guest in a Python program (guest.c): its Guest object, loading and
 ** checking it (0, or -1 with the reason given to dns_shim__cannot_start),
-** publishing it; dir first on sys.path (GIL held; 0, or -1). */
+** publishing it; dir first on sys.path (GIL held; 0, or -1).  In an
+** interpreter the library started (which runs no site module), its
+** Python's site directories by the loader's own rule (GIL held; 0, or -1
+** with one line in why). */
 DNS_SHIM__HIDDEN extern PyObject *dns_shim__guest;
 DNS_SHIM__HIDDEN int dns_shim__guest_start(void);
 DNS_SHIM__HIDDEN void dns_shim__guest_publish(void);
 DNS_SHIM__HIDDEN int dns_shim__path_first(const char *dir);
+DNS_SHIM__HIDDEN int dns_shim__owned_site(const char *python, char *why, size_t size);
 
 #endif

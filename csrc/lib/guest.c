@@ -53,43 +53,77 @@ static void dns_shim__exception_line(char *out, size_t size)
     Py_XDECREF(tb);
 }
 
-/* Runs the loader in a namespace of its own and keeps its Guest.  Called
-** with the GIL held; on failure writes one line into why. */
-static int dns_shim__guest_load(const char *python, char *why, size_t size)
+/* The loader's code (shim/guest.py) run in a namespace of its own: that
+** namespace, a new reference, or NULL with the exception set.  Called with
+** the GIL held. */
+static PyObject *dns_shim__loader(void)
 {
     PyObject *globals = PyDict_New(), *builtins = PyImport_ImportModule("builtins");
     PyObject *name = PyUnicode_FromString("_dnsshim_guest"), *code = NULL, *result = NULL;
-    PyObject *start, *guest;
-    int rc = -1;
 
     if (globals == NULL || builtins == NULL || name == NULL ||
         PyDict_SetItemString(globals, "__builtins__", builtins) != 0 ||
         PyDict_SetItemString(globals, "__name__", name) != 0)
-        goto failed;
+        goto done;
     code = Py_CompileString(DNS_SHIM__GUEST_CODE, "<dnsshim: shim/guest.py>", Py_file_input);
-    if (code == NULL || (result = PyEval_EvalCode(code, globals, globals)) == NULL)
-        goto failed;
-    start = PyDict_GetItemString(globals, "start"); /* borrowed */
-    if (start == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "the loader has no start()");
-        goto failed;
-    }
-    guest = PyObject_CallFunction(start, "ssss", dns_shim__root, python, DNS_SHIM_PYTHON_TAG,
-                                  dns_shim__bundle_home);
-    if (guest == NULL)
-        goto failed;
-    dns_shim__guest = guest;
-    rc = 0;
-    goto done;
-failed:
-    dns_shim__exception_line(why, size);
+    if (code != NULL)
+        result = PyEval_EvalCode(code, globals, globals);
 done:
+    if (result == NULL)
+        Py_CLEAR(globals);
     Py_XDECREF(result);
     Py_XDECREF(code);
     Py_XDECREF(name);
     Py_XDECREF(builtins);
+    return globals;
+}
+
+/* The loader's function called name, a borrowed reference, or NULL with
+** the exception set. */
+static PyObject *dns_shim__loader_function(PyObject *globals, const char *name)
+{
+    PyObject *function = PyDict_GetItemString(globals, name);
+    if (function == NULL)
+        PyErr_Format(PyExc_RuntimeError, "the loader has no %s()", name);
+    return function;
+}
+
+/* Runs the loader and keeps its Guest.  Called with the GIL held; on
+** failure writes one line into why. */
+static int dns_shim__guest_load(const char *python, char *why, size_t size)
+{
+    PyObject *globals = dns_shim__loader(), *start, *guest;
+
+    if (globals == NULL || (start = dns_shim__loader_function(globals, "start")) == NULL ||
+        (guest = PyObject_CallFunction(start, "ssss", dns_shim__root, python,
+                                       DNS_SHIM_PYTHON_TAG, dns_shim__bundle_home)) == NULL) {
+        dns_shim__exception_line(why, size);
+        Py_XDECREF(globals);
+        return -1;
+    }
+    dns_shim__guest = guest;
+    Py_DECREF(globals);
+    return 0;
+}
+
+/* In an interpreter the library started, which runs no site module: the
+** site directories of python, and its virtualenv as sys.prefix, by the
+** loader's rule (shim.guest.owned_site), the one its guest follows.
+** Called with the GIL held; on failure writes one line into why. */
+int dns_shim__owned_site(const char *python, char *why, size_t size)
+{
+    PyObject *globals = dns_shim__loader(), *owned_site, *result = NULL;
+    PyObject *path = PyUnicode_DecodeFSDefault(python); /* a path need not be UTF-8 */
+
+    if (globals != NULL && path != NULL &&
+        (owned_site = dns_shim__loader_function(globals, "owned_site")) != NULL)
+        result = PyObject_CallFunction(owned_site, "Os", path, DNS_SHIM_PYTHON_TAG);
+    if (result == NULL)
+        dns_shim__exception_line(why, size);
+    Py_XDECREF(result);
+    Py_XDECREF(path);
     Py_XDECREF(globals);
-    return rc;
+    return result == NULL ? -1 : 0;
 }
 
 /* What stops the library from being a guest, checked before anything runs

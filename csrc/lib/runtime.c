@@ -472,6 +472,10 @@ int dns_shim__start_interpreter(void)
     PyConfig_InitIsolatedConfig(&config);
     config.install_signal_handlers = 0;
     config.pathconfig_warnings = 0;
+    /* No site module: what it adds (the site directories, a virtualenv's
+    ** prefix) comes from dns_shim__owned_site, without running the
+    ** installation's .pth import lines or sitecustomize in the runtime. */
+    config.site_import = 0;
     /* A prefix install's Python side is compiled when installed, and what
     ** its manifest lists is all there is to uninstall: nothing is written. */
     if (DNS_SHIM_PRIVATE_DIR[0])
