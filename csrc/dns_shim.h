@@ -83,9 +83,14 @@
 **   bundle) uses the bundle it sits in, <bundle>/lib/pythonX.Y, and nothing
 **   else (no site-packages), and refuses to start (DNS_SHIM_ERR_INIT, with
 **   the reason logged) when it is not inside one; any other uses the one
-**   pinned at build time.  When the library is loaded into a process that already runs
-**   Python, it uses that interpreter and its sys.path (plus the directory of
-**   the shim package it belongs to).
+**   pinned at build time.  The installation's site directories are on the
+**   interpreter's path, with the folders their .pth files name, but it runs
+**   no site module: no .pth import line and no sitecustomize of the
+**   installation runs in it, and no home directory is looked up.  When the
+**   library is loaded into a process that already runs Python, it runs in
+**   that interpreter as a guest: its own private copy of its Python side,
+**   found by the same rule, and the program's sys.path and modules left as
+**   they were.
 **
 **   fork().  Forking while no thread is inside the library is fine; the child
 **   keeps using the library normally.  Forking while another thread is inside
@@ -702,7 +707,7 @@ typedef struct dns_shim_allocator {
 ** the dynamic loader allocate for themselves (tzset reading /etc/localtime,
 ** qsort, and, in the shared library and the bundle, which load the runtime
 ** from files: dlopen of its compiled modules, opendir for each directory an
-** import lists, the password database for the home directory, stdio).
+** import lists, stdio).
 ** There a parse that imports a module from the runtime's files (the first
 ** record of a type whose dnspython module is not loaded yet) also makes
 ** the C library allocate: opendir, once for each directory the import

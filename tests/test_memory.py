@@ -111,8 +111,7 @@ def test_the_hosts_allocator_sees_the_runtimes_allocations(program, big_and_smal
     if build != "firmware":
         # At start-up, what goes around the host is the dynamic loader's
         # (loading the runtime's compiled modules), the C library's
-        # (opendir, stdio, the password database for site's home directory,
-        # tzset) and CPython's own few, which it keeps out of any allocator
+        # (opendir, stdio, tzset) and CPython's own few, which it keeps out of any allocator
         # on purpose (its runtime locks and path configuration strings):
         # nothing of cffi's backend, the library's or this program's
         assert cffi == other == 0 and python <= 10, lines[2]

@@ -106,7 +106,7 @@ static enum source source_of(const void *caller)
 /* At start-up (count mode), what went around by the object of its caller. */
 enum object {
     BY_LOADER, /* the dynamic loader (dlopen of the runtime's compiled modules) */
-    BY_LIBC,   /* the C library (opendir, stdio, the password database, tzset) */
+    BY_LIBC,   /* the C library (opendir, stdio, tzset) */
     BY_PYTHON, /* libpython (CPython's own, on purpose: locks, path strings) */
     BY_CFFI,   /* cffi's backend */
     BY_OTHER,  /* anything else: this program, the library, a static CPython */
