@@ -596,6 +596,7 @@ def _pythons(tmp_path):
     return pythons
 
 
+@pytest.mark.python_independent
 def test_the_guest_finds_what_its_pythons_site_finds(tmp_path):
     """The guest's private path (shim.guest.site_dirs) holds, in order, the
     directories the library's python's own site module puts on sys.path in
