@@ -22,6 +22,7 @@ and 0 lifts it; an allocator once the runtime runs is refused.
 import importlib.machinery
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -114,7 +115,10 @@ def test_the_hosts_allocator_sees_the_runtimes_allocations(program, big_and_smal
         # (opendir, stdio, tzset) and CPython's own few, which it keeps out of any allocator
         # on purpose (its runtime locks and path configuration strings):
         # nothing of cffi's backend, the library's or this program's
-        assert cffi == other == 0 and python <= 10, lines[2]
+        # (CPython 3.13.5, Debian 13's, keeps 15 or 16 out: its path
+        # configuration has more strings)
+        assert cffi == other == 0 and python <= (10 if sys.version_info < (3, 13) else 16), \
+            lines[2]
     assert int(start.group(1)) > 10000 and int(start.group(2)) > 1_000_000
     for first, line, message in zip((True, False, False), lines[3:], (small, big, small),
                                     strict=True):
