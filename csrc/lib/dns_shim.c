@@ -175,9 +175,8 @@ static void dns_shim__report_start_failure(const char *why, const char *tracebac
 static void dns_shim__init_once(void)
 {
     const char *python, *origin;
-    char why[1536];
     PyGILState_STATE gil;
-    int rc, bundled;
+    int rc;
 
     dns_shim__locate();
     if (dns_shim__root[0]) {
@@ -220,24 +219,11 @@ static void dns_shim__init_once(void)
         return;
     }
     python = dns_shim__choose_python(&origin);
-    /* started from the bundle's own folder, or from an installation */
-    bundled = DNS_SHIM_BUNDLE && origin != dns_shim__from_env;
     if (DNS_SHIM_BUNDLE && dns_shim__bundle_home[0])
         origin = "the bundle's";
-    /* We hold the GIL since Py_InitializeFromConfig.  The interpreter ran no
-    ** site module: its Python's site directories come by the loader's rule
-    ** (no code of the installation's runs in the runtime).  The Python
-    ** side's directory goes first on sys.path before the requirements are
-    ** checked: a prefix install keeps dnspython and cffi's backend there
-    ** too. */
-    if (!DNS_SHIM_FIRMWARE && !bundled && python[0] &&
-        dns_shim__owned_site(python, why, sizeof why) != 0) {
-        PyEval_SaveThread();
-        dns_shim__cannot_start(NULL, "cannot start: the site directories of %s (%s) could not "
-                               "be put on the embedded interpreter's sys.path: %s", python,
-                               origin, why);
-        return;
-    }
+    /* We hold the GIL since Py_InitializeFromConfig.  The Python side's
+    ** directory goes first on sys.path before the requirements are checked:
+    ** a prefix install keeps dnspython and cffi's backend there too. */
     if (dns_shim__root[0] && dns_shim__path_first(dns_shim__root) != 0) {
         PyEval_SaveThread();
         dns_shim__cannot_start(NULL, "cannot start: %s could not be put on the embedded "

@@ -437,6 +437,7 @@ int dns_shim__start_interpreter(void)
     PyStatus st;
     PyConfig config;
     const char *python = getenv("DNS_SHIM_PYTHON"), *origin = dns_shim__from_env;
+    char why[1536];
 
     if (Py_IsInitialized()) {
         dns_shim__memory_start(0); /* a Python program's interpreter: its own memory */
@@ -473,7 +474,7 @@ int dns_shim__start_interpreter(void)
     config.install_signal_handlers = 0;
     config.pathconfig_warnings = 0;
     /* No site module: what it adds (the site directories, a virtualenv's
-    ** prefix) comes from dns_shim__owned_site, without running the
+    ** prefix) comes from dns_shim__owned_site below, without running the
     ** installation's .pth import lines or sitecustomize in the runtime. */
     config.site_import = 0;
     /* A prefix install's Python side is compiled when installed, and what
@@ -495,6 +496,15 @@ int dns_shim__start_interpreter(void)
         return -1;
     }
     dns_shim__owns = 1;
+    /* What site would have added, by the loader's rule; the GIL is held
+    ** (Py_InitializeFromConfig took it) and given back on failure. */
+    if (dns_shim__owned_site(python, why, sizeof why) != 0) {
+        PyEval_SaveThread();
+        dns_shim__cannot_start(NULL, "cannot start: the site directories of %s (%s) could not "
+                               "be put on the embedded interpreter's sys.path: %s", python,
+                               origin, why);
+        return -1;
+    }
     return 0;
 }
 
