@@ -121,8 +121,12 @@ def site_dirs(python, tag):
     its prefix's, Debian's dist-packages included where its ``site`` is
     Debian's (:func:`_prefix_sites`); then the directories named by their
     ``.pth`` files (lines that are not ``import`` lines)."""
+    return _site_dirs(python, tag, _venv(python))
+
+
+def _site_dirs(python, tag, venv):
+    """:func:`site_dirs`, with ``python``'s :func:`_venv` read."""
     sites = []
-    venv = _venv(python)
     if venv is not None:
         folder, settings = venv
         base = os.path.dirname(os.path.realpath(settings["home"])) \
@@ -169,7 +173,7 @@ def owned_site(python, tag):
     venv = _venv(python)
     if venv is not None:
         sys.prefix = sys.exec_prefix = venv[0]
-    for entry in site_dirs(python, tag):
+    for entry in _site_dirs(python, tag, venv):
         if entry not in sys.path:
             sys.path.append(entry)
 
