@@ -701,9 +701,10 @@ typedef struct dns_shim_allocator {
 ** small-object allocator (asked for zeroed, with calloc, as CPython's own
 ** arenas come), and the structs handed to callbacks, then go to the host's
 ** functions (NULL: libc's, the default).  What still comes from libc's
-** malloc: ten of CPython's own start-up allocations (its three runtime
-** locks and seven strings of its path configuration, which it keeps out of
-** any allocator a program sets, on purpose), and what the C library and
+** malloc: some of CPython's own start-up allocations (ten on CPython 3.11,
+** up to sixteen on 3.13: its runtime locks and the strings of its path
+** configuration, which it keeps out of any allocator a program sets, on
+** purpose), and what the C library and
 ** the dynamic loader allocate for themselves (tzset reading /etc/localtime,
 ** qsort, and, in the shared library and the bundle, which load the runtime
 ** from files: dlopen of its compiled modules, opendir for each directory an
