@@ -11,7 +11,7 @@ it: ``pipeline.py`` (the sources of truth read and checked, the toolchain,
 the pipeline over the table of libraries), ``header.py`` (the one reader of
 the C headers), ``install.py`` (the package's tree
 and a prefix install), ``bundle.py`` and ``elf.py``, ``firmware.py`` and
-``firmware_freeze.py``, ``man.py`` with ``man_roff.py`` and
+``firmware_freeze.py``, ``worker.py``, ``man.py`` with ``man_roff.py`` and
 ``man_markdown.py``.  ``python -m shim bundle|firmware`` and
 ``dnsshim-config bundle|firmware`` run this file's subcommands in a source
 checkout.  ``pip install .`` runs :func:`dnsshim_build.install.package_tree`

@@ -215,7 +215,8 @@ def sanitized_build(tmp_path_factory):
 #: had or could be given in a shipped tree: written out here, not read from
 #: the tree, so that a build module moved back into shim/ is caught.
 BUILD_MODULES = frozenset({"build_ffi", "pipeline", "header", "bundle", "elf", "firmware",
-                           "firmware_freeze", "install", "man", "man_roff", "man_markdown"})
+                           "firmware_freeze", "install", "man", "man_roff", "man_markdown",
+                           "worker"})
 
 
 def build_code_in(tree) -> list:

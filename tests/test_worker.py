@@ -1,0 +1,166 @@
+"""The worker image (dnsshim_build/worker.py): the firmware object as a shared
+object that can be loaded many times in one process, each load a private
+interpreter, for a pool that parses on several cores.
+
+What it exports is the library's API alone, in the library's version nodes;
+it needs the C library and nothing else, binds every reference to itself and
+resolves everything when loaded.  Two instances loaded from memfds of one
+image are two interpreters: four threads sharing two give, message for
+message, what a fresh process with one instance and one thread gives
+(statuses, failure detail, every record), and that is what the ordinary
+library gives; an instance that parsed everything and was then put under a
+1-byte memory limit, with a callback set registered, refuses every message
+while the other answers as a fresh one.  Loaded into a Python program (Debian's
+python3.11, whose own libpython is in the process), an instance answers and
+adds no module to the program.  valgrind finds no error and no leak with four
+threads over two instances.
+
+The image is made from the firmware object, so it needs what that build
+needs (test_firmware.py): without it these tests skip naming the package;
+under CI=true they fail.  (Calls per second by threads and instances, and the
+memory each instance adds: tests/bench/benchmark.py.)
+"""
+
+import subprocess
+
+import pytest
+
+from dnsshim_build import pipeline, worker
+from conftest import ROOT, require_program, split_log, write_messages
+from cprograms import STRICT
+from test_firmware import firmware  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.python_independent
+
+#: What the image may leave for the C library and the loader to define: weak
+#: hooks of gcc's start files that nothing provides in a normal process.
+WEAK_UNDEFINED = {"_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable", "__gmon_start__"}
+
+
+@pytest.fixture(scope="module")
+def image(firmware, tmp_path_factory):
+    return worker.link(firmware / "lib" / "libdnsshim_fw.o",
+                       tmp_path_factory.mktemp("worker") / worker.NAME)
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pool") / "pool_instances"
+    return pipeline.compile_program([ROOT / "tests" / "c" / "pool_instances.c"], out,
+                                    libraries=(), cflags=STRICT)
+
+
+@pytest.fixture(scope="module")
+def messages(tmp_path_factory):
+    return write_messages(tmp_path_factory.mktemp("worker-messages"), accepted=True,
+                          corpus=("good", "bad", "captures", "cares-fuzzinput"))
+
+
+def _run(*args, timeout=1800):
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin"}, timeout=timeout)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result.stdout
+
+
+def _lines(stdout: str, instances: int) -> list:
+    *lines, last = stdout.splitlines()
+    assert last == f"instances {instances} distinct {instances}"
+    return lines
+
+
+def test_it_exports_the_api_alone_in_the_librarys_version_nodes(image):
+    defined, _ = worker.dynamic_symbols(image)
+    api = pipeline.header_functions()
+    expected = {f"{name}@@{node}" for node, names in pipeline.version_nodes().items()
+                for name in names if name in api}
+    assert {name.split("@")[0] for name in expected} == api
+    assert defined == expected
+
+
+def test_it_needs_the_c_library_alone_and_binds_to_itself(image):
+    _, undefined = worker.dynamic_symbols(image)
+    assert {name for name in undefined if "@GLIBC_" not in name} == WEAK_UNDEFINED
+    dynamic = subprocess.run(["readelf", "-dW", str(image)], capture_output=True, text=True,
+                             check=True).stdout
+    needed = {line.split("[")[1].rstrip("]") for line in dynamic.splitlines() if "(NEEDED)" in line}
+    assert needed <= {"libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2"}
+    flags = next(line for line in dynamic.splitlines() if "(FLAGS)" in line)
+    assert "SYMBOLIC" in flags and "BIND_NOW" in flags
+    assert "TEXTREL" not in dynamic
+
+
+def test_threads_sharing_instances_give_what_one_fresh_instance_gives(image, pool, messages):
+    alone = _lines(_run(pool, image, 1, 1, *messages), 1)
+    shared = _lines(_run(pool, image, 2, 4, *messages), 2)
+    assert len(alone) == len(messages)
+    assert shared == alone
+
+
+def test_one_instance_gives_the_librarys_statuses_and_detail(built, image, pool, messages):
+    alone = _lines(_run(pool, image, 1, 1, *messages), 1)
+    ours = [line.split(" |", 1)[0].split(" ", 2) for line in alone]
+    library = split_log(_run(built.test_prog, "--detail", *messages))
+    theirs = []
+    for path in messages:
+        log = library[path.name] if path.name in library else library[str(path)]
+        status = next(line.split()[1] for line in log if line.startswith("status "))
+        detail = next(line[len("detail "):] for line in log if line.startswith("detail"))
+        theirs.append([path.name, status, detail])
+    assert ours == theirs
+    assert sum(status == "0" for _, status, _ in ours) > 0
+    assert sum(status != "0" for _, status, _ in ours) > 0
+
+
+def test_a_poisoned_instance_leaves_the_other_as_a_fresh_one(image, pool, messages):
+    alone = _lines(_run(pool, image, 1, 1, *messages), 1)
+    after_poison = _lines(_run(pool, image, 2, 2, "--poison", *messages), 2)
+    assert after_poison == alone
+
+
+HOST = """
+import ctypes, sys
+before = set(sys.modules)
+lib = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)
+lib.process_dns_response.argtypes = [ctypes.c_char_p, ctypes.c_int32]
+lib.dns_shim_last_error.restype = ctypes.c_char_p
+lib.dns_shim_version.restype = ctypes.c_char_p
+wire = bytes.fromhex(sys.argv[2])
+print(lib.process_dns_response(wire, len(wire)), lib.process_dns_response(wire[:20], 20))
+print(lib.dns_shim_last_error().decode())
+print(lib.dns_shim_version().decode())
+print(sorted(set(sys.modules) - before - {"ctypes", "_ctypes", "ctypes._endian", "struct",
+                                          "_struct"}))
+"""
+
+#: www.example.com A 93.184.216.34
+ANSWER = "12348180000100010000000003777777076578616d706c6503636f6d0000010001" \
+         "c00c000100010000012c00045db8d822"
+
+
+def test_an_instance_in_a_python_program_answers_and_adds_no_module(built, image, tmp_path):
+    python = require_program("/usr/bin/python3.11", "python3.11")
+    out = subprocess.run([python, "-I", "-c", HOST, str(image), ANSWER], capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    statuses, detail, version, added = out.stdout.splitlines()
+    assert statuses == "0 -4"
+    truncated = tmp_path / "truncated.bin"
+    truncated.write_bytes(bytes.fromhex(ANSWER)[:20])
+    library = _run(built.test_prog, "--detail", truncated).splitlines()
+    assert library[-2].startswith("status -4 ")
+    assert detail and library[-1] == f"detail {detail}"
+    assert version.startswith(pipeline.header_version() + " (CPython 3.11")
+    assert added == "[]"
+
+
+def test_valgrind_with_four_threads_over_two_instances(image, pool, messages):
+    from test_c_programs import VALGRIND, _require_valgrind
+
+    _require_valgrind()
+    some = [m for m in messages if m.name.startswith(("vector_", "bad_"))]
+    result = subprocess.run([*VALGRIND, str(pool), str(image), "2", "4", *map(str, some)],
+                            capture_output=True, text=True, timeout=1800,
+                            env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert result.stdout.splitlines()[-1] == "instances 2 distinct 2"
