@@ -47,6 +47,14 @@ def test_benchmark_smoke(smoke):
             assert entry["median_us"]["dnsshim_ares"] > 0 and entry["dnsshim_ares/c-ares"] > 0
     assert set(data["threads_calls_per_second"]) == {"1", "2", "4"}
     assert data["cold"]["first_call_ms"] > 0
+    # The pool of worker instances, where the firmware object can be built.
+    pool = data["pool"]
+    if "not measured" not in pool or os.environ.get("CI"):
+        calls = pool["calls_per_second"]
+        assert set(calls) == {f"{t}x{i}" for t in (1, 2, 4) for i in (1, 2, 4)}
+        assert min(calls.values()) > 0 and set(pool["rss_mib"]) == {"1", "2", "4"}
+        assert pool["rss_mib_per_extra_instance"] > 1
+        assert "pool of private interpreters (CNAME+4A)" in stdout
     assert data["cold_bundle"]["first_call_ms"] > 0 and data["cold_bundle"]["bundle_mib"] > 1
     assert "shim/from_wire" in stdout and "cold start from the bundle" in stdout
     # The instruction counts (valgrind is required in CI), one message and

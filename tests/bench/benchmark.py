@@ -326,6 +326,8 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
     else:
         result["cold_firmware"] = {"not measured": fw_missing}
     result["cold_firmware_313"] = firmware_313(files[2], smoke)
+    result["pool"] = pool_scaling(tmp, fw_dirs[0] if fw_bench is not None else None, files[1],
+                                  smoke, fw_missing)
     result["instructions"] = instructions(build, {n: msgs[n][0] for n in names}, smoke)
     result["instructions_bundle"] = instructions(bundle_dir / "lib", {n: msgs[n][0] for n in names},
                                                  smoke, bundle_dir / "lib")
@@ -333,6 +335,40 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
 
     shutil.rmtree(tmp, ignore_errors=True)  # the messages and the bundle
     return result
+
+
+def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str) -> dict:
+    """Calls per second by threads (1, 2, 4) and private interpreters (1, 2,
+    4), each interpreter an instance of the worker image made from the
+    firmware object (dnsshim_build/worker.py, tests/c/pool_instances.c),
+    interleaved, medians of the rounds; and the resident memory each
+    instance after the first adds, started and warm."""
+    if fw_dir is None:
+        return {"not measured": missing}
+    from dnsshim_build import worker
+
+    image = worker.link(fw_dir / "lib" / "libdnsshim_fw.o", tmp / worker.NAME)
+    program = pipeline.compile_program([ROOT / "tests" / "c" / "pool_instances.c"],
+                                       tmp / "pool_instances", libraries=())
+    runs, rss = {}, {}
+    for _ in range(1 if smoke else 5):
+        for threads in (1, 2, 4):
+            for instances in (1, 2, 4):
+                out = subprocess.run([str(program), str(image), str(instances), str(threads),
+                                      "--bench", "0.2" if smoke else "1", str(message)],
+                                     capture_output=True, text=True, check=True).stdout.split()
+                runs.setdefault(f"{threads}x{instances}", []).append(
+                    float(out[out.index("calls/s") + 1]))
+                if threads == instances:
+                    added = int(out[out.index("rss_kib") + 1]) - int(
+                        out[out.index("start_rss_kib") + 1])
+                    rss.setdefault(instances, []).append(added / 1024)
+    calls = {key: statistics.median(v) for key, v in runs.items()}
+    mib = {n: statistics.median(v) for n, v in rss.items()}
+    return {"calls_per_second": calls,
+            "2 threads 2 instances / 1 thread": calls["2x2"] / calls["1x1"],
+            "2 threads 1 instance / 1 thread": calls["2x1"] / calls["1x1"],
+            "rss_mib": mib, "rss_mib_per_extra_instance": (mib[4] - mib[1]) / 3}
 
 
 def dnsrec_program(build: Path):
@@ -597,6 +633,16 @@ def table(result) -> str:
     s = result["threads_calls_per_second"]
     lines.append("threads (CNAME+4A): " + ", ".join(f"{k}: {v:.0f} calls/s" for k, v in s.items())
                  + f"; 2 threads / 1 thread = {s[2] / s[1]:.2f}")
+    p = result["pool"]
+    if "not measured" in p:
+        lines.append(f"pool of private interpreters: not measured ({p['not measured']})")
+    else:
+        c = p["calls_per_second"]
+        lines.append("pool of private interpreters (CNAME+4A), calls/s by threads x instances: "
+                     + ", ".join(f"{k}: {v:.0f}" for k, v in c.items())
+                     + f"; 2 threads on 2 / 1 thread = {p['2 threads 2 instances / 1 thread']:.2f}"
+                     f" (on 1: {p['2 threads 1 instance / 1 thread']:.2f}); each instance after "
+                     f"the first adds {p['rss_mib_per_extra_instance']:.1f} MiB resident")
     if result["instructions"]:
         bundled = result.get("instructions_bundle") or {}
         lines.append("")
