@@ -8,9 +8,11 @@ resolves everything when loaded.  Two instances loaded from memfds of one
 image are two interpreters: four threads sharing two give, message for
 message, what a fresh process with one instance and one thread gives
 (statuses, failure detail, every record), and that is what the ordinary
-library gives; an instance that parsed everything and was then put under a
-1-byte memory limit, with a callback set registered, refuses every message
-while the other answers as a fresh one.  Loaded into a Python program (Debian's
+library gives.  One instance fed test_history.py's poison (every type under
+every kind of class) and then every victim, then put under a 1-byte memory
+limit with a callback set registered, refuses every message, while the other
+answers the victims (the history differential's messages, the tests' and the
+corpus) as a fresh process does.  Loaded into a Python program (Debian's
 python3.11, whose own libpython is in the process), an instance answers and
 adds no module to the program.  valgrind finds no error and no leak with four
 threads over two instances.
@@ -112,9 +114,31 @@ def test_one_instance_gives_the_librarys_statuses_and_detail(built, image, pool,
     assert sum(status != "0" for _, status, _ in ours) > 0
 
 
-def test_a_poisoned_instance_leaves_the_other_as_a_fresh_one(image, pool, messages):
-    alone = _lines(_run(pool, image, 1, 1, *messages), 1)
-    after_poison = _lines(_run(pool, image, 2, 2, "--poison", *messages), 2)
+@pytest.fixture(scope="module")
+def history_sets(tmp_path_factory):
+    """test_history.py's poison (every type under every kind of class, each
+    type first under a class other than IN) and its victims (the same
+    shuffled with mutants biased to the class and type fields), as files."""
+    import history
+
+    where = tmp_path_factory.mktemp("history")
+    sets = {}
+    for kind, wires in (("poison", history.biased_messages()),
+                        ("victim", history.differential_messages(seed=29, mutants=300))):
+        sets[kind] = []
+        for i, wire in enumerate(wires):
+            sets[kind].append(where / f"{kind}_{i:05d}.bin")
+            sets[kind][-1].write_bytes(wire)
+    return sets
+
+
+def test_a_poisoned_instance_leaves_the_other_as_a_fresh_one(image, pool, messages,
+                                                             history_sets):
+    victims = [*history_sets["victim"], *messages]
+    alone = _lines(_run(pool, image, 1, 1, *victims), 1)
+    after_poison = _lines(_run(pool, image, 2, 2, "--poison", len(history_sets["poison"]),
+                               *history_sets["poison"], *victims), 2)
+    assert len(alone) == len(victims)
     assert after_poison == alone
 
 

@@ -2,7 +2,7 @@
 ** pool_instances: N private interpreters in one process, from one worker image
 ** (dnsshim_build/worker.py), and T threads sharing them.
 **
-**   pool_instances WORKER.so INSTANCES THREADS [--poison] [--bench SECONDS] FILE...
+**   pool_instances WORKER.so INSTANCES THREADS [--poison N] [--bench SECONDS] FILE...
 **
 ** Each instance is the image copied into a memfd and dlopen()ed
 ** RTLD_NOW | RTLD_LOCAL by its /proc/self/fd path, the memfd kept open for
@@ -21,12 +21,14 @@
 ** byte.  Last: "instances N distinct N" (handles and process_dns_response
 ** addresses that differ) and the resident memory.
 **
-** --poison: with 2 instances.  Before the threads start, instance 0 parses
-** every FILE, then gets a registered callback set and a 1-byte memory limit,
+** --poison N: with 2 instances; the first N FILEs are the poison, the rest
+** the victims.  Before the threads start, instance 0 parses the poison, then
+** the victims, then gets a registered callback set and a 1-byte memory limit,
 ** under which every FILE must be refused (a negative status, and
 ** DNS_SHIM_ERR_NO_MEMORY for some: a message refused before any allocation
-** keeps its own status) and no callback run; then the threads parse every FILE on instance 1, which must print
-** what a fresh single instance prints.
+** keeps its own status) with no callback run.  Then the threads parse the
+** victims on instance 1, and print their lines only: what a fresh single
+** instance prints for the victims alone.
 **
 ** --bench SECONDS: the threads call dns_shim_process on the FILEs in turn for
 ** SECONDS after every instance has made a first call; prints
@@ -285,7 +287,7 @@ static message *messages;
 static int nmessages;
 static atomic_int next_message;
 static atomic_int stop;
-static int bench, poison;
+static int bench, poison, npoison;
 
 static void parse_one(message *m, instance *in)
 {
@@ -365,7 +367,7 @@ static unsigned char *slurp(const char *path, size_t *len)
 int main(int argc, char **argv)
 {
     if (argc < 4)
-        fail("usage: pool_instances WORKER.so INSTANCES THREADS [--poison] [--bench S] FILE...");
+        fail("usage: pool_instances WORKER.so INSTANCES THREADS [--poison N] [--bench S] FILE...");
     image = slurp(argv[1], &image_len);
     ninstances = atoi(argv[2]);
     int nthreads = atoi(argv[3]);
@@ -374,8 +376,8 @@ int main(int argc, char **argv)
     double seconds = 0;
     int a = 4;
     for (; a < argc && !strncmp(argv[a], "--", 2); a++) {
-        if (!strcmp(argv[a], "--poison"))
-            poison = 1;
+        if (!strcmp(argv[a], "--poison") && a + 1 < argc)
+            poison = 1, npoison = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--bench") && a + 1 < argc)
             bench = 1, seconds = atof(argv[++a]);
         else
@@ -396,8 +398,9 @@ int main(int argc, char **argv)
     long rss0 = rss_kib();
 
     if (poison) {
-        if (ninstances != 2)
-            fail("--poison needs 2 instances");
+        if (ninstances != 2 || npoison < 0 || npoison >= nmessages)
+            fail("--poison N needs 2 instances and a victim after N FILEs");
+        atomic_store(&next_message, npoison);
         instance *p = take(), *v = take();
         if (p != &instances[0] || v != &instances[1])
             fail("instances taken out of order");
@@ -463,7 +466,8 @@ int main(int argc, char **argv)
         return 0;
     }
     for (int i = 0; i < nmessages; i++) {
-        fputs(messages[i].out.data, stdout);
+        if (i >= npoison)
+            fputs(messages[i].out.data, stdout);
         free(messages[i].out.data);
         free(messages[i].data);
     }
