@@ -12,7 +12,8 @@ library gives.  One instance fed test_history.py's poison (every type under
 every kind of class) and then every victim, then put under a 1-byte memory
 limit with a callback set registered, refuses every message, while the other
 answers the victims (the history differential's messages, the tests' and the
-corpus) as a fresh process does.  Loaded into a Python program (Debian's
+corpus) as a fresh process does.  A child forked after every instance started
+and parsed gets instances that answer as a fresh process does.  Loaded into a Python program (Debian's
 python3.11, whose own libpython is in the process), an instance answers and
 adds no module to the program.  valgrind finds no error and no leak with four
 threads over two instances.
@@ -140,6 +141,12 @@ def test_a_poisoned_instance_leaves_the_other_as_a_fresh_one(image, pool, messag
                                *history_sets["poison"], *victims), 2)
     assert len(alone) == len(victims)
     assert after_poison == alone
+
+
+def test_a_forked_child_gets_working_instances(image, pool, messages):
+    alone = _lines(_run(pool, image, 1, 1, *messages), 1)
+    child = _lines(_run(pool, image, 2, 4, "--fork", *messages), 2)
+    assert child == alone
 
 
 HOST = """

@@ -2,7 +2,7 @@
 ** pool_instances: N private interpreters in one process, from one worker image
 ** (dnsshim_build/worker.py), and T threads sharing them.
 **
-**   pool_instances WORKER.so INSTANCES THREADS [--poison N] [--bench SECONDS] FILE...
+**   pool_instances WORKER.so INSTANCES THREADS [--poison N] [--fork] [--bench SECONDS] FILE...
 **
 ** Each instance is the image copied into a memfd and dlopen()ed
 ** RTLD_NOW | RTLD_LOCAL by its /proc/self/fd path, the memfd kept open for
@@ -30,6 +30,10 @@
 ** victims on instance 1, and print their lines only: what a fresh single
 ** instance prints for the victims alone.
 **
+** --fork: every instance is started and makes a call, then the process forks
+** and the child does the rest (the parent exits with the child's status):
+** the child's pool must answer as a fresh process does.
+**
 ** --bench SECONDS: the threads call dns_shim_process on the FILEs in turn for
 ** SECONDS after every instance has made a first call; prints
 ** "calls/s N rss_kib K" (a benchmark's figure, never asserted).
@@ -48,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -287,7 +292,7 @@ static message *messages;
 static int nmessages;
 static atomic_int next_message;
 static atomic_int stop;
-static int bench, poison, npoison;
+static int bench, poison, npoison, fork_child;
 
 static void parse_one(message *m, instance *in)
 {
@@ -367,7 +372,7 @@ static unsigned char *slurp(const char *path, size_t *len)
 int main(int argc, char **argv)
 {
     if (argc < 4)
-        fail("usage: pool_instances WORKER.so INSTANCES THREADS [--poison N] [--bench S] FILE...");
+        fail("usage: pool_instances WORKER.so INSTANCES THREADS [--poison N] [--fork] [--bench S] FILE...");
     image = slurp(argv[1], &image_len);
     ninstances = atoi(argv[2]);
     int nthreads = atoi(argv[3]);
@@ -378,6 +383,8 @@ int main(int argc, char **argv)
     for (; a < argc && !strncmp(argv[a], "--", 2); a++) {
         if (!strcmp(argv[a], "--poison") && a + 1 < argc)
             poison = 1, npoison = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--fork"))
+            fork_child = 1;
         else if (!strcmp(argv[a], "--bench") && a + 1 < argc)
             bench = 1, seconds = atof(argv[++a]);
         else
@@ -427,8 +434,9 @@ int main(int argc, char **argv)
         if (t.len)
             fail("instance 0's registered callbacks ran under a 1-byte limit");
     }
-    if (bench) {
-        /* Start every instance and make its first call before timing. */
+    if (bench || fork_child) {
+        /* Start every instance and make its first call (before timing, or
+        ** before the fork). */
         instance *all[MAX_INSTANCES];
         for (int i = 0; i < ninstances; i++) {
             all[i] = take();
@@ -441,6 +449,18 @@ int main(int argc, char **argv)
             give(all[i]);
     }
 
+    if (fork_child) {
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0)
+            fail("fork");
+        if (pid > 0) {
+            int wstatus;
+            if (waitpid(pid, &wstatus, 0) != pid)
+                fail("waitpid");
+            return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 1;
+        }
+    }
     pthread_t threads[MAX_THREADS];
     long calls[MAX_THREADS] = {0};
     struct timespec t0, t1;
