@@ -21,7 +21,9 @@ shim firmware`` freezes libpython3.13-pic.a there.  In the root:
   sys.path untouched (test_python_host's program and checks);
 * cross-built for arm64 from Debian 13's multiarch packages, the C test
   program runs under this machine's qemu-aarch64 (the root as its sysroot)
-  and prints what the library prints natively.
+  and prints what the library prints natively;
+* the worker image linked from the object: four threads over two instances
+  print what one prints, with the library's statuses and detail.
 
 Needs root (debootstrap, chroot): without it these tests skip, under CI=true
 they fail.  The base is cached per release with firmware13.PACKAGES (the
@@ -296,6 +298,35 @@ ARM64 = "aarch64-linux-gnu"
 #: Debian 13's multiarch packages for the cross build
 ARM64_PACKAGES = ("gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross", "libpython3.13-dev:arm64",
                   "libffi-dev:arm64")
+
+
+def _pool_lines(stdout: str, instances: int) -> list:
+    *lines, last = stdout.splitlines()
+    assert last == f"instances {instances} distinct {instances}"
+    return lines
+
+
+def test_worker_image_instances_answer_as_one(fw13, messages13):
+    """The worker image (dnsshim_build/worker.py) from the 3.13 object,
+    linked in the root: four threads over two instances print what one
+    instance prints, and that instance gives the library's statuses and
+    failure detail (test_worker.py's checks, on Debian 13's CPython)."""
+    fw13.run(f"cd /root/dnsshim && {firmware13.PYTHON} -c 'from dnsshim_build import worker; "
+             f"worker.link(\"/root/fw/lib/libdnsshim_fw.o\", \"/root/worker.so\")' && "
+             "gcc -O2 -g -Wall -Wextra -Werror -I/root/dnsshim/csrc "
+             "/root/dnsshim/tests/c/pool_instances.c -o /root/pool_instances -ldl -pthread")
+    one = _pool_lines(_in_messages(fw13, "/root/pool_instances /root/worker.so 1 1",
+                                   *messages13).stdout, 1)
+    shared = _pool_lines(_in_messages(fw13, "/root/pool_instances /root/worker.so 2 4",
+                                      *messages13).stdout, 2)
+    assert len(one) == len(messages13) and shared == one
+    library = split_log(_in_messages(fw13, "/root/lib_test", "--detail", *messages13).stdout)
+    expected = []
+    for name in messages13:
+        status = next(line.split()[1] for line in library[name] if line.startswith("status "))
+        detail = next(line[len("detail "):] for line in library[name] if line.startswith("detail"))
+        expected.append(f"{name} {status} {detail} |")
+    assert [line.split(" |", 1)[0] + " |" for line in one] == expected
 
 
 def test_arm64_under_qemu(fw13, messages13):
