@@ -341,8 +341,9 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str) ->
     """Calls per second by threads (1, 2, 4) and private interpreters (1, 2,
     4), each interpreter an instance of the worker image made from the
     firmware object (dnsshim_build/worker.py, tests/c/pool_instances.c),
-    interleaved, medians of the rounds; and the resident memory each
-    instance after the first adds, started and warm."""
+    interleaved, medians of the rounds; the resident memory each instance
+    after the first adds, started and warm; and the time an instance takes to
+    load, start and make its first call."""
     if fw_dir is None:
         return {"not measured": missing}
     from dnsshim_build import worker
@@ -350,7 +351,7 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str) ->
     image = worker.link(fw_dir / "lib" / "libdnsshim_fw.o", tmp / worker.NAME)
     program = pipeline.compile_program([ROOT / "tests" / "c" / "pool_instances.c"],
                                        tmp / "pool_instances", libraries=())
-    runs, rss = {}, {}
+    runs, rss, start = {}, {}, []
     for _ in range(1 if smoke else 5):
         for threads in (1, 2, 4):
             for instances in (1, 2, 4):
@@ -363,12 +364,14 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str) ->
                     added = int(out[out.index("rss_kib") + 1]) - int(
                         out[out.index("start_rss_kib") + 1])
                     rss.setdefault(instances, []).append(added / 1024)
+                    start.append(float(out[out.index("start_ms") + 1]))
     calls = {key: statistics.median(v) for key, v in runs.items()}
     mib = {n: statistics.median(v) for n, v in rss.items()}
     return {"calls_per_second": calls,
             "2 threads 2 instances / 1 thread": calls["2x2"] / calls["1x1"],
             "2 threads 1 instance / 1 thread": calls["2x1"] / calls["1x1"],
-            "rss_mib": mib, "rss_mib_per_extra_instance": (mib[4] - mib[1]) / 3}
+            "rss_mib": mib, "rss_mib_per_extra_instance": (mib[4] - mib[1]) / 3,
+            "instance_start_ms": statistics.median(start)}
 
 
 def dnsrec_program(build: Path):
@@ -642,7 +645,8 @@ def table(result) -> str:
                      + ", ".join(f"{k}: {v:.0f}" for k, v in c.items())
                      + f"; 2 threads on 2 / 1 thread = {p['2 threads 2 instances / 1 thread']:.2f}"
                      f" (on 1: {p['2 threads 1 instance / 1 thread']:.2f}); each instance after "
-                     f"the first adds {p['rss_mib_per_extra_instance']:.1f} MiB resident")
+                     f"the first adds {p['rss_mib_per_extra_instance']:.1f} MiB resident and "
+                     f"starts in {p['instance_start_ms']:.0f} ms")
     if result["instructions"]:
         bundled = result.get("instructions_bundle") or {}
         lines.append("")

@@ -36,7 +36,10 @@
 **
 ** --bench SECONDS: the threads call dns_shim_process on the FILEs in turn for
 ** SECONDS after every instance has made a first call; prints
-** "calls/s N rss_kib K" (a benchmark's figure, never asserted).
+** "calls/s N rss_kib K start_rss_kib K0 start_ms MS": the resident memory
+** after and before the instances, and the milliseconds an instance took to
+** load, start and make its first call (a benchmark's figures, never
+** asserted).
 **
 ** Exit status 0, or 1 with "FAIL ..." on stderr.
 */
@@ -403,6 +406,7 @@ int main(int argc, char **argv)
         messages[i].len = (int32_t)len;
     }
     long rss0 = rss_kib();
+    double start_ms = 0;
 
     if (poison) {
         if (ninstances != 2 || npoison < 0 || npoison >= nmessages)
@@ -438,6 +442,8 @@ int main(int argc, char **argv)
         /* Start every instance and make its first call (before timing, or
         ** before the fork). */
         instance *all[MAX_INSTANCES];
+        struct timespec s0, s1;
+        clock_gettime(CLOCK_MONOTONIC, &s0);
         for (int i = 0; i < ninstances; i++) {
             all[i] = take();
             text t = {0};
@@ -445,6 +451,9 @@ int main(int argc, char **argv)
             (void)all[i]->process(messages[0].data, messages[0].len, &cb);
             free(t.data);
         }
+        clock_gettime(CLOCK_MONOTONIC, &s1);
+        start_ms = ((double)(s1.tv_sec - s0.tv_sec) * 1e3 +
+                    (double)(s1.tv_nsec - s0.tv_nsec) / 1e6) / ninstances;
         for (int i = 0; i < ninstances; i++)
             give(all[i]);
     }
@@ -481,8 +490,8 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (bench) {
         double elapsed = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-        printf("calls/s %.0f rss_kib %ld start_rss_kib %ld\n", (double)total / elapsed,
-               rss_kib(), rss0);
+        printf("calls/s %.0f rss_kib %ld start_rss_kib %ld start_ms %.1f\n",
+               (double)total / elapsed, rss_kib(), rss0, start_ms);
         return 0;
     }
     for (int i = 0; i < nmessages; i++) {
