@@ -13,10 +13,10 @@ every kind of class) and then every victim, then put under a 1-byte memory
 limit with a callback set registered, refuses every message, while the other
 answers the victims (the history differential's messages, the tests' and the
 corpus) as a fresh process does.  A child forked after every instance started
-and parsed gets instances that answer as a fresh process does.  Loaded into a Python program (Debian's
-python3.11, whose own libpython is in the process), an instance answers and
-adds no module to the program.  valgrind finds no error and no leak with four
-threads over two instances.
+and parsed gets instances that answer as a fresh process does.  Loaded into a
+Python program (Debian's python3.11, whose own libpython is in the process),
+an instance answers and adds no module to the program.  valgrind finds no
+error and no leak with four threads over two instances.
 
 The image is made from the firmware object, so it needs what that build
 needs (test_firmware.py): without it these tests skip naming the package;
