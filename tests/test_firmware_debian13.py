@@ -313,7 +313,7 @@ def test_worker_image_instances_answer_as_one(fw13, messages13):
     failure detail (test_worker.py's checks, on Debian 13's CPython)."""
     fw13.run(f"cd /root/dnsshim && {firmware13.PYTHON} -c 'from dnsshim_build import worker; "
              f"worker.link(\"/root/fw/lib/libdnsshim_fw.o\", \"/root/worker.so\")' && "
-             "gcc -O2 -g -Wall -Wextra -Werror -I/root/dnsshim/csrc "
+             "gcc -O2 -g -Wall -Wextra -Werror -I/root/dnsshim/csrc -I/root/dnsshim/csrc/tools "
              "/root/dnsshim/tests/c/pool_instances.c -o /root/pool_instances -ldl -pthread")
     one = _pool_lines(_in_messages(fw13, "/root/pool_instances /root/worker.so 1 1",
                                    *messages13).stdout, 1)

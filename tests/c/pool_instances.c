@@ -45,6 +45,7 @@
 */
 #define _GNU_SOURCE
 #include "dns_shim.h"
+#include "tool_util.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -337,38 +338,14 @@ static void *worker(void *arg)
     }
 }
 
-static long rss_kib(void)
+/* A file read whole (tool_util.h's reader), or the program fails. */
+static unsigned char *read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6))
-            v = atol(line + 6);
-    if (f)
-        fclose(f);
-    return v;
-}
-
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail("cannot open %s", path);
-    unsigned char *data = NULL;
-    size_t cap = 0, n = 0, got;
-    do {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 65536;
-            data = realloc(data, cap);
-            if (!data)
-                fail("out of memory");
-        }
-        got = fread(data + n, 1, cap - n, f);
-        n += got;
-    } while (got);
-    fclose(f);
-    *len = n;
+    long n = 0;
+    unsigned char *data = read_message(path, 0, &n);
+    if (!data)
+        fail("cannot read %s", path);
+    *len = (size_t)n;
     return data;
 }
 
@@ -376,7 +353,7 @@ int main(int argc, char **argv)
 {
     if (argc < 4)
         fail("usage: pool_instances WORKER.so INSTANCES THREADS [--poison N] [--fork] [--bench S] FILE...");
-    image = slurp(argv[1], &image_len);
+    image = read_file(argv[1], &image_len);
     ninstances = atoi(argv[2]);
     int nthreads = atoi(argv[3]);
     if (ninstances < 1 || ninstances > MAX_INSTANCES || nthreads < 1 || nthreads > MAX_THREADS)
@@ -400,7 +377,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nmessages; i++) {
         size_t len;
         messages[i].name = strrchr(argv[a + i], '/') ? strrchr(argv[a + i], '/') + 1 : argv[a + i];
-        messages[i].data = slurp(argv[a + i], &len);
+        messages[i].data = read_file(argv[a + i], &len);
         if (len > INT32_MAX)
             fail("%s: longer than an int32_t", argv[a + i]);
         messages[i].len = (int32_t)len;
