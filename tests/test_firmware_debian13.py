@@ -40,6 +40,7 @@ import pytest
 
 import firmware13
 from conftest import require_program, require_tool, split_log, write_messages
+from pool_output import library_verdicts, pool_lines, verdicts
 
 pytestmark = pytest.mark.python_independent
 
@@ -300,12 +301,6 @@ ARM64_PACKAGES = ("gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross", "libpython3.
                   "libffi-dev:arm64")
 
 
-def _pool_lines(stdout: str, instances: int) -> list:
-    *lines, last = stdout.splitlines()
-    assert last == f"instances {instances} distinct {instances}"
-    return lines
-
-
 def test_worker_image_instances_answer_as_one(fw13, messages13):
     """The worker image (dnsshim_build/worker.py) from the 3.13 object,
     linked in the root: four threads over two instances print what one
@@ -315,18 +310,13 @@ def test_worker_image_instances_answer_as_one(fw13, messages13):
              f"worker.link(\"/root/fw/lib/libdnsshim_fw.o\", \"/root/worker.so\")' && "
              "gcc -O2 -g -Wall -Wextra -Werror -I/root/dnsshim/csrc -I/root/dnsshim/csrc/tools "
              "/root/dnsshim/tests/c/pool_instances.c -o /root/pool_instances -ldl -pthread")
-    one = _pool_lines(_in_messages(fw13, "/root/pool_instances /root/worker.so 1 1",
+    one = pool_lines(_in_messages(fw13, "/root/pool_instances /root/worker.so 1 1",
                                    *messages13).stdout, 1)
-    shared = _pool_lines(_in_messages(fw13, "/root/pool_instances /root/worker.so 2 4",
+    shared = pool_lines(_in_messages(fw13, "/root/pool_instances /root/worker.so 2 4",
                                       *messages13).stdout, 2)
     assert len(one) == len(messages13) and shared == one
-    library = split_log(_in_messages(fw13, "/root/lib_test", "--detail", *messages13).stdout)
-    expected = []
-    for name in messages13:
-        status = next(line.split()[1] for line in library[name] if line.startswith("status "))
-        detail = next(line[len("detail "):] for line in library[name] if line.startswith("detail"))
-        expected.append(f"{name} {status} {detail} |")
-    assert [line.split(" |", 1)[0] + " |" for line in one] == expected
+    assert verdicts(one) == library_verdicts(
+        _in_messages(fw13, "/root/lib_test", "--detail", *messages13).stdout, messages13)
 
 
 def test_arm64_under_qemu(fw13, messages13):

@@ -29,8 +29,9 @@ import subprocess
 import pytest
 
 from dnsshim_build import pipeline, worker
-from conftest import ROOT, require_program, split_log, write_messages
+from conftest import ROOT, require_program, write_messages
 from cprograms import STRICT
+from pool_output import library_verdicts, pool_lines, verdicts
 from test_firmware import firmware  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.python_independent
@@ -66,12 +67,6 @@ def _run(*args, timeout=1800):
     return result.stdout
 
 
-def _lines(stdout: str, instances: int) -> list:
-    *lines, last = stdout.splitlines()
-    assert last == f"instances {instances} distinct {instances}"
-    return lines
-
-
 def test_it_exports_the_api_alone_in_the_librarys_version_nodes(image):
     defined, _ = worker.dynamic_symbols(image)
     api = pipeline.header_functions()
@@ -94,25 +89,17 @@ def test_it_needs_the_c_library_alone_and_binds_to_itself(image):
 
 
 def test_threads_sharing_instances_give_what_one_fresh_instance_gives(image, pool, messages):
-    alone = _lines(_run(pool, image, 1, 1, *messages), 1)
-    shared = _lines(_run(pool, image, 2, 4, *messages), 2)
+    alone = pool_lines(_run(pool, image, 1, 1, *messages), 1)
+    shared = pool_lines(_run(pool, image, 2, 4, *messages), 2)
     assert len(alone) == len(messages)
     assert shared == alone
 
 
 def test_one_instance_gives_the_librarys_statuses_and_detail(built, image, pool, messages):
-    alone = _lines(_run(pool, image, 1, 1, *messages), 1)
-    ours = [line.split(" |", 1)[0].split(" ", 2) for line in alone]
-    library = split_log(_run(built.test_prog, "--detail", *messages))
-    theirs = []
-    for path in messages:
-        log = library[path.name] if path.name in library else library[str(path)]
-        status = next(line.split()[1] for line in log if line.startswith("status "))
-        detail = next(line[len("detail "):] for line in log if line.startswith("detail"))
-        theirs.append([path.name, status, detail])
-    assert ours == theirs
-    assert sum(status == "0" for _, status, _ in ours) > 0
-    assert sum(status != "0" for _, status, _ in ours) > 0
+    ours = verdicts(pool_lines(_run(pool, image, 1, 1, *messages), 1))
+    assert ours == library_verdicts(_run(built.test_prog, "--detail", *messages), messages)
+    statuses = [verdict.split(" ")[1] for verdict in ours]
+    assert statuses.count("0") > 0 and len(statuses) - statuses.count("0") > 0
 
 
 @pytest.fixture(scope="module")
@@ -136,16 +123,16 @@ def history_sets(tmp_path_factory):
 def test_a_poisoned_instance_leaves_the_other_as_a_fresh_one(image, pool, messages,
                                                              history_sets):
     victims = [*history_sets["victim"], *messages]
-    alone = _lines(_run(pool, image, 1, 1, *victims), 1)
-    after_poison = _lines(_run(pool, image, 2, 2, "--poison", len(history_sets["poison"]),
+    alone = pool_lines(_run(pool, image, 1, 1, *victims), 1)
+    after_poison = pool_lines(_run(pool, image, 2, 2, "--poison", len(history_sets["poison"]),
                                *history_sets["poison"], *victims), 2)
     assert len(alone) == len(victims)
     assert after_poison == alone
 
 
 def test_a_forked_child_gets_working_instances(image, pool, messages):
-    alone = _lines(_run(pool, image, 1, 1, *messages), 1)
-    child = _lines(_run(pool, image, 2, 4, "--fork", *messages), 2)
+    alone = pool_lines(_run(pool, image, 1, 1, *messages), 1)
+    child = pool_lines(_run(pool, image, 2, 4, "--fork", *messages), 2)
     assert child == alone
 
 
