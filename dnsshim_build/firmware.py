@@ -523,14 +523,20 @@ def link_object(tc: Toolchain, objs: list, out: Path, api: list, work: Path,
 
 def object_symbols(tc: Toolchain, obj: Path) -> tuple:
     """(the globals it defines, the symbols it leaves undefined)."""
-    out = subprocess.run([tc.nm, "-g", str(obj)], capture_output=True, text=True,
+    return nm_symbols(tc.nm, obj, "-g")
+
+
+def nm_symbols(nm: str, path: Path, *options: str, skip_kinds: tuple = ()) -> tuple:
+    """(the symbols ``nm OPTIONS path`` lists as defined, but those of
+    ``skip_kinds``; those it lists as undefined or weak undefined)."""
+    out = subprocess.run([nm, *options, str(path)], capture_output=True, text=True,
                          check=True).stdout
     defined, undefined = set(), set()
     for line in out.splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[0] in ("U", "w"):
             undefined.add(parts[1])
-        elif len(parts) == 3:
+        elif len(parts) == 3 and parts[1] not in skip_kinds:
             defined.add(parts[2])
     return defined, undefined
 

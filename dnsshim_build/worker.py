@@ -28,11 +28,10 @@ benchmark.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from dnsshim_build import pipeline
-from dnsshim_build.firmware import LIBS, _run
+from dnsshim_build.firmware import LIBS, _run, nm_symbols
 
 #: The file the image is written to, under a firmware folder's lib/.
 NAME = "libdnsshim_worker.so"
@@ -49,14 +48,6 @@ def link(fw_object: Path, out: Path, cc: str = "gcc", verbose: bool = False) -> 
 
 def dynamic_symbols(image: Path) -> tuple:
     """(the symbols the image defines for others, "NAME@@NODE" each; the
-    symbols it needs from others)."""
-    out = subprocess.run(["nm", "-D", "--with-symbol-versions", str(image)],
-                         capture_output=True, text=True, check=True).stdout
-    defined, undefined = set(), set()
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] in ("U", "w"):
-            undefined.add(parts[1])
-        elif len(parts) == 3 and parts[1] not in ("A",):
-            defined.add(parts[2])
-    return defined, undefined
+    symbols it needs from others).  The version nodes themselves (nm's
+    absolute symbols) are neither."""
+    return nm_symbols("nm", image, "-D", "--with-symbol-versions", skip_kinds=("A",))
