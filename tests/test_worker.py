@@ -67,6 +67,15 @@ def _run(*args, timeout=1800):
     return result.stdout
 
 
+@pytest.fixture(scope="module")
+def alone(image, pool, messages):
+    """The messages' lines from a fresh process with one instance and one
+    thread: what every other arrangement must print."""
+    lines = pool_lines(_run(pool, image, 1, 1, *messages), 1)
+    assert len(lines) == len(messages)
+    return lines
+
+
 def test_it_exports_the_api_alone_in_the_librarys_version_nodes(image):
     defined, _ = worker.dynamic_symbols(image)
     api = pipeline.header_functions()
@@ -88,15 +97,13 @@ def test_it_needs_the_c_library_alone_and_binds_to_itself(image):
     assert "TEXTREL" not in dynamic
 
 
-def test_threads_sharing_instances_give_what_one_fresh_instance_gives(image, pool, messages):
-    alone = pool_lines(_run(pool, image, 1, 1, *messages), 1)
-    shared = pool_lines(_run(pool, image, 2, 4, *messages), 2)
-    assert len(alone) == len(messages)
-    assert shared == alone
+def test_threads_sharing_instances_give_what_one_fresh_instance_gives(image, pool, messages,
+                                                                     alone):
+    assert pool_lines(_run(pool, image, 2, 4, *messages), 2) == alone
 
 
-def test_one_instance_gives_the_librarys_statuses_and_detail(built, image, pool, messages):
-    ours = verdicts(pool_lines(_run(pool, image, 1, 1, *messages), 1))
+def test_one_instance_gives_the_librarys_statuses_and_detail(built, messages, alone):
+    ours = verdicts(alone)
     assert ours == library_verdicts(_run(built.test_prog, "--detail", *messages), messages)
     statuses = [verdict.split(" ")[1] for verdict in ours]
     assert statuses.count("0") > 0 and len(statuses) - statuses.count("0") > 0
@@ -130,10 +137,8 @@ def test_a_poisoned_instance_leaves_the_other_as_a_fresh_one(image, pool, messag
     assert after_poison == alone
 
 
-def test_a_forked_child_gets_working_instances(image, pool, messages):
-    alone = pool_lines(_run(pool, image, 1, 1, *messages), 1)
-    child = pool_lines(_run(pool, image, 2, 4, "--fork", *messages), 2)
-    assert child == alone
+def test_a_forked_child_gets_working_instances(image, pool, messages, alone):
+    assert pool_lines(_run(pool, image, 2, 4, "--fork", *messages), 2) == alone
 
 
 HOST = """
