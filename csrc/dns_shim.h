@@ -191,8 +191,9 @@ typedef enum dns_shim_status {
     /* The callbacks struct is NULL where one is required, its struct_size is
     ** not one this library knows, or its sections mask has unknown bits; the
     ** query of dns_shim_process_reply is NULL, its struct_size unknown, its
-    ** flags have unknown bits, or its qname is NULL or not a name.
-    ** dns_shim_last_error says which. */
+    ** flags have unknown bits, or its qname is NULL or not a name; an
+    ** allocator or a memory limit the library cannot take now; a parallelism
+    ** above DNS_SHIM_PARALLELISM_MAX.  dns_shim_last_error says which. */
     DNS_SHIM_ERR_BAD_ARGUMENT = -12,
     /* Memory ran out inside the library. */
     DNS_SHIM_ERR_NO_MEMORY = -13,
@@ -207,7 +208,11 @@ typedef enum dns_shim_status {
     ** (compared as dns_shim_query says), type or class; a client cookie was
     ** sent and the response has no COOKIE option, more than one, or one
     ** whose client part differs.  No callback is called. */
-    DNS_SHIM_ERR_MISMATCH = -16
+    DNS_SHIM_ERR_MISMATCH = -16,
+    /* (1.3) This installation cannot do what was asked: parallelism above 1
+    ** without the worker image beside the library (dns_shim_set_parallelism).
+    ** dns_shim_last_error names the file and how to get it. */
+    DNS_SHIM_ERR_UNSUPPORTED = -17
 } dns_shim_status;
 
 /* Message sections, as bits of dns_shim_callbacks.sections and as the value
@@ -763,13 +768,65 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
 
 /*
+** dns_shim_set_parallelism (1.3): up to n calls parse at once, each in a
+** private interpreter of its own, so that parsing scales with a program's
+** threads.  0 and 1 are one interpreter, the default: every call takes its lock while
+** it parses (callbacks run without it).  With n > 1 each interpreter is an
+** instance of the worker image, libdnsshim_worker.so, which is installed
+** beside the library where it could be built (Debian's libpython3.X-dev and
+** libffi-dev were there when the library was built): its own CPython,
+** dnspython and cffi's backend, nothing shared with another instance, with
+** the library's own interpreter or with a Python program the library is
+** loaded into.  No Python file is opened by an instance and no symbol of
+** one is visible to the program.
+**
+** The interpreters start when calls need them (a call that finds every
+** running one busy starts another, up to n), or all at once with
+** dns_shim_init.  Each costs about 15 MiB resident and 40 ms to start on
+** x86-64; a server sets n to the number of threads that parse at once, at
+** most its cores.  A call
+** that finds n busy waits for one.  Whichever interpreter parses, a message
+** gives the same status, callbacks and dns_shim_last_error (which stays the
+** calling thread's).  Callbacks run in the calling thread; a call a callback
+** makes into the library goes to the same interpreter.  The log handler,
+** the allocator and the memory limit are the program's, for the whole pool:
+** the limit counts every interpreter's memory together, so it must leave
+** room for n started interpreters.  An interpreter that cannot start is
+** reported (DNS_SHIM_ERR_INIT, logged) and never used; the others serve.
+**
+** It may be called at any time, from any thread.  Raising n takes effect
+** for the next call; lowering it stops handing calls to the interpreters
+** above n, which finish the calls they have and then stay idle, keeping
+** their memory until the process exits (an interpreter cannot be unloaded)
+** to serve again if n is raised.  The environment variable
+** DNS_SHIM_PARALLELISM sets n for programs that cannot be changed: it is
+** read once, at the first call that parses or starts the library, unless
+** the program called dns_shim_set_parallelism before; a value this library
+** cannot take is logged as a warning and n stays 1.  After fork() the child
+** keeps the interpreters that were idle and the one the forking thread
+** held.  Only libdnsshim's own calls are parallel: libdnsshim_ares keeps
+** one interpreter.
+**
+** Returns DNS_SHIM_OK; DNS_SHIM_ERR_BAD_ARGUMENT for n above
+** DNS_SHIM_PARALLELISM_MAX; DNS_SHIM_ERR_UNSUPPORTED for n > 1 where the
+** worker image is not beside the library (the bundle, the firmware object,
+** an installation built without Debian's libpython3.X-dev), n unchanged.
+**
+** @returns DNS_SHIM_OK DNS_SHIM_ERR_BAD_ARGUMENT DNS_SHIM_ERR_UNSUPPORTED
+** @example parallel.c
+*/
+#define DNS_SHIM_PARALLELISM_MAX 64
+DNS_SHIM_API int32_t dns_shim_set_parallelism(uint32_t n);
+
+/*
 ** VERSIONING
 **
 **   The SONAME is libdnsshim.so.MAJOR: within a major version nothing is
 **   removed or changed.  Each minor release adds a symbol-version node,
 **   inheriting the one before: DNSSHIM_1.0 (every function of 1.0),
 **   DNSSHIM_1.1 (dns_shim_process_reply), DNSSHIM_1.2 (dns_shim_last_error,
-**   dns_shim_set_allocator, dns_shim_set_memory_limit).
+**   dns_shim_set_allocator, dns_shim_set_memory_limit), DNSSHIM_1.3
+**   (dns_shim_set_parallelism).
 **   A program built against this header records, per function, the node it
 **   needs.
 **

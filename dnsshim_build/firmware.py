@@ -394,7 +394,9 @@ def runtime_objects(pipeline, tc: Toolchain, cffi_src: Path, work: Path, types, 
                                         types=types or (), tag=tc.version)
     if search_path:
         defines.append(f'-DDNS_SHIM_FIRMWARE_PATH="{search_path}"')
-    flags = library_flags(tc) + defines
+    # The worker image's entry point beside the API (dns_shim_internal.h):
+    # visible to the link, which keeps it local in the object (link_object).
+    flags = library_flags(tc) + defines + ["-DDNS_SHIM__WORKER_ENTRY_VISIBLE=1"]
     module = pipeline.emit(pipeline.DNSSHIM, work, verbose)
     backend_c = cffi_src / "src" / "c" / "_cffi_backend.c"
     backend_flags = ["-fPIC", "-O2", "-g", "-fvisibility=hidden", "-pthread", "-DFFI_BUILDING=1",

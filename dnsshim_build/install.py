@@ -53,7 +53,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from dnsshim_build import pipeline
+from dnsshim_build import pipeline, worker
 from shim import layout as forms
 
 
@@ -234,6 +234,8 @@ def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
     lib = layout.staged(layout.libdir, root)
     pipeline.build(lib, pipeline.Mode.PREFIX, verbose=verbose, private=str(layout.private),
                     system=layout.system)
+    if not layout.system:  # a distribution builds without the network (cffi's source)
+        worker.build_into(lib, verbose)
     include = layout.staged(layout.includedir, root)
     include.mkdir(parents=True)
     shutil.copyfile(pipeline.HEADER, include / pipeline.HEADER.name)
@@ -326,6 +328,7 @@ def package_tree(prefix, mode=None, verbose: bool = False) -> Path:
     layout = Layout.of(prefix, form=mode.form)
     lib = layout.libdir
     shared = pipeline.build(lib, mode, verbose=verbose)
+    worker.build_into(lib, verbose)
     layout.includedir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(pipeline.HEADER, layout.includedir / pipeline.HEADER.name)
     # dnsshim-dump, finding the library beside it wherever the tree is moved.

@@ -21,28 +21,61 @@ lives: the dynamic loader matches a path it has loaded before by its name,
 and a closed memfd's number comes back.
 
 The image leaves libc, libm and libpthread undefined, as the object does, so
-the host's own are called.  ``tests/test_worker.py`` checks all of this;
-``tests/c/pool_instances.c`` is the pool used by the tests and the
-benchmark.
+the host's own are called.  Beside the API it exports one private entry
+point (``libdnsshim_worker.map``), through which the library's front
+(``csrc/lib/pool.c``) counts every instance's memory in one account.
+
+``pip install .`` and ``build_ffi.py --prefix`` build the image beside the
+library (``build_into``) where the firmware build can run for the system's
+CPython (Debian's python3, ``firmware.default_version``; the image is
+self-contained, so it need not be the CPython the library embeds): Debian's
+libpython3.X-pic.a (libpython3.X-dev) and libffi_pic.a (libffi-dev), and
+cffi's source distribution, downloaded once.
+Where it cannot, they say why in one line and the library keeps one
+interpreter (``dns_shim_set_parallelism`` says DNS_SHIM_ERR_UNSUPPORTED).
+``tests/test_worker.py`` checks the image, ``tests/test_parallelism.py`` the
+library's front; ``tests/c/pool_instances.c`` is a pool of the image's own
+used by the tests and the benchmark.
 """
 
 from __future__ import annotations
 
+import sys
+import tempfile
 from pathlib import Path
 
 from dnsshim_build import pipeline
-from dnsshim_build.firmware import LIBS, _run, nm_symbols
+from dnsshim_build.firmware import (LIBS, FirmwareError, Toolchain, _run, default_version,
+                                    firmware, native_triplet, nm_symbols, object_path)
 
-#: The file the image is written to, under a firmware folder's lib/.
+#: The image's file name, beside the library (csrc/lib/dns_shim_internal.h's
+#: DNS_SHIM_WORKER_IMAGE, where the library's front looks).
 NAME = "libdnsshim_worker.so"
 
 
-def link(fw_object: Path, out: Path, cc: str = "gcc", verbose: bool = False) -> Path:
+#: The image's own export list, beside the library's: the one entry point
+#: the pool's front calls that is not API.
+EXPORTS = pipeline.CSRC / "lib" / "libdnsshim_worker.map"
+#: ... and that entry point, local in the firmware object like every symbol
+#: not API, made global again for the image's link.
+PRIVATE = ("dns_shim__pool_account",)
+
+
+def link(fw_object: Path, out: Path, cc: str = "gcc", verbose: bool = False,
+         objcopy: str = "objcopy") -> Path:
     """The worker image from a firmware object (``python -m shim firmware``)."""
     fw_object, out = Path(fw_object), Path(out)
-    _run([cc, "-shared", "-o", out, "-Wl,--whole-archive", fw_object,
-          "-Wl,--no-whole-archive", "-Wl,-Bsymbolic", "-Wl,-z,now", "-Wl,-z,noexecstack",
-          f"-Wl,--version-script={pipeline.DNSSHIM.exports}", *LIBS.split()], verbose)
+    opened = out.with_name(out.name + ".o")
+    _run([objcopy, *[f"--globalize-symbol={name}" for name in PRIVATE], fw_object, opened],
+         verbose)
+    try:
+        _run([cc, "-shared", "-o", out, "-Wl,--whole-archive", opened,
+              "-Wl,--no-whole-archive", "-Wl,--strip-debug", "-Wl,-Bsymbolic", "-Wl,-z,now",
+              "-Wl,-z,noexecstack",
+              f"-Wl,--version-script={pipeline.DNSSHIM.exports}",
+              f"-Wl,--version-script={EXPORTS}", *LIBS.split()], verbose)
+    finally:
+        opened.unlink(missing_ok=True)
     return out
 
 
@@ -51,3 +84,33 @@ def dynamic_symbols(image: Path) -> tuple:
     symbols it needs from others).  The version nodes themselves (nm's
     absolute symbols) are neither."""
     return nm_symbols("nm", image, "-D", "--with-symbol-versions", skip_kinds=("A",))
+
+
+def unavailable(version: str = "") -> str:
+    """Why this machine cannot build the image embedding CPython version
+    (default: the system's), in one line; "" when it can."""
+    tc = Toolchain.debian(native_triplet(), version or default_version())
+    try:
+        tc.check()
+    except FirmwareError as e:
+        return str(e)
+    return ""
+
+
+def build_into(lib: Path, verbose: bool = False) -> Path | None:
+    """The image embedding the system's CPython, written into lib (beside the
+    library, where its front looks); None, with one line on stderr saying
+    why, where it cannot be built."""
+    version = default_version()
+    why = unavailable(version)
+    if not why:
+        with tempfile.TemporaryDirectory(prefix="dnsshim-worker-") as tmp:
+            try:
+                firmware(Path(tmp) / "firmware", python=version, verbose=verbose)
+                return link(object_path(Path(tmp) / "firmware"), Path(lib) / NAME,
+                            verbose=verbose)
+            except FirmwareError as e:
+                why = str(e)
+    print(f"dnsshim: no worker image, parallelism above 1 will be refused "
+          f"(DNS_SHIM_ERR_UNSUPPORTED): {why}", file=sys.stderr)
+    return None

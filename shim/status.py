@@ -28,6 +28,7 @@ class Status(enum.IntEnum):
     ERR_INIT = -14
     ERR_INTERNAL = -15
     ERR_MISMATCH = -16
+    ERR_UNSUPPORTED = -17
 
     @property
     def c_name(self) -> str:
@@ -55,6 +56,7 @@ TEXTS = {
     Status.ERR_INIT: "the embedded Python runtime could not start",
     Status.ERR_INTERNAL: "internal error in the DNS shim",
     Status.ERR_MISMATCH: "response does not match the query",
+    Status.ERR_UNSUPPORTED: "not supported by this installation",
 }
 UNKNOWN_TEXT = "unknown dnsshim status"
 

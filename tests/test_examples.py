@@ -24,7 +24,7 @@ from test_firmware import firmware  # noqa: F401 (fixture)
 
 ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
 IMS = "ims.mnc001.mcc001.3gppnetwork.org"
-PROGRAMS = ["resolver", "sip_locate", "per_call", "reply_check", "startup"]
+PROGRAMS = ["resolver", "sip_locate", "per_call", "reply_check", "startup", "parallel"]
 
 # (program, arguments after the message's file, message, exit status, stdout)
 RUNS = [
@@ -59,6 +59,7 @@ RUNS = [
     ("reply_check", ["4660", "example.com", "1"], "pointer_loop", 1,
      "malformed: malformed domain name or compression pointer\n"),
     ("startup", [], None, 0, "started, the memory from the program's allocator: yes\n"),
+    ("parallel", ["2"], "ims", 0, "parallel"),
     ("ares_classic", [], "every_type", 0, "SRV 1 2 5060 sip.example\n"),
     ("ares_classic", [], "pointer_loop", 1, "error: Misformatted domain name\n"),
     ("firmware", [], "every_type", 0, "an-a.example A 192.0.2.1\n"),
@@ -102,15 +103,31 @@ def _run_here(command, stdin: bytes) -> tuple:
     return result.returncode, result.stdout.decode(), result.stderr.decode()
 
 
-def check_runs(bin_dir, messages, programs, run=_run_here):
+def parallel_output(no_image_in=None) -> str:
+    """What ``parallel ims.bin 2`` prints: with the worker image beside the
+    library, or, where no_image_in (the library's folder) has none, with one
+    interpreter and the reason."""
+    first = "parallelism 2\n" if no_image_in is None else (
+        "one interpreter: not supported by this installation\n"
+        f"(DNS_SHIM_ERR_UNSUPPORTED: parallelism above 1 needs the worker image "
+        f"{no_image_in}/libdnsshim_worker.so, which this installation does not have: pip "
+        "install . and build_ffi.py --prefix build it where Debian's python3-dev and "
+        "libffi-dev are installed)\n")
+    return first + "2 threads, 200 calls each: 4 addresses every time\n"
+
+
+def check_runs(bin_dir, messages, programs, run=_run_here, no_image_in=None):
     """Every RUNS line of the programs built in bin_dir, on the message
     files in messages (paths as run sees them): its exit status and output.
     run(command, stdin) -> (status, stdout, stderr) runs one command (the
-    Debian tests run it in their root)."""
+    Debian tests run it in their root).  no_image_in: the library's folder,
+    when the installation has no worker image (parallel_output)."""
     ran = set()
     for program, args, message, status, stdout in RUNS:
         if program not in programs:
             continue
+        if program == "parallel":
+            stdout = parallel_output(no_image_in)
         # a file argument, and (but for reply_check) the same bytes on stdin
         commands = [[str(bin_dir / program), str(messages / f"{message}.bin"), *args]]
         if not args:
@@ -143,6 +160,14 @@ def _cmake(folder, prefix):
     return build
 
 
+def _no_image_in(lib: Path):
+    """None where this machine builds the worker image (pip install . and
+    build_ffi.py --prefix put it in lib), else lib."""
+    from dnsshim_build import worker
+
+    return None if not worker.unavailable() else lib
+
+
 def _programs():
     return PROGRAMS + (["ares_classic"] if _has_cares() else [])
 
@@ -161,11 +186,12 @@ def test_examples_from_the_package(installed, messages, tmp_path, tool):
     prefix, pc, shipped = _package_examples(installed)
     folder = _copy(Path(shipped), tmp_path / "examples")
     programs = _programs()
+    missing = _no_image_in(Path(prefix) / "lib")
     if tool == "make":
         _make(folder, pc, *programs)
-        check_runs(folder, messages, programs)
+        check_runs(folder, messages, programs, no_image_in=missing)
     else:
-        check_runs(_cmake(folder, prefix), messages, programs)
+        check_runs(_cmake(folder, prefix), messages, programs, no_image_in=missing)
 
 
 @pytest.mark.parametrize("tool", ["make", "cmake"])
@@ -174,11 +200,12 @@ def test_examples_from_a_prefix_install(standalone, messages, tmp_path, tool):
     prefix = standalone[0]
     folder = _copy(prefix / "share" / "doc" / "dnsshim" / "examples", tmp_path / "examples")
     programs = _programs()
+    missing = _no_image_in(prefix / "lib")
     if tool == "make":
         _make(folder, prefix / "lib" / "pkgconfig", *programs)
-        check_runs(folder, messages, programs)
+        check_runs(folder, messages, programs, no_image_in=missing)
     else:
-        check_runs(_cmake(folder, prefix), messages, programs)
+        check_runs(_cmake(folder, prefix), messages, programs, no_image_in=missing)
 
 
 def test_firmware_example_links_as_its_comment_says(firmware, messages, tmp_path):

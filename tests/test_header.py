@@ -42,7 +42,8 @@ def test_the_functions_are_the_version_scripts(read):
 def test_the_defines_and_the_version(read, header_ffi):
     defines = read.defines("DNS_SHIM_")
     assert defines == {"DNS_SHIM_VERSION_MAJOR": 1, "DNS_SHIM_VERSION_MINOR": 3,
-                       "DNS_SHIM_VERSION_PATCH": 0, "DNS_SHIM_MATCH_CASE": 1}
+                       "DNS_SHIM_VERSION_PATCH": 0, "DNS_SHIM_MATCH_CASE": 1,
+                       "DNS_SHIM_PARALLELISM_MAX": 64}
     lib = header_ffi.dlopen(None)    # the constants only: no symbol of the library is used
     assert {k: getattr(lib, k) for k in defines} == defines
     assert read.version() == "1.3.0"

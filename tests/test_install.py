@@ -93,6 +93,24 @@ def test_package_ships_types_and_license(installed):
     assert (dist_info / "licenses" / "LICENSE").read_text().startswith("MIT License")
 
 
+def test_the_package_has_the_worker_image_where_this_machine_builds_it(installed):
+    """Beside the library where the firmware build can run here (parallelism
+    above 1 then works); else one line in the build's output saying why."""
+    from dnsshim_build import worker
+
+    image = site_packages(installed) / "shim" / "lib" / worker.NAME
+    why = worker.unavailable()
+    if not why:
+        assert image.is_file()
+        defined, _ = worker.dynamic_symbols(image)
+        assert "dns_shim_set_parallelism@@DNSSHIM_1.3" in defined
+    else:
+        assert not image.exists()
+        output = backend_output((installed.parent / "pip-install.log").read_text())
+        assert any(line.strip() == "dnsshim: no worker image, parallelism above 1 will be "
+                   f"refused (DNS_SHIM_ERR_UNSUPPORTED): {why}" for line in output), output
+
+
 def test_the_package_holds_no_build_code(installed):
     """pip install . installs the runtime and its tools, not the build."""
     assert (site_packages(installed) / "shim" / "glue.py").is_file()
@@ -493,7 +511,8 @@ ALLOWED = {"process_dns_response": "DNSSHIM_1.0", "dns_shim_init": "DNSSHIM_1.0"
            "dns_shim_set_log_handler": "DNSSHIM_1.0", "dns_shim_strerror": "DNSSHIM_1.0",
            "dns_shim_version": "DNSSHIM_1.0", "PyInit__dnsshim_cffi": "DNSSHIM_1.0",
            "dns_shim_process_reply": "DNSSHIM_1.1", "dns_shim_last_error": "DNSSHIM_1.2",
-           "dns_shim_set_allocator": "DNSSHIM_1.2", "dns_shim_set_memory_limit": "DNSSHIM_1.2"}
+           "dns_shim_set_allocator": "DNSSHIM_1.2", "dns_shim_set_memory_limit": "DNSSHIM_1.2",
+           "dns_shim_set_parallelism": "DNSSHIM_1.3"}
 
 
 @pytest.mark.parametrize("where", ["build", "installed"])
@@ -505,7 +524,7 @@ def test_only_our_symbols_are_exported(built, installed, where):
     rows = [line.split() for line in out.splitlines() if line.strip()]
     # The version nodes themselves are absolute symbols ("A DNSSHIM_1.0").
     assert {row[-1] for row in rows if row[1] == "A"} == {"DNSSHIM_1.0", "DNSSHIM_1.1",
-                                                          "DNSSHIM_1.2"}
+                                                          "DNSSHIM_1.2", "DNSSHIM_1.3"}
     functions = [row[-1] for row in rows if row[1] != "A"]
     assert all("@@" in f for f in functions), "every function has its default version"
     exported = dict(f.split("@@") for f in functions)

@@ -20,7 +20,7 @@ def test_values_are_the_abi():
         ("ERR_BAD_RDATA", -7), ("ERR_NOT_RESPONSE", -8), ("ERR_BAD_EDNS", -9),
         ("ERR_FORMAT", -10), ("ERR_CALLBACK", -11), ("ERR_BAD_ARGUMENT", -12),
         ("ERR_NO_MEMORY", -13), ("ERR_INIT", -14), ("ERR_INTERNAL", -15),
-        ("ERR_MISMATCH", -16)]
+        ("ERR_MISMATCH", -16), ("ERR_UNSUPPORTED", -17)]
 
 
 def test_every_error_class_has_its_own_status():
@@ -60,6 +60,7 @@ TEXTS = {
     Status.ERR_INIT: "the embedded Python runtime could not start",
     Status.ERR_INTERNAL: "internal error in the DNS shim",
     Status.ERR_MISMATCH: "response does not match the query",
+    Status.ERR_UNSUPPORTED: "not supported by this installation",
 }
 
 #: The header's names and values, written out here.
@@ -70,7 +71,7 @@ NAMES = {
     "DNS_SHIM_ERR_NOT_RESPONSE": -8, "DNS_SHIM_ERR_BAD_EDNS": -9, "DNS_SHIM_ERR_FORMAT": -10,
     "DNS_SHIM_ERR_CALLBACK": -11, "DNS_SHIM_ERR_BAD_ARGUMENT": -12,
     "DNS_SHIM_ERR_NO_MEMORY": -13, "DNS_SHIM_ERR_INIT": -14, "DNS_SHIM_ERR_INTERNAL": -15,
-    "DNS_SHIM_ERR_MISMATCH": -16,
+    "DNS_SHIM_ERR_MISMATCH": -16, "DNS_SHIM_ERR_UNSUPPORTED": -17,
 }
 
 
@@ -99,7 +100,7 @@ def test_strerror_from_c_is_the_python_table(abi):
     assert len(set(texts.values())) == len(texts), "each status has its own text"
     assert texts[Status.OK] == "success"
     assert texts[Status.ERR_TRUNCATED] == "message ends inside a question or record"
-    for unknown in (1, -17, 1000, -(2**31), 2**31 - 1):
+    for unknown in (1, -18, 1000, -(2**31), 2**31 - 1):
         assert ffi.string(lib.dns_shim_strerror(unknown)) == b"unknown dnsshim status"
         assert st.strerror(unknown) == "unknown dnsshim status"
 

@@ -2,7 +2,8 @@
 object that can be loaded many times in one process, each load a private
 interpreter, for a pool that parses on several cores.
 
-What it exports is the library's API alone, in the library's version nodes;
+What it exports is the library's API, in the library's version nodes, and
+the one entry point the library's pool calls (its own node);
 it needs the C library and nothing else, binds every reference to itself and
 resolves everything when loaded.  Two instances loaded from memfds of one
 image are two interpreters: four threads sharing two give, message for
@@ -76,13 +77,14 @@ def alone(image, pool, messages):
     return lines
 
 
-def test_it_exports_the_api_alone_in_the_librarys_version_nodes(image):
+def test_it_exports_the_api_in_the_librarys_version_nodes_and_its_private_entry(image):
     defined, _ = worker.dynamic_symbols(image)
     api = pipeline.header_functions()
     expected = {f"{name}@@{node}" for node, names in pipeline.version_nodes().items()
                 for name in names if name in api}
     assert {name.split("@")[0] for name in expected} == api
-    assert defined == expected
+    assert worker.PRIVATE == ("dns_shim__pool_account",)
+    assert defined == expected | {"dns_shim__pool_account@@DNSSHIM_WORKER_PRIVATE"}
 
 
 def test_it_needs_the_c_library_alone_and_binds_to_itself(image):

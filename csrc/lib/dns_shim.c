@@ -275,6 +275,11 @@ static int32_t dns_shim__init_failed(void)
 
 DNS_SHIM_API int32_t dns_shim_init(void)
 {
+    if (dns_shim__pool_on()) {
+        int32_t rc = dns_shim__pool_init();
+        if (rc != DNS_SHIM__POOL_SINGLE)
+            return rc;
+    }
     return dns_shim__runtime() == DNS_SHIM_OK ? dns_shim__ok() : dns_shim__init_failed();
 }
 
@@ -288,8 +293,15 @@ int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *que
     dns_shim__step *steps = NULL;
     size_t count = 0, i, n_done;
     uint64_t token = 0, done[DNS_SHIM__QUEUE];
-    int32_t rc = dns_shim__runtime();
+    int32_t rc;
 
+    /* Parallelism above 1: the pool's interpreters parse (pool.c). */
+    if (dns_shim__pool_on()) {
+        rc = dns_shim__pool_run(buf, len, query, callbacks);
+        if (rc != DNS_SHIM__POOL_SINGLE)
+            return rc;
+    }
+    rc = dns_shim__runtime();
     if (rc != DNS_SHIM_OK)
         return dns_shim__init_failed();
     if (buf == NULL)

@@ -86,5 +86,30 @@ DNS_SHIM__HIDDEN int32_t dns_shim__memory_enforce(int32_t on);
 DNS_SHIM__HIDDEN int dns_shim__memory_tripped(void);
 DNS_SHIM__HIDDEN void *dns_shim__cdata_alloc(size_t n);
 DNS_SHIM__HIDDEN void dns_shim__cdata_free(void *p);
+DNS_SHIM__HIDDEN int dns_shim__memory_host(dns_shim_allocator *out);
+/* The worker image's one entry point beside the API (memory.c): compiled
+** with default visibility in the firmware object alone, whose link keeps
+** the API global and nothing else; dnsshim_build/worker.py makes it global
+** again in the image and exports it in its own node.  Hidden elsewhere. */
+#ifdef DNS_SHIM__WORKER_ENTRY_VISIBLE
+#  define DNS_SHIM__WORKER_ENTRY __attribute__((visibility("default")))
+#else
+#  define DNS_SHIM__WORKER_ENTRY DNS_SHIM__HIDDEN
+#endif
+DNS_SHIM__WORKER_ENTRY int32_t dns_shim__pool_account(size_t *held);
+
+/* Parallelism (pool.c).  The worker image's file name, beside the library
+** (dnsshim_build/worker.py's NAME). */
+#define DNS_SHIM_WORKER_IMAGE "libdnsshim_worker.so"
+/* What dns_shim__pool_run returns when parallelism went back to 1: the
+** caller parses in its own interpreter.  Never a status. */
+#define DNS_SHIM__POOL_SINGLE 1
+DNS_SHIM__HIDDEN int dns_shim__pool_on(void);
+DNS_SHIM__HIDDEN int32_t dns_shim__pool_run(const uint8_t *buf, int32_t len,
+                                            const dns_shim_query *query,
+                                            const dns_shim_callbacks *callbacks);
+DNS_SHIM__HIDDEN int32_t dns_shim__pool_init(void);
+DNS_SHIM__HIDDEN void dns_shim__pool_limit(size_t bytes);
+DNS_SHIM__HIDDEN int dns_shim__pool_started(void);
 
 #endif

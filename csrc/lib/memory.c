@@ -55,7 +55,11 @@ static int dns_shim__accounting = 0;     /* the runtime's memory is counted */
 static int dns_shim__guest_memory = 0;   /* ... it is a Python program's */
 static dns_shim_allocator dns_shim__host; /* the host's, or libc's */
 size_t dns_shim__limit = 0;              /* 0: none */
-static size_t dns_shim__held = 0;        /* bytes the runtime holds (atomic) */
+static size_t dns_shim__held_own = 0;    /* bytes the runtime holds (atomic) */
+/* The account counted in: the runtime's own, or, in an instance of a pool,
+** the pool's one account (dns_shim__pool_account). */
+static size_t *dns_shim__held = &dns_shim__held_own;
+static int dns_shim__host_chosen = 0;    /* dns_shim_set_allocator set one */
 static __thread int dns_shim__enforcing = 0; /* this thread parses */
 static __thread int dns_shim__tripped = 0;   /* ... and the limit refused */
 
@@ -67,12 +71,12 @@ static void dns_shim__libc_free(void *ctx, void *p) { (void)ctx; free(p); }
 /* n more bytes into the account, or a refusal (0). */
 static int dns_shim__take(size_t n)
 {
-    size_t now = __atomic_add_fetch(&dns_shim__held, n, __ATOMIC_RELAXED);
+    size_t now = __atomic_add_fetch(dns_shim__held, n, __ATOMIC_RELAXED);
     size_t limit = __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED);
     if (dns_shim__enforcing && limit && now > limit &&
         (!dns_shim__tripped || now - limit > DNS_SHIM__RESERVE)) {
         dns_shim__tripped = 1;
-        __atomic_sub_fetch(&dns_shim__held, n, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(dns_shim__held, n, __ATOMIC_RELAXED);
         return 0;
     }
     return 1;
@@ -80,7 +84,7 @@ static int dns_shim__take(size_t n)
 
 static void dns_shim__give(size_t n)
 {
-    __atomic_sub_fetch(&dns_shim__held, n, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(dns_shim__held, n, __ATOMIC_RELAXED);
 }
 
 static void *dns_shim__mark(void *block, size_t n)
@@ -191,10 +195,10 @@ static void *dns_shim__arena_alloc(void *ctx, size_t n)
     ** domain gives the frames' data stack its chunks, which have no
     ** fallback, and a start-up under a limit must not fail on them. */
     if (limit && dns_shim__enforcing &&
-        (dns_shim__tripped || __atomic_load_n(&dns_shim__held, __ATOMIC_RELAXED) + n > limit))
+        (dns_shim__tripped || __atomic_load_n(dns_shim__held, __ATOMIC_RELAXED) + n > limit))
         return NULL;
     if (limit && !dns_shim__enforcing && n == DNS_SHIM__ARENA &&
-        __atomic_load_n(&dns_shim__held, __ATOMIC_RELAXED) + n > limit)
+        __atomic_load_n(dns_shim__held, __ATOMIC_RELAXED) + n > limit)
         return NULL;
     if (!dns_shim__take(n))
         return NULL;
@@ -244,11 +248,12 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
         memcpy(&copy, (const void *)allocator, size);
     }
     pthread_mutex_lock(&dns_shim__memory_lock);
-    if (dns_shim__memory_started) {
+    if (dns_shim__memory_started || dns_shim__pool_started()) {
         rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the runtime has started: an allocator "
                             "is set before the first call that starts it");
     } else if (allocator == NULL) {
         memset(&dns_shim__host, 0, sizeof dns_shim__host);
+        dns_shim__host_chosen = 0;
     } else if (!known) {
         rc = dns_shim__unknown_size("allocator", size, dns_shim__known_allocator_sizes,
                                     dns_shim__known_allocator_releases,
@@ -259,6 +264,7 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
     } else {
         copy.struct_size = (uint32_t)sizeof copy;
         dns_shim__host = copy;
+        dns_shim__host_chosen = 1;
     }
     pthread_mutex_unlock(&dns_shim__memory_lock);
     return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
@@ -274,6 +280,38 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes)
                             "program's, and has no limit of the library's");
     else
         __atomic_store_n(&dns_shim__limit, bytes, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&dns_shim__memory_lock);
+    if (rc == DNS_SHIM_OK)
+        dns_shim__pool_limit(bytes); /* the pool's interpreters, when there are */
+    return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
+}
+
+/* For the pool's front (pool.c): the allocator the program set, if it set
+** one (returns whether it did). */
+int dns_shim__memory_host(dns_shim_allocator *out)
+{
+    int chosen;
+    pthread_mutex_lock(&dns_shim__memory_lock);
+    chosen = dns_shim__host_chosen;
+    if (chosen)
+        *out = dns_shim__host;
+    pthread_mutex_unlock(&dns_shim__memory_lock);
+    return chosen;
+}
+
+/* An instance of a pool counts its memory in the pool's one account, held,
+** so that the limit is the pool's: the front calls this before the
+** instance starts.  Not part of the API: the worker image alone exports it
+** (DNSSHIM_WORKER, dnsshim_build/worker.py). */
+DNS_SHIM__WORKER_ENTRY int32_t dns_shim__pool_account(size_t *held)
+{
+    int32_t rc = DNS_SHIM_OK;
+    pthread_mutex_lock(&dns_shim__memory_lock);
+    if (held == NULL || dns_shim__memory_started)
+        rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the pool's account is set before the "
+                            "interpreter starts, and is not NULL");
+    else
+        dns_shim__held = held;
     pthread_mutex_unlock(&dns_shim__memory_lock);
     return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
 }
@@ -354,7 +392,7 @@ int32_t dns_shim__memory_enforce(int32_t on)
         ** allocation leaves blocks behind in CPython and cffi. */
         size_t limit = __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED);
         dns_shim__tripped = limit != 0 &&
-                            __atomic_load_n(&dns_shim__held, __ATOMIC_RELAXED) >= limit;
+                            __atomic_load_n(dns_shim__held, __ATOMIC_RELAXED) >= limit;
         dns_shim__enforcing = !dns_shim__tripped;
         return dns_shim__tripped;
     }

@@ -3,6 +3,15 @@
 ** (dnsshim_build/worker.py), and T threads sharing them.
 **
 **   pool_instances WORKER.so INSTANCES THREADS [--poison N] [--fork] [--bench SECONDS] FILE...
+**   pool_instances --library LIBDNSSHIM.so PARALLELISM THREADS [same options] FILE...
+**
+** --library: the same runs through the library's own pool instead of this
+** program's: LIBDNSSHIM.so is dlopen()ed once, gets
+** dns_shim_set_parallelism(PARALLELISM) and dns_shim_init, and every thread
+** calls it; the last line is "library parallelism N".  Its --poison holds
+** the library's first interpreter (the lowest idle one takes a call) with a
+** call whose header callback waits, after the poison and the 1-byte limit
+** ran there, so that the victims go to the second.
 **
 ** Each instance is the image copied into a memfd and dlopen()ed
 ** RTLD_NOW | RTLD_LOCAL by its /proc/self/fd path, the memfd kept open for
@@ -68,6 +77,8 @@ typedef int32_t (*plain_fn)(uint8_t *, int32_t);
 typedef const char *(*error_fn)(void);
 typedef int32_t (*limit_fn)(size_t);
 typedef int32_t (*register_fn)(const dns_shim_callbacks *);
+typedef int32_t (*parallelism_fn)(uint32_t);
+typedef int32_t (*init_fn)(void);
 
 typedef struct instance {
     void *handle;
@@ -85,6 +96,8 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static unsigned char *image;
 static size_t image_len;
+static const char *library;   /* --library: its path */
+static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 
 static void fail(const char *fmt, ...)
 {
@@ -129,9 +142,37 @@ static void start(instance *in)
     in->register_callbacks = (register_fn)need(in->handle, "dns_shim_register_callbacks");
 }
 
+/* --library: the library, loaded once, with its parallelism set and every
+** interpreter started. */
+static void start_library(void)
+{
+    instance *in = &instances[0];
+    /* as a program linked with it loads it: its libpython global, for the
+    ** extension modules of its own interpreter */
+    in->handle = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
+    if (!in->handle)
+        fail("dlopen: %s", dlerror());
+    in->process = (process_fn)need(in->handle, "dns_shim_process");
+    in->plain = (plain_fn)need(in->handle, "process_dns_response");
+    in->last_error = (error_fn)need(in->handle, "dns_shim_last_error");
+    in->set_memory_limit = (limit_fn)need(in->handle, "dns_shim_set_memory_limit");
+    in->register_callbacks = (register_fn)need(in->handle, "dns_shim_register_callbacks");
+    parallelism_fn set = (parallelism_fn)need(in->handle, "dns_shim_set_parallelism");
+    init_fn init = (init_fn)need(in->handle, "dns_shim_init");
+    if (set((uint32_t)ninstances) != DNS_SHIM_OK)
+        fail("dns_shim_set_parallelism(%d): %s", ninstances, in->last_error());
+    if (init() != DNS_SHIM_OK)
+        fail("dns_shim_init: %s", in->last_error());
+    nstarted = 1;
+}
+
 static instance *take(void)
 {
     int ix;
+    if (library) {
+        pthread_once(&library_once, start_library);
+        return &instances[0];
+    }
     pthread_mutex_lock(&mu);
     for (;;) {
         if (nfree) { ix = free_list[--nfree]; break; }
@@ -146,6 +187,8 @@ static instance *take(void)
 
 static void give(instance *in)
 {
+    if (library)
+        return;
     pthread_mutex_lock(&mu);
     free_list[nfree++] = (int)(in - instances);
     pthread_cond_signal(&cv);
@@ -328,7 +371,7 @@ static void *worker(void *arg)
         int i = atomic_fetch_add(&next_message, 1);
         if (i >= nmessages)
             return NULL;
-        if (poison) {
+        if (poison && !library) {
             parse_one(&messages[i], &instances[1]);
             continue;
         }
@@ -336,6 +379,36 @@ static void *worker(void *arg)
         parse_one(&messages[i], in);
         give(in);
     }
+}
+
+/* --library --poison: a call that holds the library's first interpreter,
+** its header callback waiting until the victims are done. */
+static const unsigned char HOLD[] = {  /* www.example.com A 93.184.216.34 */
+    0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0, 3, 'w', 'w', 'w', 7, 'e', 'x', 'a', 'm',
+    'p', 'l', 'e', 3, 'c', 'o', 'm', 0, 0, 1, 0, 1, 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 1, 0x2c,
+    0, 4, 93, 184, 216, 34};
+static int holding, released;
+
+static int32_t hold_header(void *c, const dns_shim_header *h)
+{
+    (void)c, (void)h;
+    pthread_mutex_lock(&mu);
+    holding = 1;
+    pthread_cond_broadcast(&cv);
+    while (!released)
+        pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+
+static void *hold(void *arg)
+{
+    dns_shim_callbacks cb;
+    memset(&cb, 0, sizeof cb);
+    cb.struct_size = sizeof cb;
+    cb.on_header = hold_header;
+    *(int32_t *)arg = instances[0].process(HOLD, (int32_t)sizeof HOLD, &cb);
+    return NULL;
 }
 
 /* A file read whole (tool_util.h's reader), or the program fails. */
@@ -351,9 +424,14 @@ static unsigned char *read_file(const char *path, size_t *len)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--library")) {
+        argv++, argc--;
+        library = argv[1];
+    }
     if (argc < 4)
-        fail("usage: pool_instances WORKER.so INSTANCES THREADS [--poison N] [--fork] [--bench S] FILE...");
-    image = read_file(argv[1], &image_len);
+        fail("usage: pool_instances [--library] WORKER.so|LIB.so INSTANCES THREADS [--poison N] [--fork] [--bench S] FILE...");
+    if (!library)
+        image = read_file(argv[1], &image_len);
     ninstances = atoi(argv[2]);
     int nthreads = atoi(argv[3]);
     if (ninstances < 1 || ninstances > MAX_INSTANCES || nthreads < 1 || nthreads > MAX_THREADS)
@@ -384,13 +462,15 @@ int main(int argc, char **argv)
     }
     long rss0 = rss_kib();
     double start_ms = 0;
+    pthread_t holder;
+    int32_t held_status = 1;
 
     if (poison) {
         if (ninstances != 2 || npoison < 0 || npoison >= nmessages)
             fail("--poison N needs 2 instances and a victim after N FILEs");
         atomic_store(&next_message, npoison);
-        instance *p = take(), *v = take();
-        if (p != &instances[0] || v != &instances[1])
+        instance *p = take(), *v = library ? p : take();
+        if (p != &instances[0] || (!library && v != &instances[1]))
             fail("instances taken out of order");
         for (int i = 0; i < nmessages; i++) {
             text scratch = {0};
@@ -414,6 +494,18 @@ int main(int argc, char **argv)
             fail("instance 0 under a 1-byte limit never said DNS_SHIM_ERR_NO_MEMORY");
         if (t.len)
             fail("instance 0's registered callbacks ran under a 1-byte limit");
+        if (library) {
+            /* the library's limit is the pool's: lifted for the victims */
+            if (p->register_callbacks(NULL) != DNS_SHIM_OK || p->set_memory_limit(0) != DNS_SHIM_OK)
+                fail("lifting the limit");
+            if (pthread_create(&holder, NULL, hold, &held_status))
+                fail("pthread_create");
+            pthread_mutex_lock(&mu);
+            while (!holding)
+                pthread_cond_wait(&cv, &mu);
+            pthread_mutex_unlock(&mu);
+        }
+        free(t.data);
     }
     if (bench || fork_child) {
         /* Start every instance and make its first call (before timing, or
@@ -465,6 +557,15 @@ int main(int argc, char **argv)
         total += calls[i];
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (library && poison) {
+        pthread_mutex_lock(&mu);
+        released = 1;
+        pthread_cond_broadcast(&cv);
+        pthread_mutex_unlock(&mu);
+        pthread_join(holder, NULL);
+        if (held_status != DNS_SHIM_OK)
+            fail("the call holding the first interpreter gave %" PRId32, held_status);
+    }
     if (bench) {
         double elapsed = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
         printf("calls/s %.0f rss_kib %ld start_rss_kib %ld start_ms %.1f\n",
@@ -476,6 +577,11 @@ int main(int argc, char **argv)
             fputs(messages[i].out.data, stdout);
         free(messages[i].out.data);
         free(messages[i].data);
+    }
+    if (library) {
+        printf("library parallelism %d\n", ninstances);
+        free(messages);
+        return 0;
     }
     int distinct = 0;
     for (int i = 0; i < nstarted; i++) {

@@ -1,0 +1,511 @@
+/*
+** pool.c: parallelism (dns_shim_set_parallelism), a unit of libdnsshim's C
+** compiled on its own.
+**
+** With parallelism n > 1 the library parses in up to n private interpreters
+** at once.  Each is an instance of the worker image (libdnsshim_worker.so,
+** installed beside the library; dnsshim_build/worker.py): the whole runtime,
+** its own CPython, dnspython and cffi's backend, every symbol local but the
+** API.  An instance is the image copied into a memfd and dlopen()ed
+** RTLD_LOCAL by the memfd's /proc/self/fd path; the memfd stays open while
+** the instance lives, since the dynamic loader matches a path it has loaded
+** before by its name, and a closed descriptor's number comes back.
+**
+** This unit is the front.  A call is checked here as ever (api.c), then
+** dns_shim__run hands it to dns_shim__pool_run: it takes an idle instance
+** (starting one when fewer than n run), makes the call with the instance's
+** own entry point, the registered set passed explicitly, and copies the
+** instance's failure detail into the calling thread's.  Callbacks run in
+** the calling thread while it holds the instance; a call a callback makes
+** into the library goes to the same instance.  Each instance logs through
+** the program's handler, allocates through the program's allocator, and
+** counts its memory in the pool's one account (dns_shim__pool_account),
+** under the one limit.
+**
+** An instance is never unloaded: its runtime has thread-exit hooks in its
+** own code (cffi's thread state).  Lowering n parks the instances above it,
+** which keep their memory until the process exits and serve again when n is
+** raised.  An instance that cannot start is never used; the others serve.
+** After fork() the child keeps the instances that were idle, and the one
+** the forking thread held; the others were mid-call in threads the child
+** does not have, and are dropped.
+**
+** The worker image contains this unit too: the front tells each instance
+** its parallelism is 1 before anything else, so an instance never reads
+** DNS_SHIM_PARALLELISM nor makes a pool of its own.
+*/
+#define _GNU_SOURCE 1
+#define DNS_SHIM_BUILDING 1
+#include "dns_shim.h"
+#include "dns_shim_generated.h"
+#include "lib/dns_shim_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+enum { DNS_SHIM__EMPTY, DNS_SHIM__IDLE, DNS_SHIM__BUSY, DNS_SHIM__FAILED, DNS_SHIM__DROPPED };
+
+typedef struct dns_shim__instance {
+    int state;
+    int ready; /* started: its entry points may be called (under the lock) */
+    int fd;
+    void *handle;
+    int32_t (*process)(uint8_t *, int32_t);
+    int32_t (*process_with)(const uint8_t *, int32_t, const dns_shim_callbacks *);
+    int32_t (*process_reply)(const uint8_t *, int32_t, const dns_shim_query *,
+                             const dns_shim_callbacks *);
+    int32_t (*init)(void);
+    const char *(*last_error)(void);
+    int32_t (*set_memory_limit)(size_t);
+} dns_shim__instance;
+
+static pthread_mutex_t dns_shim__pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t dns_shim__pool_idle = PTHREAD_COND_INITIALIZER;
+static dns_shim__instance dns_shim__pool[DNS_SHIM_PARALLELISM_MAX];
+static uint32_t dns_shim__pool_n = 1;     /* the parallelism; 0 and 1 alike (written under
+                                          ** the lock, read atomically) */
+static int dns_shim__pool_chosen = 0;     /* set by dns_shim_set_parallelism */
+static pthread_once_t dns_shim__pool_env_once = PTHREAD_ONCE_INIT;
+static pthread_once_t dns_shim__pool_fork_once = PTHREAD_ONCE_INIT;
+static size_t dns_shim__pool_held = 0;    /* the instances' one account (atomic) */
+static char dns_shim__pool_start_error[DNS_SHIM__ERROR_SIZE]; /* the last start failure */
+/* The instance this thread holds: a callback's own calls go to it. */
+static __thread dns_shim__instance *dns_shim__pool_mine = NULL;
+
+/* ------------------------------------------------------------------ */
+/* The image                                                            */
+
+/* The worker image's path: beside the file this code is in (the shared
+** library, or the program a static archive was linked into), its links
+** resolved.  Returns 0, or -1 with the reason for this thread
+** (DNS_SHIM_ERR_UNSUPPORTED). */
+static int dns_shim__pool_image(char *path, size_t size)
+{
+    Dl_info info;
+    char *real = NULL;
+    const char *slash = NULL;
+    struct stat st;
+    int written = -1;
+
+    if (dladdr((void *)&dns_shim__pool_image, &info) != 0 && info.dli_fname != NULL &&
+        (real = realpath(info.dli_fname, NULL)) != NULL && (slash = strrchr(real, '/')) != NULL)
+        written = snprintf(path, size, "%.*s/%s", (int)(slash - real), real,
+                           DNS_SHIM_WORKER_IMAGE);
+    free(real);
+    if (written < 0 || (size_t)written >= size) {
+        dns_shim__fail(DNS_SHIM_ERR_UNSUPPORTED, "parallelism above 1 needs the worker image "
+                       "beside the library, and the library's own path is unknown");
+        return -1;
+    }
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        dns_shim__fail(DNS_SHIM_ERR_UNSUPPORTED, "parallelism above 1 needs the worker image "
+                       "%s, which this installation does not have: pip install . and "
+                       "build_ffi.py --prefix build it where Debian's python3-dev and "
+                       "libffi-dev are installed", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Copies the image into a new memfd: the descriptor, or -1 (errno). */
+static int dns_shim__pool_copy(const char *path)
+{
+    char chunk[65536];
+    int in = -1, out = -1, saved;
+    ssize_t got;
+
+    in = open(path, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return -1;
+    out = memfd_create("libdnsshim_worker", MFD_CLOEXEC);
+    if (out < 0)
+        goto fail;
+    while ((got = read(in, chunk, sizeof chunk)) != 0) {
+        ssize_t put = 0;
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            goto fail;
+        }
+        while (put < got) {
+            ssize_t n = write(out, chunk + put, (size_t)(got - put));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                goto fail;
+            put += n;
+        }
+    }
+    close(in);
+    return out;
+fail:
+    saved = errno;
+    close(in);
+    if (out >= 0)
+        close(out);
+    errno = saved;
+    return -1;
+}
+
+/* The program's log handler, for every instance: the instance's messages
+** go where the library's own go. */
+static void dns_shim__pool_log(void *ctx, int32_t level, const char *message)
+{
+    (void)ctx;
+    dns_shim__log_level(level, message);
+}
+
+#define DNS_SHIM__FIND(field, name)                                               \
+    (*(void **)&inst->field = dlsym(inst->handle, name)) == NULL ? name :
+
+/* Loads and starts instance number index (0-based) of n, outside the
+** pool's lock.  Returns DNS_SHIM_OK, or DNS_SHIM_ERR_INIT with the reason
+** for this thread; a failed instance is never used. */
+static int32_t dns_shim__pool_start(dns_shim__instance *inst, unsigned index, uint32_t n)
+{
+    char image[PATH_MAX], fd_path[64];
+    const char *missing;
+    int32_t (*set_parallelism)(uint32_t);
+    void (*set_log_handler)(dns_shim_log_handler, void *);
+    int32_t (*set_allocator)(const dns_shim_allocator *);
+    int32_t (*account)(size_t *);
+    dns_shim_allocator host;
+    int32_t rc;
+
+    if (dns_shim__pool_image(image, sizeof image) != 0)
+        return dns_shim__fail(DNS_SHIM_ERR_INIT, "cannot start interpreter %u of %" PRIu32
+                              ": %s", index + 1, n, dns_shim_last_error());
+    inst->fd = dns_shim__pool_copy(image);
+    if (inst->fd < 0)
+        return dns_shim__fail(DNS_SHIM_ERR_INIT, "cannot start interpreter %u of %" PRIu32
+                              ": %s could not be copied into memory (%s)", index + 1, n, image,
+                              strerror(errno));
+    snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", inst->fd);
+    inst->handle = dlopen(fd_path, RTLD_NOW | RTLD_LOCAL);
+    if (inst->handle == NULL) {
+        const char *why = dlerror();
+        close(inst->fd); /* nothing of it was loaded */
+        inst->fd = -1;
+        return dns_shim__fail(DNS_SHIM_ERR_INIT, "cannot start interpreter %u of %" PRIu32
+                              ": the worker image %s does not load (%s): install the library "
+                              "again", index + 1, n, image, why ? why : "no reason given");
+    }
+    missing = DNS_SHIM__FIND(process, "process_dns_response")
+              DNS_SHIM__FIND(process_with, "dns_shim_process")
+              DNS_SHIM__FIND(process_reply, "dns_shim_process_reply")
+              DNS_SHIM__FIND(init, "dns_shim_init")
+              DNS_SHIM__FIND(last_error, "dns_shim_last_error")
+              DNS_SHIM__FIND(set_memory_limit, "dns_shim_set_memory_limit")
+              (*(void **)&set_parallelism = dlsym(inst->handle, "dns_shim_set_parallelism")) == NULL
+                  ? "dns_shim_set_parallelism" :
+              (*(void **)&set_log_handler = dlsym(inst->handle, "dns_shim_set_log_handler")) == NULL
+                  ? "dns_shim_set_log_handler" :
+              (*(void **)&set_allocator = dlsym(inst->handle, "dns_shim_set_allocator")) == NULL
+                  ? "dns_shim_set_allocator" :
+              (*(void **)&account = dlsym(inst->handle, "dns_shim__pool_account")) == NULL
+                  ? "dns_shim__pool_account" : NULL;
+    if (missing != NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_INIT, "cannot start interpreter %u of %" PRIu32
+                              ": the worker image %s has no %s: it is not this library's; "
+                              "install the library again", index + 1, n, image, missing);
+    /* Before the instance starts: one interpreter, the program's handler and
+    ** allocator, the pool's account and limit. */
+    set_parallelism(1);
+    set_log_handler(dns_shim__pool_log, NULL);
+    rc = dns_shim__memory_host(&host) ? set_allocator(&host) : DNS_SHIM_OK;
+    if (rc == DNS_SHIM_OK)
+        rc = account(&dns_shim__pool_held);
+    if (rc == DNS_SHIM_OK)
+        rc = inst->init();
+    if (rc != DNS_SHIM_OK) {
+        /* its detail, without its status's name: "cannot start: ..." */
+        const char *why = inst->last_error(), *colon = strstr(why, ": ");
+        if (strncmp(why, "DNS_SHIM_", 9) == 0 && colon != NULL)
+            why = colon + 2;
+        return dns_shim__fail(DNS_SHIM_ERR_INIT, "interpreter %u of %" PRIu32 ": %s",
+                              index + 1, n, why);
+    }
+    return DNS_SHIM_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Taking and giving back                                               */
+
+/* The fork handlers: the pool's lock is held across fork(); in the child,
+** instances busy in other threads are dropped. */
+static void dns_shim__pool_prepare(void)
+{
+    pthread_mutex_lock(&dns_shim__pool_lock);
+}
+
+static void dns_shim__pool_parent(void)
+{
+    pthread_mutex_unlock(&dns_shim__pool_lock);
+}
+
+static void dns_shim__pool_child(void)
+{
+    unsigned i;
+    for (i = 0; i < DNS_SHIM_PARALLELISM_MAX; i++)
+        if (dns_shim__pool[i].state == DNS_SHIM__BUSY && &dns_shim__pool[i] != dns_shim__pool_mine)
+            dns_shim__pool[i].state = DNS_SHIM__DROPPED;
+    pthread_mutex_init(&dns_shim__pool_lock, NULL);
+    pthread_cond_init(&dns_shim__pool_idle, NULL);
+}
+
+static void dns_shim__pool_register_fork(void)
+{
+    pthread_atfork(dns_shim__pool_prepare, dns_shim__pool_parent, dns_shim__pool_child);
+}
+
+/* An instance for this call: this thread's own, when a callback calls
+** back, or an idle one, or one started now.  NULL when none can serve (the
+** reason for this thread) or when parallelism is 1 again (*single set). */
+static dns_shim__instance *dns_shim__pool_take(int *single)
+{
+    dns_shim__instance *inst = NULL;
+    unsigned i, index = 0;
+    uint32_t n;
+    int32_t rc;
+
+    *single = 0;
+    if (dns_shim__pool_mine != NULL)
+        return dns_shim__pool_mine;
+    pthread_mutex_lock(&dns_shim__pool_lock);
+    for (;;) {
+        int running = 0;
+        n = dns_shim__pool_n;
+        if (n <= 1) {
+            *single = 1;
+            break;
+        }
+        for (i = 0; i < n && inst == NULL; i++)
+            if (dns_shim__pool[i].state == DNS_SHIM__IDLE)
+                inst = &dns_shim__pool[i];
+        if (inst != NULL) {
+            inst->state = DNS_SHIM__BUSY;
+            break;
+        }
+        for (i = 0; i < n && inst == NULL; i++)
+            if (dns_shim__pool[i].state == DNS_SHIM__EMPTY) {
+                inst = &dns_shim__pool[i];
+                index = i;
+            }
+        if (inst != NULL)
+            break;
+        for (i = 0; i < n; i++)
+            running += dns_shim__pool[i].state == DNS_SHIM__BUSY;
+        if (running == 0) {
+            dns_shim__fail(DNS_SHIM_ERR_INIT, "no interpreter of the %" PRIu32 " could start; "
+                           "the last: %s", n, dns_shim__pool_start_error);
+            break;
+        }
+        pthread_cond_wait(&dns_shim__pool_idle, &dns_shim__pool_lock);
+    }
+    if (inst == NULL || inst->state == DNS_SHIM__BUSY) {
+        pthread_mutex_unlock(&dns_shim__pool_lock);
+        if (inst != NULL)
+            dns_shim__pool_mine = inst;
+        return inst;
+    }
+    inst->state = DNS_SHIM__BUSY; /* starting: no other call takes it */
+    pthread_mutex_unlock(&dns_shim__pool_lock);
+    rc = dns_shim__pool_start(inst, index, n);
+    if (rc != DNS_SHIM_OK) {
+        dns_shim__log(dns_shim_last_error());
+        pthread_mutex_lock(&dns_shim__pool_lock);
+        inst->state = DNS_SHIM__FAILED;
+        /* kept without its status's name: the calls that find no
+        ** interpreter to start say it after theirs */
+        snprintf(dns_shim__pool_start_error, sizeof dns_shim__pool_start_error, "%s",
+                 dns_shim_last_error() + sizeof "DNS_SHIM_ERR_INIT: " - 1);
+        pthread_cond_broadcast(&dns_shim__pool_idle);
+        pthread_mutex_unlock(&dns_shim__pool_lock);
+        return NULL;
+    }
+    /* Ready: from now on dns_shim__pool_limit reaches it too; the limit it
+    ** gets here, under the same lock, is the latest. */
+    pthread_mutex_lock(&dns_shim__pool_lock);
+    inst->ready = 1;
+    inst->set_memory_limit(__atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED));
+    pthread_mutex_unlock(&dns_shim__pool_lock);
+    dns_shim__pool_mine = inst;
+    return inst;
+}
+
+static void dns_shim__pool_give(dns_shim__instance *inst)
+{
+    dns_shim__pool_mine = NULL;
+    pthread_mutex_lock(&dns_shim__pool_lock);
+    if (inst->state == DNS_SHIM__BUSY)
+        inst->state = DNS_SHIM__IDLE;
+    pthread_cond_broadcast(&dns_shim__pool_idle);
+    pthread_mutex_unlock(&dns_shim__pool_lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* The front                                                            */
+
+/* DNS_SHIM_PARALLELISM, once, unless the program chose: a value this
+** library cannot take is logged and left, and parallelism stays 1. */
+static void dns_shim__pool_read_env(void)
+{
+    const char *text = getenv("DNS_SHIM_PARALLELISM");
+    char *end = NULL, image[PATH_MAX];
+    unsigned long n;
+    char message[DNS_SHIM__ERROR_SIZE + 128];
+
+    if (text == NULL || text[0] == '\0')
+        return;
+    errno = 0;
+    n = strtoul(text, &end, 10);
+    pthread_mutex_lock(&dns_shim__pool_lock);
+    if (dns_shim__pool_chosen) {
+        pthread_mutex_unlock(&dns_shim__pool_lock);
+        return;
+    }
+    if (errno != 0 || end == text || *end != '\0' || text[0] == '-' ||
+        n > DNS_SHIM_PARALLELISM_MAX) {
+        pthread_mutex_unlock(&dns_shim__pool_lock);
+        snprintf(message, sizeof message, "DNS_SHIM_PARALLELISM=%.64s is not a number from 0 "
+                 "to %d: parallelism stays 1", text, DNS_SHIM_PARALLELISM_MAX);
+        dns_shim__log_level(DNS_SHIM_LOG_WARNING, message);
+        return;
+    }
+    if (n > 1 && dns_shim__pool_image(image, sizeof image) != 0) {
+        pthread_mutex_unlock(&dns_shim__pool_lock);
+        snprintf(message, sizeof message, "DNS_SHIM_PARALLELISM=%lu is not taken, parallelism "
+                 "stays 1: %s", n, dns_shim_last_error());
+        dns_shim__error[0] = '\0';
+        dns_shim__log_level(DNS_SHIM_LOG_WARNING, message);
+        return;
+    }
+    __atomic_store_n(&dns_shim__pool_n, (uint32_t)n, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&dns_shim__pool_lock);
+    if (n > 1)
+        pthread_once(&dns_shim__pool_fork_once, dns_shim__pool_register_fork);
+}
+
+DNS_SHIM_API int32_t dns_shim_set_parallelism(uint32_t n)
+{
+    char image[PATH_MAX];
+
+    if (n > DNS_SHIM_PARALLELISM_MAX)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "parallelism %" PRIu32 " is above "
+                              "%d, the most this library runs", n, DNS_SHIM_PARALLELISM_MAX);
+    if (n > 1 && dns_shim__pool_image(image, sizeof image) != 0)
+        return DNS_SHIM_ERR_UNSUPPORTED;
+    if (n > 1)
+        pthread_once(&dns_shim__pool_fork_once, dns_shim__pool_register_fork);
+    pthread_mutex_lock(&dns_shim__pool_lock);
+    dns_shim__pool_chosen = 1;
+    __atomic_store_n(&dns_shim__pool_n, n, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&dns_shim__pool_idle); /* waiters re-read n */
+    pthread_mutex_unlock(&dns_shim__pool_lock);
+    return dns_shim__ok();
+}
+
+/* Whether calls go to the pool (parallelism above 1): no lock taken, so
+** that one interpreter's callers do not meet here. */
+int dns_shim__pool_on(void)
+{
+    pthread_once(&dns_shim__pool_env_once, dns_shim__pool_read_env);
+    return dns_shim__pool_mine != NULL ||
+           __atomic_load_n(&dns_shim__pool_n, __ATOMIC_ACQUIRE) > 1;
+}
+
+/* A checked call through an instance: DNS_SHIM__POOL_SINGLE when
+** parallelism went back to 1 meanwhile (the caller parses itself). */
+int32_t dns_shim__pool_run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
+                           const dns_shim_callbacks *callbacks)
+{
+    static uint8_t empty[1] = {0};
+    int single, nested = dns_shim__pool_mine != NULL;
+    dns_shim__instance *inst = dns_shim__pool_take(&single);
+    int32_t rc;
+
+    if (inst == NULL)
+        return single ? DNS_SHIM__POOL_SINGLE : DNS_SHIM_ERR_INIT;
+    if (query != NULL)
+        rc = inst->process_reply(buf, len, query, callbacks);
+    else if (callbacks != NULL)
+        rc = inst->process_with(buf, len, callbacks);
+    else /* the instance has no registered set: it parses and calls nothing */
+        rc = inst->process(buf != NULL ? (uint8_t *)(uintptr_t)buf : empty, len);
+    if (rc == DNS_SHIM_OK)
+        dns_shim__ok();
+    else
+        dns_shim__set_error(inst->last_error());
+    if (!nested)
+        dns_shim__pool_give(inst);
+    if (rc > 0 || rc < DNS_SHIM_ERR_UNSUPPORTED)
+        return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the interpreter returned %" PRId32
+                              ", which is no status", rc);
+    return rc;
+}
+
+/* dns_shim_init with parallelism above 1: every interpreter started. */
+int32_t dns_shim__pool_init(void)
+{
+    dns_shim__instance *taken[DNS_SHIM_PARALLELISM_MAX];
+    unsigned count = 0, i;
+    int32_t rc = DNS_SHIM_OK;
+    uint32_t n;
+    int single = 0;
+
+    if (dns_shim__pool_mine != NULL)
+        return dns_shim__ok();
+    pthread_mutex_lock(&dns_shim__pool_lock);
+    n = dns_shim__pool_n;
+    pthread_mutex_unlock(&dns_shim__pool_lock);
+    /* Take n at once: each take starts one that has not started, or waits
+    ** for a busy one; held, each is counted once. */
+    for (i = 0; i < n && rc == DNS_SHIM_OK; i++) {
+        dns_shim__instance *inst = dns_shim__pool_take(&single);
+        if (inst == NULL) {
+            rc = single ? DNS_SHIM__POOL_SINGLE : DNS_SHIM_ERR_INIT;
+            break;
+        }
+        dns_shim__pool_mine = NULL; /* the next take must find another */
+        taken[count++] = inst;
+    }
+    for (i = 0; i < count; i++)
+        dns_shim__pool_give(taken[i]);
+    return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
+}
+
+/* Whether an interpreter of the pool was ever started (dns_shim_set_allocator
+** is then too late, as after the library's own start). */
+int dns_shim__pool_started(void)
+{
+    unsigned i;
+    int started = 0;
+    pthread_mutex_lock(&dns_shim__pool_lock);
+    for (i = 0; i < DNS_SHIM_PARALLELISM_MAX; i++)
+        started |= dns_shim__pool[i].state != DNS_SHIM__EMPTY;
+    pthread_mutex_unlock(&dns_shim__pool_lock);
+    return started;
+}
+
+/* dns_shim_set_memory_limit: every running instance gets the pool's limit
+** (each counts in the pool's one account, so the limit is the pool's). */
+void dns_shim__pool_limit(size_t bytes)
+{
+    unsigned i;
+    pthread_mutex_lock(&dns_shim__pool_lock);
+    for (i = 0; i < DNS_SHIM_PARALLELISM_MAX; i++)
+        if (dns_shim__pool[i].ready)
+            dns_shim__pool[i].set_memory_limit(bytes);
+    pthread_mutex_unlock(&dns_shim__pool_lock);
+}

@@ -1,0 +1,287 @@
+"""Parallelism (dns_shim_set_parallelism, DNS_SHIM_PARALLELISM): the library
+parsing in a pool of private interpreters, instances of the worker image
+beside it (csrc/lib/pool.c).
+
+Through the library's own entry points, from C (tests/c/pool_instances.c
+--library, and the library's other test programs):
+
+- four threads over a parallelism of two print, message for message, what
+  one thread with the library's own interpreter prints: statuses, failure
+  detail, every record (the vectors, the malformed and accepted cases, the
+  corpus);
+- history independence across the pool: the first interpreter parses the
+  history poison and is refused every message under a 1-byte limit, then is
+  held by a call while the victims go to the second, which answers them as a
+  fresh process does;
+- a child forked after the pool started keeps a working pool;
+- the stress mix of dnsshim_stress with four threads, parallelism two;
+- valgrind with the shipped suppressions, four threads over two;
+- the memory limit counts the whole pool, not each interpreter;
+- set in a program that is loaded into a Python program: it answers and
+  adds no module;
+- what cannot be: no image (DNS_SHIM_ERR_UNSUPPORTED, with the path and the
+  fix), above the most (DNS_SHIM_ERR_BAD_ARGUMENT), an image that does not
+  load (DNS_SHIM_ERR_INIT on every call, the first log line naming it), and
+  a DNS_SHIM_PARALLELISM the library cannot take (a warning, one
+  interpreter).
+
+The image is made from the firmware object (test_worker.py, test_firmware.py):
+without what that build needs these tests skip naming the package; under
+CI=true they fail.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dnsshim_build import pipeline, worker
+from conftest import ROOT, require_program, split_log
+from cprograms import STRICT
+from pool_output import verdicts
+from test_firmware import firmware  # noqa: F401 (fixture)
+from test_worker import history_sets, image, messages, pool  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.python_independent
+
+ENV = {"PATH": "/usr/bin:/bin"}
+
+
+def _library_copy(built, where: Path, image_bytes: bytes | None) -> Path:
+    """The built library copied into where, with image_bytes as the worker
+    image beside it (None: no image)."""
+    where.mkdir(parents=True, exist_ok=True)
+    lib = where / "libdnsshim.so.1"
+    shutil.copyfile(built.dir / "libdnsshim.so.1", lib)
+    if image_bytes is not None:
+        (where / worker.NAME).write_bytes(image_bytes)
+    return lib
+
+
+@pytest.fixture(scope="module")
+def front(built, image, tmp_path_factory):
+    """The library with its worker image beside it."""
+    return _library_copy(built, tmp_path_factory.mktemp("front"), image.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def broken(built, tmp_path_factory):
+    """The library beside a worker image that is not one."""
+    return _library_copy(built, tmp_path_factory.mktemp("broken"), b"not an ELF file\n")
+
+
+def _run(*args, env=None, code=0, timeout=1800):
+    """The program's result; its exit status must be code (None: any)."""
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True,
+                            env={**ENV, **(env or {})}, timeout=timeout)
+    assert code is None or result.returncode == code, result.stderr[-4000:]
+    return result
+
+
+def _lines(stdout: str, parallelism: int) -> list:
+    *lines, last = stdout.splitlines()
+    assert last == f"library parallelism {parallelism}"
+    return lines
+
+
+@pytest.fixture(scope="module")
+def one(front, pool, messages):
+    """Every message's line from one thread and the library's own interpreter."""
+    lines = _lines(_run(pool, "--library", front, 1, 1, *messages).stdout, 1)
+    assert len(lines) == len(messages)
+    statuses = [verdict.split(" ")[1] for verdict in verdicts(lines)]
+    assert statuses.count("0") > 0 and len(statuses) - statuses.count("0") > 0
+    return lines
+
+
+def test_four_threads_over_two_interpreters_give_what_one_interpreter_gives(front, pool,
+                                                                            messages, one):
+    assert _lines(_run(pool, "--library", front, 2, 4, *messages).stdout, 2) == one
+
+
+def test_a_poisoned_interpreter_leaves_the_other_as_a_fresh_one(front, pool, messages,
+                                                                history_sets):
+    victims = [*history_sets["victim"], *messages]
+    alone = _lines(_run(pool, "--library", front, 1, 1, *victims).stdout, 1)
+    after = _lines(_run(pool, "--library", front, 2, 2, "--poison",
+                        len(history_sets["poison"]), *history_sets["poison"],
+                        *victims).stdout, 2)
+    assert len(alone) == len(victims)
+    assert after == alone
+
+
+def test_a_forked_child_keeps_a_working_pool(front, pool, messages, one):
+    assert _lines(_run(pool, "--library", front, 2, 4, "--fork", *messages).stdout, 2) == one
+
+
+def test_the_stress_mix_with_four_threads_and_parallelism_two(built, front):
+    """dnsshim_stress's threaded mix (dns_shim_process with a context per
+    thread, process_dns_response with the registered set) through the pool,
+    set by the environment (which test_an_image_that_does_not_load_... shows
+    sends the calls to the pool)."""
+    import vectors
+
+    mix = front.parent / "mix"
+    mix.mkdir(exist_ok=True)
+    files = []
+    for name in ("ims", "every_type", "nxdomain", "odd_names", "duplicates", "badvers"):
+        files.append(mix / f"{name}.bin")
+        files[-1].write_bytes(vectors.wire(name))
+    out = _run(built.stress_prog, "threads", "--threads", "4", "--calls", "2000", *files,
+               env={"DNS_SHIM_PARALLELISM": "2", "LD_LIBRARY_PATH": str(front.parent)}).stdout
+    assert "ok threads: 4 threads x 2000 calls" in out and ", 0 wrong" in out
+    assert "FAIL" not in out
+
+
+def test_valgrind_with_four_threads_over_two_interpreters(front, pool, messages):
+    from test_c_programs import VALGRIND, _require_valgrind
+
+    _require_valgrind()
+    some = [m for m in messages if m.name.startswith(("vector_", "bad_"))]
+    result = _run(*VALGRIND, f"--suppressions={pipeline.SUPPRESSIONS}", pool, "--library",
+                  front, 2, 4, *some)
+    assert _lines(result.stdout, 2)
+    assert "ERROR SUMMARY" not in result.stderr
+
+
+def test_the_library_looks_for_the_file_the_install_writes():
+    assert f'#define DNS_SHIM_WORKER_IMAGE "{worker.NAME}"\n' in \
+        (pipeline.CSRC / "lib" / "dns_shim_internal.h").read_text()
+
+
+def test_without_the_image_more_than_one_is_refused_with_the_path_and_the_fix(built, pool,
+                                                                              messages):
+    lib = Path(os.path.realpath(built.dir / "libdnsshim.so.1"))
+    result = _run(pool, "--library", lib, 2, 1, messages[0], code=1)
+    assert result.stderr.splitlines()[-1] == (
+        f"FAIL dns_shim_set_parallelism(2): DNS_SHIM_ERR_UNSUPPORTED: parallelism above 1 "
+        f"needs the worker image {lib.parent}/{worker.NAME}, which this installation does "
+        f"not have: pip install . and build_ffi.py --prefix build it where Debian's "
+        f"python3-dev and libffi-dev are installed")
+
+
+def test_more_than_the_most_is_a_bad_argument_and_changes_nothing(abi):
+    ffi, lib = abi
+    assert "#define DNS_SHIM_PARALLELISM_MAX 64\n" in pipeline.HEADER.read_text()
+    assert lib.dns_shim_set_parallelism(65) == -12
+    assert ffi.string(lib.dns_shim_last_error()).decode() == (
+        "DNS_SHIM_ERR_BAD_ARGUMENT: parallelism 65 is above 64, the most this library runs")
+    for n in (0, 1):
+        assert lib.dns_shim_set_parallelism(n) == 0
+        assert ffi.string(lib.dns_shim_last_error()) == b""
+
+
+FD = r"/proc/self/fd/\d+"
+
+
+def test_an_image_that_does_not_load_fails_every_call_naming_it(built, broken, pool,
+                                                                 messages):
+    lib = Path(os.path.realpath(broken))
+    image_path = f"{lib.parent}/{worker.NAME}"
+    why = (f"cannot start interpreter 1 of 2: the worker image {image_path} does not load "
+           f"\\({FD}: file too short\\): install the library again")
+    result = _run(pool, "--library", lib, 2, 1, messages[0], code=1)
+    first, *_ = result.stderr.splitlines()
+    assert re.fullmatch(f"dnsshim: DNS_SHIM_ERR_INIT: {why}", first), first
+    assert re.fullmatch(f"FAIL dns_shim_init: DNS_SHIM_ERR_INIT: {why}",
+                        result.stderr.splitlines()[-1])
+    # Every call, through the environment's parallelism: -14 and why, the
+    # first two trying an interpreter each, the third none left to try.
+    out = _run(built.test_prog, "--detail", *messages[:3], code=None,
+               env={"DNS_SHIM_PARALLELISM": "2", "LD_LIBRARY_PATH": str(lib.parent)})
+    log = split_log(out.stdout)
+    second = why.replace("interpreter 1 of", "interpreter 2 of")
+    for path, expected in zip(map(str, messages[:3]), (
+            why, second, f"no interpreter of the 2 could start; the last: {second}")):
+        assert next(line for line in log[path] if line.startswith("status ")).split()[1] \
+            == "-14"
+        detail = next(line for line in log[path] if line.startswith("detail "))
+        assert re.fullmatch(f"detail DNS_SHIM_ERR_INIT: {expected}", detail), detail
+
+
+@pytest.mark.parametrize("value, warning", [
+    ("x", "DNS_SHIM_PARALLELISM=x is not a number from 0 to 64: parallelism stays 1"),
+    ("65", "DNS_SHIM_PARALLELISM=65 is not a number from 0 to 64: parallelism stays 1"),
+    ("-2", "DNS_SHIM_PARALLELISM=-2 is not a number from 0 to 64: parallelism stays 1"),
+    ("2", "DNS_SHIM_PARALLELISM=2 is not taken, parallelism stays 1: "
+          "DNS_SHIM_ERR_UNSUPPORTED: parallelism above 1 needs the worker image {lib}/"
+          "libdnsshim_worker.so, which this installation does not have: pip install . and "
+          "build_ffi.py --prefix build it where Debian's python3-dev and libffi-dev are "
+          "installed"),
+])
+def test_an_environment_value_it_cannot_take_is_logged_and_one_interpreter_parses(
+        built, messages, value, warning):
+    lib = Path(os.path.realpath(built.dir / "libdnsshim.so.1")).parent
+    result = _run(built.test_prog, "--detail", messages[0],
+                  env={"DNS_SHIM_PARALLELISM": value})
+    assert result.stderr.splitlines()[0] == "dnsshim: " + warning.format(lib=lib)
+    assert "status 0" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def pool_limit(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pool-limit") / "pool_limit"
+    return pipeline.compile_program([ROOT / "tests" / "c" / "pool_limit.c"], out,
+                                    libraries=(), cflags=STRICT)
+
+
+def test_the_memory_limit_counts_every_interpreter_of_the_pool(front, pool_limit, messages):
+    """The smallest limit (to 64 KiB) under which a pool with one started
+    interpreter parses a message refuses it once both run; twice that
+    and more parses it."""
+    answer = next(m for m in messages if m.name == "vector_ims.bin")
+
+    def status(started, limit):
+        out = _run(pool_limit, front, started, limit, answer).stdout
+        return int(out.split(" ", 1)[0]), out.rstrip("\n")
+
+    low, high = 1 << 20, 256 << 20  # refused at low, parsed at high
+    assert status(1, low)[0] == -13 and status(1, high)[0] == 0
+    while high - low > 64 << 10:
+        middle = (low + high) // 2
+        if status(1, middle)[0] == 0:
+            high = middle
+        else:
+            low = middle
+    assert status(2, high) == (-13, f"-13 DNS_SHIM_ERR_NO_MEMORY: parsing the message would "
+                                    f"take the runtime above its memory limit of {high} bytes "
+                                    f"(dns_shim_set_memory_limit)")
+    assert status(2, 2 * high + (2 << 20)) == (0, "0 ")
+
+
+HOST = """
+import ctypes, sys
+before = set(sys.modules)
+lib = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)
+lib.process_dns_response.argtypes = [ctypes.c_char_p, ctypes.c_int32]
+lib.dns_shim_set_parallelism.argtypes = [ctypes.c_uint32]
+lib.dns_shim_last_error.restype = ctypes.c_char_p
+wire = bytes.fromhex(sys.argv[2])
+print(lib.dns_shim_set_parallelism(2), lib.dns_shim_init())
+print(lib.process_dns_response(wire, len(wire)), lib.process_dns_response(wire[:20], 20))
+print(lib.dns_shim_last_error().decode())
+print(sorted(set(sys.modules) - before - {"ctypes", "_ctypes", "ctypes._endian", "struct",
+                                          "_struct"}))
+"""
+
+
+def test_set_by_a_program_loaded_into_a_python_program_it_answers_and_adds_no_module(
+        front, built, tmp_path):
+    """Debian's python3.11 (whose own libpython is in the process) loads the
+    library, which sets parallelism 2: the pool parses, apart from the
+    program's interpreter."""
+    from test_worker import ANSWER
+
+    python = require_program("/usr/bin/python3.11", "python3.11")
+    out = _run(python, "-I", "-c", HOST, front, ANSWER, timeout=600)
+    started, statuses, detail, added = out.stdout.splitlines()
+    assert started == "0 0"
+    assert statuses == "0 -4"
+    truncated = tmp_path / "truncated.bin"
+    truncated.write_bytes(bytes.fromhex(ANSWER)[:20])
+    library = _run(built.test_prog, "--detail", truncated, code=None).stdout.splitlines()
+    assert library[-1] == f"detail {detail}"
+    assert added == "[]"
