@@ -51,10 +51,13 @@ def test_benchmark_smoke(smoke):
     pool = data["pool"]
     if "not measured" not in pool or os.environ.get("CI"):
         calls = pool["calls_per_second"]
-        assert set(calls) == {f"{t}x{i}" for t in (1, 2, 4) for i in (1, 2, 4)}
+        assert set(calls) == {f"{how}{t}x{i}" for how in ("", "library ") for t in (1, 2, 4)
+                              for i in (1, 2, 4)}
         assert min(calls.values()) > 0 and set(pool["rss_mib"]) == {"1", "2", "4"}
         assert pool["rss_mib_per_extra_instance"] > 1 and pool["instance_start_ms"] > 0
         assert "pool of private interpreters (CNAME+4A)" in stdout
+        assert "through the library (dns_shim_set_parallelism): 2 threads with parallelism 2" \
+            in stdout
     assert data["cold_bundle"]["first_call_ms"] > 0 and data["cold_bundle"]["bundle_mib"] > 1
     assert "shim/from_wire" in stdout and "cold start from the bundle" in stdout
     # The instruction counts (valgrind is required in CI), one message and

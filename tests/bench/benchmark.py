@@ -327,7 +327,7 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
         result["cold_firmware"] = {"not measured": fw_missing}
     result["cold_firmware_313"] = firmware_313(files[2], smoke)
     result["pool"] = pool_scaling(tmp, fw_dirs[0] if fw_bench is not None else None, files[1],
-                                  smoke, fw_missing)
+                                  smoke, fw_missing, build)
     result["instructions"] = instructions(build, {n: msgs[n][0] for n in names}, smoke)
     result["instructions_bundle"] = instructions(bundle_dir / "lib", {n: msgs[n][0] for n in names},
                                                  smoke, bundle_dir / "lib")
@@ -337,39 +337,54 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
     return result
 
 
-def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str) -> dict:
+def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
+                 build: Path) -> dict:
     """Calls per second by threads (1, 2, 4) and private interpreters (1, 2,
     4), each interpreter an instance of the worker image made from the
-    firmware object (dnsshim_build/worker.py, tests/c/pool_instances.c),
-    interleaved, medians of the rounds; the resident memory each instance
-    after the first adds, started and warm; and the time an instance takes to
-    load, start and make its first call."""
+    firmware object (dnsshim_build/worker.py, tests/c/pool_instances.c), and
+    the same through the library's own front (``library TxP``: T threads,
+    dns_shim_set_parallelism(P), the image beside a copy of the library;
+    P = 1 is the library's own interpreter, today's default), interleaved,
+    medians of the rounds; the resident memory each instance after the first
+    adds, started and warm; and the time an instance takes to load, start and
+    make its first call."""
     if fw_dir is None:
         return {"not measured": missing}
+    import shutil
     from dnsshim_build import worker
 
-    image = worker.link(fw_dir / "lib" / "libdnsshim_fw.o", tmp / worker.NAME)
+    front = tmp / "front"
+    front.mkdir()
+    image = worker.link(fw_dir / "lib" / "libdnsshim_fw.o", front / worker.NAME)
+    library = front / "libdnsshim.so.1"
+    shutil.copyfile(build / "libdnsshim.so.1", library)
     program = pipeline.compile_program([ROOT / "tests" / "c" / "pool_instances.c"],
                                        tmp / "pool_instances", libraries=())
     runs, rss, start = {}, {}, []
     for _ in range(1 if smoke else 5):
         for threads in (1, 2, 4):
             for instances in (1, 2, 4):
-                out = subprocess.run([str(program), str(image), str(instances), str(threads),
-                                      "--bench", "0.2" if smoke else "1", str(message)],
-                                     capture_output=True, text=True, check=True).stdout.split()
-                runs.setdefault(f"{threads}x{instances}", []).append(
-                    float(out[out.index("calls/s") + 1]))
-                if threads == instances:
-                    added = int(out[out.index("rss_kib") + 1]) - int(
-                        out[out.index("start_rss_kib") + 1])
-                    rss.setdefault(instances, []).append(added / 1024)
-                    start.append(float(out[out.index("start_ms") + 1]))
+                for key, how in ((f"{threads}x{instances}", [str(image)]),
+                                 (f"library {threads}x{instances}", ["--library", str(library)])):
+                    out = subprocess.run([str(program), *how, str(instances), str(threads),
+                                          "--bench", "0.2" if smoke else "1", str(message)],
+                                         capture_output=True, text=True,
+                                         check=True).stdout.split()
+                    runs.setdefault(key, []).append(float(out[out.index("calls/s") + 1]))
+                    if threads == instances and how[0] != "--library":
+                        added = int(out[out.index("rss_kib") + 1]) - int(
+                            out[out.index("start_rss_kib") + 1])
+                        rss.setdefault(instances, []).append(added / 1024)
+                        start.append(float(out[out.index("start_ms") + 1]))
     calls = {key: statistics.median(v) for key, v in runs.items()}
     mib = {n: statistics.median(v) for n, v in rss.items()}
     return {"calls_per_second": calls,
             "2 threads 2 instances / 1 thread": calls["2x2"] / calls["1x1"],
             "2 threads 1 instance / 1 thread": calls["2x1"] / calls["1x1"],
+            "library 2 threads parallelism 2 / 1 thread parallelism 1":
+                calls["library 2x2"] / calls["library 1x1"],
+            "library 2 threads parallelism 1 / 1 thread parallelism 1":
+                calls["library 2x1"] / calls["library 1x1"],
             "rss_mib": mib, "rss_mib_per_extra_instance": (mib[4] - mib[1]) / 3,
             "instance_start_ms": statistics.median(start)}
 
@@ -647,6 +662,11 @@ def table(result) -> str:
                      f" (on 1: {p['2 threads 1 instance / 1 thread']:.2f}); each instance after "
                      f"the first adds {p['rss_mib_per_extra_instance']:.1f} MiB resident and "
                      f"starts in {p['instance_start_ms']:.0f} ms")
+        lines.append("through the library (dns_shim_set_parallelism): 2 threads with parallelism "
+                     f"2 / 1 thread = "
+                     f"{p['library 2 threads parallelism 2 / 1 thread parallelism 1']:.2f} "
+                     f"(parallelism 1, one interpreter: "
+                     f"{p['library 2 threads parallelism 1 / 1 thread parallelism 1']:.2f})")
     if result["instructions"]:
         bundled = result.get("instructions_bundle") or {}
         lines.append("")
