@@ -193,7 +193,8 @@ typedef enum dns_shim_status {
     ** query of dns_shim_process_reply is NULL, its struct_size unknown, its
     ** flags have unknown bits, or its qname is NULL or not a name; an
     ** allocator or a memory limit the library cannot take now; a parallelism
-    ** above DNS_SHIM_PARALLELISM_MAX.  dns_shim_last_error says which. */
+    ** above the most the library runs (64).  dns_shim_last_error says
+    ** which. */
     DNS_SHIM_ERR_BAD_ARGUMENT = -12,
     /* Memory ran out inside the library. */
     DNS_SHIM_ERR_NO_MEMORY = -13,
@@ -209,9 +210,9 @@ typedef enum dns_shim_status {
     ** sent and the response has no COOKIE option, more than one, or one
     ** whose client part differs.  No callback is called. */
     DNS_SHIM_ERR_MISMATCH = -16,
-    /* (1.3) This installation cannot do what was asked: parallelism above 1
-    ** without the worker image beside the library (dns_shim_set_parallelism).
-    ** dns_shim_last_error names the file and how to get it. */
+    /* (1.3) This installation cannot do what was asked: a parallelism above
+    ** 1 without the worker image beside the library.  dns_shim_last_error
+    ** names the file and how to get it. */
     DNS_SHIM_ERR_UNSUPPORTED = -17
 } dns_shim_status;
 
