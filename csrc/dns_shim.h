@@ -808,10 +808,16 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
 ** held.  Only libdnsshim's own calls are parallel: libdnsshim_ares keeps
 ** one interpreter.
 **
+** The firmware object has no image to load: python -m shim firmware
+** --parallelism N links N more interpreters into it, each a copy of the
+** runtime with its names its own, and n may then be up to N.  Each adds the
+** runtime's size to the object and to the program that links it.
+**
 ** Returns DNS_SHIM_OK; DNS_SHIM_ERR_BAD_ARGUMENT for n above
 ** DNS_SHIM_PARALLELISM_MAX; DNS_SHIM_ERR_UNSUPPORTED for n > 1 where the
-** worker image is not beside the library (the bundle, the firmware object,
-** an installation built without Debian's libpython3.X-dev), n unchanged.
+** worker image is not beside the library (the bundle, an installation built
+** without Debian's libpython3.X-dev, a firmware object built without
+** --parallelism), or for n above a firmware object's N; n is then unchanged.
 **
 ** @returns DNS_SHIM_OK DNS_SHIM_ERR_BAD_ARGUMENT DNS_SHIM_ERR_UNSUPPORTED
 ** @example parallel.c

@@ -3,7 +3,7 @@ firmware's C build links in, with no Python on the device.
 
     python -m shim firmware DIR [--types A,AAAA,CNAME,SRV,NAPTR,...]
                                 [--target aarch64-linux-gnu] [--optimize N]
-                                [--python 3.11|3.13]
+                                [--python 3.11|3.13] [--parallelism N]
 
 writes::
 
@@ -65,9 +65,14 @@ The build, in named steps:
    one object (``ld -r``); then every global but the API made local, and
    SystemTap's probe sections dropped (a COMDAT group, which a second copy of
    the object in one link would discard with what its notes point to).
+   With --parallelism N, :func:`link_parallel` then links N copies of that
+   object, their API renamed, beside the same units, but for csrc/lib/pool.c
+   compiled to take its interpreters from the copies (:func:`pool_table`)
+   instead of loading the worker image: dns_shim_set_parallelism up to N,
+   with no file loaded.
 6. :func:`write_folder` and :func:`verify`: the folder, and, natively, a
-   program linked with the object alone parsing the probe messages as the
-   ordinary library does.
+   program linked with the object alone parsing a response as the ordinary
+   library does, with one interpreter and with N.
 
 The frozen bytecode is the same for every CPU: a cross build takes the
 module list of a native discovery.
@@ -106,6 +111,16 @@ VERSIONS = {
              "absent": frozenset({"_sha2"}),
              "stand-ins": {"_sha2": "sha2.py"}},
 }
+
+#: The one entry point beside the API that the pool's front (csrc/lib/pool.c)
+#: calls in an interpreter it starts: the instance's memory counted in the
+#: pool's account.  Visible to the object's link, which keeps it local; made
+#: global again where a front calls it (the worker image, worker.py; the
+#: copies of --parallelism, :func:`link_parallel`).
+POOL_PRIVATE = ("dns_shim__pool_account",)
+#: The most interpreters --parallelism links (csrc/dns_shim.h's
+#: DNS_SHIM_PARALLELISM_MAX).
+PARALLELISM_MAX = 64
 
 #: Non-position-independent relocations by CPU, in a static library that
 #: was compiled without -fPIC (libpython3.X.a beside Debian's -pic.a); for
@@ -383,6 +398,17 @@ def _compile(tc: Toolchain, c_file: Path, obj: Path, flags: list, verbose: bool)
     return obj
 
 
+def unit_flags(pipeline, tc: Toolchain, types, optimize: int, search_path: str = "") -> list:
+    """How the library's units are compiled for the object."""
+    defines = pipeline.runtime_defines(pipeline.Mode.FIRMWARE, optimize=optimize,
+                                        types=types or (), tag=tc.version)
+    if search_path:
+        defines.append(f'-DDNS_SHIM_FIRMWARE_PATH="{search_path}"')
+    # The worker image's entry point beside the API (dns_shim_internal.h):
+    # visible to the link, which keeps it local in the object (link_object).
+    return library_flags(tc) + defines + ["-DDNS_SHIM__WORKER_ENTRY_VISIBLE=1"]
+
+
 def runtime_objects(pipeline, tc: Toolchain, cffi_src: Path, work: Path, types, optimize: int,
                     verbose: bool, search_path: str = "") -> list:
     """The objects every firmware build links: the library's cffi module in
@@ -390,13 +416,7 @@ def runtime_objects(pipeline, tc: Toolchain, cffi_src: Path, work: Path, types, 
     malloc and free turned into CPython's raw domain: csrc/firmware/
     cffi_alloc.h, so that the host's allocator and the limit see them)."""
     firmware = pipeline.CSRC / "firmware"
-    defines = pipeline.runtime_defines(pipeline.Mode.FIRMWARE, optimize=optimize,
-                                        types=types or (), tag=tc.version)
-    if search_path:
-        defines.append(f'-DDNS_SHIM_FIRMWARE_PATH="{search_path}"')
-    # The worker image's entry point beside the API (dns_shim_internal.h):
-    # visible to the link, which keeps it local in the object (link_object).
-    flags = library_flags(tc) + defines + ["-DDNS_SHIM__WORKER_ENTRY_VISIBLE=1"]
+    flags = unit_flags(pipeline, tc, types, optimize, search_path)
     module = pipeline.emit(pipeline.DNSSHIM, work, verbose)
     backend_c = cffi_src / "src" / "c" / "_cffi_backend.c"
     backend_flags = ["-fPIC", "-O2", "-g", "-fvisibility=hidden", "-pthread", "-DFFI_BUILDING=1",
@@ -523,6 +543,85 @@ def link_object(tc: Toolchain, objs: list, out: Path, api: list, work: Path,
     return out
 
 
+#: The pool's table of the copies' entry points (csrc/lib/dns_shim_internal.h's
+#: dns_shim__pool_entries, member for entry point, in its order).
+POOL_ENTRIES = (("process", "process_dns_response"), ("process_with", "dns_shim_process"),
+                ("process_reply", "dns_shim_process_reply"), ("init", "dns_shim_init"),
+                ("last_error", "dns_shim_last_error"),
+                ("set_memory_limit", "dns_shim_set_memory_limit"),
+                ("set_parallelism", "dns_shim_set_parallelism"),
+                ("set_log_handler", "dns_shim_set_log_handler"),
+                ("set_allocator", "dns_shim_set_allocator"),
+                ("account", "dns_shim__pool_account"))
+
+
+def copy_name(index: int, name: str) -> str:
+    """Copy number index's name for an entry point of the object."""
+    return f"dns_shim__fw{index}_{name}"
+
+
+def pool_table(n: int, out_c: Path) -> Path:
+    """The C unit of the front's table: copy i's entry points as instance i."""
+    names = sorted({name for _, name in POOL_ENTRIES})
+    lines = ["/* Written by dnsshim_build/firmware.py (--parallelism): the entry points",
+             "** of the copies linked into this object, one interpreter each. */",
+             '#include "dns_shim.h"', '#include "dns_shim_generated.h"',
+             '#include "lib/dns_shim_internal.h"', ""]
+    prototypes = {
+        "process_dns_response": "int32_t %s(uint8_t *, int32_t)",
+        "dns_shim_process": "int32_t %s(const uint8_t *, int32_t, const dns_shim_callbacks *)",
+        "dns_shim_process_reply": "int32_t %s(const uint8_t *, int32_t, const dns_shim_query *, "
+                                  "const dns_shim_callbacks *)",
+        "dns_shim_init": "int32_t %s(void)",
+        "dns_shim_last_error": "const char *%s(void)",
+        "dns_shim_set_memory_limit": "int32_t %s(size_t)",
+        "dns_shim_set_parallelism": "int32_t %s(uint32_t)",
+        "dns_shim_set_log_handler": "void %s(dns_shim_log_handler, void *)",
+        "dns_shim_set_allocator": "int32_t %s(const dns_shim_allocator *)",
+        "dns_shim__pool_account": "int32_t %s(size_t *)",
+    }
+    for i in range(1, n + 1):
+        lines += [f"DNS_SHIM__HIDDEN extern {prototypes[name] % copy_name(i, name)};"
+                  for name in names]
+    lines += ["", "const dns_shim__pool_entries dns_shim__pool_linked[DNS_SHIM__POOL_LINKED] = {"]
+    for i in range(1, n + 1):
+        members = ", ".join(f".{member} = {copy_name(i, name)}" for member, name in POOL_ENTRIES)
+        lines.append(f"    {{{members}}},")
+    lines.append("};")
+    out_c.write_text("\n".join(lines) + "\n")
+    return out_c
+
+
+def link_parallel(pipeline, tc: Toolchain, objs: list, single: Path, n: int, out: Path,
+                  api: list, work: Path, flags: list, verbose: bool) -> Path:
+    """The object of --parallelism n: n copies of the single object
+    (``single``, link_object's), their API and POOL_PRIVATE renamed
+    (copy_name) and every other symbol already local, linked beside a front
+    that is the single object's own units but for csrc/lib/pool.c, which is
+    compiled with DNS_SHIM__POOL_LINKED=n and takes its interpreters from
+    the copies (pool_table) instead of loading the worker image."""
+    work.mkdir()
+    names = sorted({*api, *POOL_PRIVATE})
+    renames = work / "renames.txt"
+    copies = []
+    for i in range(1, n + 1):
+        renames.write_text("".join(f"{name} {copy_name(i, name)}\n" for name in names))
+        copy = work / f"copy{i}.o"
+        _run([tc.objcopy, *[f"--globalize-symbol={name}" for name in POOL_PRIVATE], single,
+              copy], verbose)
+        _run([tc.objcopy, f"--redefine-syms={renames}", copy], verbose)
+        copies.append(copy)
+    pool = pipeline.CSRC / "lib" / "pool.c"
+    linked = [f"-DDNS_SHIM__POOL_LINKED={n}", f"-I{objs[0].parent}"]
+    front = [o for o in objs if o.name != f"unit-{pool.stem}.o"]
+    if len(front) != len(objs) - 1:
+        raise FirmwareError(f"the build has no unit-{pool.stem}.o to replace")
+    front += [_compile(tc, pool, work / "pool-linked.o", [*flags, *linked], verbose),
+              _compile(tc, pool_table(n, work / "pool-table.c"), work / "pool-table.o",
+                       [*flags, *linked], verbose)]
+    return link_object(tc, front + copies, out, api, work, verbose)
+
+
 def object_symbols(tc: Toolchain, obj: Path) -> tuple:
     """(the globals it defines, the symbols it leaves undefined)."""
     return nm_symbols(tc.nm, obj, "-g")
@@ -630,36 +729,42 @@ def growth(pipeline, tc: Toolchain, obj: Path, work: Path, verbose: bool) -> dic
             "xz -9": sizes["with"][1] - sizes["without"][1]}
 
 
-def verify(pipeline, dest: Path, work: Path, verbose: bool) -> None:
-    """A program linked with the object alone parses a response (native)."""
+def verify(pipeline, dest: Path, work: Path, verbose: bool, parallelism: int = 1) -> None:
+    """A program linked with the object alone parses a response (native),
+    with one interpreter and, where it has them, with the pool's."""
     (work / "verify.c").write_text(VERIFY_C)
     program = pipeline.compile_program(
         [work / "verify.c"], work / "verify", libraries=(),
         flags=[object_path(dest), *LIBS.split()], verbose=verbose)
-    result = subprocess.run([str(program)], capture_output=True, text=True,
-                            env={"PATH": "/usr/bin:/bin"})
-    if result.returncode != 0:
-        raise FirmwareError(f"a program linked with the object does not parse: "
-                            f"{result.stdout}{result.stderr}")
+    for n in sorted({1, parallelism}):
+        result = subprocess.run([str(program)], capture_output=True, text=True,
+                                env={"PATH": "/usr/bin:/bin", "DNS_SHIM_PARALLELISM": str(n)})
+        if result.returncode != 0 or (n > 1 and result.stderr):
+            raise FirmwareError(f"a program linked with the object does not parse with "
+                                f"parallelism {n}: {result.stdout}{result.stderr}")
 
 
 # ------------------------------------------------------------------- the build
 
 
 def firmware(dest, types=None, target=None, optimize=0, cache=None, verbose=False,
-             python=None) -> dict:
+             python=None, parallelism=1) -> dict:
     """Writes the firmware folder into dest (absent or empty), embedding
     Debian's CPython python ("3.11", "3.13"; default: default_version());
-    returns its manifest.  On failure dest is left as it was found."""
+    with parallelism n > 1, n more interpreters linked in for
+    dns_shim_set_parallelism (link_parallel).  Returns its manifest.  On
+    failure dest is left as it was found."""
     dest = Path(dest).resolve()
     if dest.exists() and any(dest.iterdir()):
         raise FirmwareError(f"{dest} is not empty")
     if optimize not in (0, 1, 2):
         raise FirmwareError("--optimize is 0, 1 or 2")
+    if not 1 <= parallelism <= PARALLELISM_MAX:
+        raise FirmwareError(f"--parallelism is from 1 to {PARALLELISM_MAX}")
     existed = dest.exists()
     try:
         return _firmware(dest, types, target or native_triplet(), optimize, cache, verbose,
-                         python)
+                         python, parallelism)
     except BaseException:
         if existed:
             for item in dest.iterdir():
@@ -670,7 +775,7 @@ def firmware(dest, types=None, target=None, optimize=0, cache=None, verbose=Fals
 
 
 def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bool,
-              version) -> dict:
+              version, parallelism: int = 1) -> dict:
     pipeline.check_sources()
     tc = Toolchain.debian(triplet, version or default_version())
     tc.check()
@@ -690,7 +795,13 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
                  _compile(tc, work / "frozen.c", build / "frozen.o", flags, verbose)]
         api = sorted(pipeline.header_functions())
         object_path(dest).parent.mkdir(parents=True)
-        obj = link_object(tc, objs, object_path(dest), api, build, verbose)
+        if parallelism > 1:
+            single = link_object(tc, objs, build / "single.o", api, build, verbose)
+            obj = link_parallel(pipeline, tc, objs, single, parallelism, object_path(dest), api,
+                                work / "parallel", unit_flags(pipeline, tc, types, optimize),
+                                verbose)
+        else:
+            obj = link_object(tc, objs, object_path(dest), api, build, verbose)
         defined, undefined = object_symbols(tc, obj)
         if defined != set(api):
             raise FirmwareError(f"the object's globals are not the API: "
@@ -703,6 +814,7 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
         }
         manifest = {
             "target": triplet, "types": types, "optimize": optimize,
+            "parallelism": parallelism,
             "versions": {"CPython": _debian_python_version(tc.python), "dnspython": _dnspython_version(),
                          "cffi": cffi_src.name.split("-", 1)[1],
                          "dnsshim": pipeline.package_version()},
@@ -714,7 +826,7 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
         manifest["program growth"] = growth(pipeline, tc, obj, work, verbose)
         write_folder(pipeline, dest, tc, obj, manifest, cffi_src)
         if tc.native:
-            verify(pipeline, dest, work, verbose)
+            verify(pipeline, dest, work, verbose, parallelism)
     return manifest
 
 
@@ -729,6 +841,11 @@ def _dnspython_version() -> str:
     return dns.version.version
 
 
+def _interpreters(parallelism: int) -> str:
+    return ("1 interpreter" if parallelism == 1 else
+            f"1 + {parallelism} interpreters (parallelism up to {parallelism})")
+
+
 def main(argv=None, prog="python -m shim firmware") -> int:
     """The firmware command: ``python -m shim firmware``, ``dnsshim-config firmware``."""
     parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
@@ -741,12 +858,16 @@ def main(argv=None, prog="python -m shim firmware") -> int:
                         help="optimisation level of the frozen bytecode (1 and 2 drop asserts)")
     parser.add_argument("--python", metavar="X.Y", help="the Debian CPython to embed: "
                         f"{supported()} (default: Debian's python3's version)")
+    parser.add_argument("--parallelism", type=int, default=1, metavar="N",
+                        help="link N more interpreters in, so that up to N calls parse at once "
+                        "(dns_shim_set_parallelism; each adds the runtime's size to the object, "
+                        f"from 2 to {PARALLELISM_MAX}; default: 1, one interpreter)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     try:
         types = parse_types(args.types) if args.types else None
         manifest = firmware(args.dir, types, args.target, args.optimize, verbose=args.verbose,
-                            python=args.python)
+                            python=args.python, parallelism=args.parallelism)
     except (FirmwareError, subprocess.CalledProcessError) as e:
         detail = getattr(e, "stderr", None) or ""
         print(f"{prog}: {e}\n{detail}".rstrip(), file=sys.stderr)
@@ -754,7 +875,8 @@ def main(argv=None, prog="python -m shim firmware") -> int:
     mib, grown = 1024 * 1024, manifest["program growth"]
     print(f"{Path(args.dir).resolve()}/lib/libdnsshim_fw.o: "
           f"{manifest['bytes']['object'] / mib:.1f} MiB, {len(manifest['frozen'])} frozen "
-          f"modules, {len(manifest['builtin'])} built-in ({manifest['target']}); a program "
+          f"modules, {len(manifest['builtin'])} built-in, "
+          f"{_interpreters(manifest['parallelism'])} ({manifest['target']}); a program "
           f"grows by {grown['stripped'] / mib:.2f} MiB stripped, {grown['xz -9'] / mib:.2f} MiB "
           f"with xz -9; link it with: {manifest['link']}")
     return 0

@@ -45,8 +45,9 @@ import tempfile
 from pathlib import Path
 
 from dnsshim_build import pipeline
-from dnsshim_build.firmware import (LIBS, FirmwareError, Toolchain, _run, default_version,
-                                    firmware, native_triplet, nm_symbols, object_path)
+from dnsshim_build.firmware import (LIBS, POOL_PRIVATE, FirmwareError, Toolchain, _run,
+                                    default_version, firmware, native_triplet, nm_symbols,
+                                    object_path)
 
 #: The image's file name, beside the library (csrc/lib/dns_shim_internal.h's
 #: DNS_SHIM_WORKER_IMAGE, where the library's front looks).
@@ -58,7 +59,7 @@ NAME = "libdnsshim_worker.so"
 EXPORTS = pipeline.CSRC / "lib" / "libdnsshim_worker.map"
 #: ... and that entry point, local in the firmware object like every symbol
 #: not API, made global again for the image's link.
-PRIVATE = ("dns_shim__pool_account",)
+PRIVATE = POOL_PRIVATE
 
 
 def link(fw_object: Path, out: Path, cc: str = "gcc", verbose: bool = False,

@@ -90,6 +90,20 @@ def test_the_runtime_in_every_installed_layout(mode, generated):
     assert result.stderr == ""
 
 
+def test_the_pool_of_a_firmware_object_with_its_copies(generated, tmp_path):
+    """pool.c as python -m shim firmware --parallelism compiles it (its
+    interpreters the copies linked in), and the table of the copies the
+    build writes (firmware.pool_table), each on its own."""
+    from dnsshim_build import firmware
+
+    table = firmware.pool_table(3, tmp_path / "pool-table.c")
+    for path in ("csrc/lib/pool.c", str(table)):
+        result = _compile(path, generated, "-fanalyzer", "-DDNS_SHIM__POOL_LINKED=3",
+                          mode=pipeline.Mode.FIRMWARE)
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == ""
+
+
 def test_the_analyser_does_fail_on_a_finding(tmp_path, generated):
     """The check above can fail: a leak the analyser must report."""
     leak = tmp_path / "leak.c"

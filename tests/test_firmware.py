@@ -557,6 +557,32 @@ def test_arm64_under_qemu(built, arm64, tmp_path):
     assert manifest["target"] == ARM64
 
 
+def test_arm64_with_its_interpreters_linked_in_under_qemu(built, tmp_path_factory, tmp_path):
+    """--parallelism 2 cross-built: under qemu-aarch64 with parallelism 2 (a
+    copy parses each call) the C test program gives what the ordinary library
+    gives natively, and a third interpreter is refused naming the option."""
+    require_program(f"{ARM64}-gcc", "gcc-aarch64-linux-gnu")
+    require_program("qemu-aarch64", "qemu-user")
+    _require_debian_python(ARM64)
+    where = _firmware(tmp_path_factory, "firmware-arm64-parallel", "--target", ARM64,
+                      "--parallelism", "2")
+    program = _link(where, ROOT / "tests" / "c" / "dnsshim_test.c", tmp_path / "dnsshim_test",
+                    cc=f"{ARM64}-gcc")
+    files = write_messages(tmp_path)
+    qemu = ["qemu-aarch64", "-L", f"/usr/{ARM64}", str(program)]
+    ours = subprocess.run([*qemu, *map(str, files)], capture_output=True, text=True,
+                          timeout=1800, env={"PATH": "/usr/bin:/bin", "DNS_SHIM_PARALLELISM": "2"})
+    assert ours.returncode == 0, ours.stderr[-3000:]
+    assert ours.stderr == ""
+    assert ours.stdout == _run(built.test_prog, *files).stdout
+    third = subprocess.run([*qemu, files[0]], capture_output=True, text=True, timeout=600,
+                           env={"PATH": "/usr/bin:/bin", "DNS_SHIM_PARALLELISM": "3"})
+    assert third.stderr.splitlines()[0] == (
+        "dnsshim: DNS_SHIM_PARALLELISM=3 is not taken, parallelism stays 1: "
+        "DNS_SHIM_ERR_UNSUPPORTED: parallelism 3 needs 3 interpreters, and this firmware "
+        "object has 2: build it with python -m shim firmware --parallelism 3")
+
+
 LINK_PROGRAM = r"""
 #include <stdio.h>
 #include <dns_shim.h>

@@ -42,7 +42,8 @@ from dnsshim_build import pipeline, worker
 from conftest import ROOT, require_program, split_log
 from cprograms import STRICT
 from pool_output import verdicts
-from test_firmware import firmware  # noqa: F401 (fixture)
+from test_firmware import LIBS, _firmware, _link, firmware  # noqa: F401 (fixture)
+from test_stress import mix  # noqa: F401 (fixture)
 from test_worker import history_sets, image, messages, pool  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.python_independent
@@ -65,6 +66,29 @@ def _library_copy(built, where: Path, image_bytes: bytes | None) -> Path:
 def front(built, image, tmp_path_factory):
     """The library with its worker image beside it."""
     return _library_copy(built, tmp_path_factory.mktemp("front"), image.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def parallel_firmware(tmp_path_factory):
+    """The firmware object built with --parallelism 2: two copies linked in."""
+    return _firmware(tmp_path_factory, "firmware-parallel", "--parallelism", "2")
+
+
+@pytest.fixture(scope="module")
+def firmware_front(parallel_firmware, tmp_path_factory):
+    """That object linked alone as a shared object, for the programs that
+    load a library: the same code, its pool the copies linked in."""
+    out = tmp_path_factory.mktemp("firmware-front") / "libdnsshim_fw.so"
+    subprocess.run(["gcc", "-shared", "-o", str(out),
+                    str(parallel_firmware / "lib" / "libdnsshim_fw.o"), *LIBS], check=True)
+    return out
+
+
+@pytest.fixture(scope="module", params=["image", "firmware"])
+def pooled(request):
+    """A library whose pool has two interpreters: the worker image's
+    instances, or the copies of a firmware object built with --parallelism 2."""
+    return request.getfixturevalue("front" if request.param == "image" else "firmware_front")
 
 
 @pytest.fixture(scope="module")
@@ -97,52 +121,44 @@ def one(front, pool, messages):
     return lines
 
 
-def test_four_threads_over_two_interpreters_give_what_one_interpreter_gives(front, pool,
+def test_four_threads_over_two_interpreters_give_what_one_interpreter_gives(pooled, pool,
                                                                             messages, one):
-    assert _lines(_run(pool, "--library", front, 2, 4, *messages).stdout, 2) == one
+    assert _lines(_run(pool, "--library", pooled, 2, 4, *messages).stdout, 2) == one
 
 
-def test_a_poisoned_interpreter_leaves_the_other_as_a_fresh_one(front, pool, messages,
+def test_a_poisoned_interpreter_leaves_the_other_as_a_fresh_one(front, pooled, pool, messages,
                                                                 history_sets):
     victims = [*history_sets["victim"], *messages]
     alone = _lines(_run(pool, "--library", front, 1, 1, *victims).stdout, 1)
-    after = _lines(_run(pool, "--library", front, 2, 2, "--poison",
+    after = _lines(_run(pool, "--library", pooled, 2, 2, "--poison",
                         len(history_sets["poison"]), *history_sets["poison"],
                         *victims).stdout, 2)
     assert len(alone) == len(victims)
     assert after == alone
 
 
-def test_a_forked_child_keeps_a_working_pool(front, pool, messages, one):
-    assert _lines(_run(pool, "--library", front, 2, 4, "--fork", *messages).stdout, 2) == one
+def test_a_forked_child_keeps_a_working_pool(pooled, pool, messages, one):
+    assert _lines(_run(pool, "--library", pooled, 2, 4, "--fork", *messages).stdout, 2) == one
 
 
-def test_the_stress_mix_with_four_threads_and_parallelism_two(built, front):
+def test_the_stress_mix_with_four_threads_and_parallelism_two(built, front, mix):
     """dnsshim_stress's threaded mix (dns_shim_process with a context per
-    thread, process_dns_response with the registered set) through the pool,
-    set by the environment (which test_an_image_that_does_not_load_... shows
-    sends the calls to the pool)."""
-    import vectors
-
-    mix = front.parent / "mix"
-    mix.mkdir(exist_ok=True)
-    files = []
-    for name in ("ims", "every_type", "nxdomain", "odd_names", "duplicates", "badvers"):
-        files.append(mix / f"{name}.bin")
-        files[-1].write_bytes(vectors.wire(name))
-    out = _run(built.stress_prog, "threads", "--threads", "4", "--calls", "2000", *files,
+    thread, process_dns_response with the registered set; test_stress.py's
+    messages) through the pool, set by the environment (which
+    test_an_image_that_does_not_load_... shows sends the calls to the pool)."""
+    out = _run(built.stress_prog, "threads", "--threads", "4", "--calls", "2000", *mix,
                env={"DNS_SHIM_PARALLELISM": "2", "LD_LIBRARY_PATH": str(front.parent)}).stdout
     assert "ok threads: 4 threads x 2000 calls" in out and ", 0 wrong" in out
     assert "FAIL" not in out
 
 
-def test_valgrind_with_four_threads_over_two_interpreters(front, pool, messages):
+def test_valgrind_with_four_threads_over_two_interpreters(pooled, pool, messages):
     from test_c_programs import VALGRIND, _require_valgrind
 
     _require_valgrind()
     some = [m for m in messages if m.name.startswith(("vector_", "bad_"))]
     result = _run(*VALGRIND, f"--suppressions={pipeline.SUPPRESSIONS}", pool, "--library",
-                  front, 2, 4, *some)
+                  pooled, 2, 4, *some)
     assert _lines(result.stdout, 2)
     assert "ERROR SUMMARY" not in result.stderr
 
@@ -221,6 +237,45 @@ def test_an_environment_value_it_cannot_take_is_logged_and_one_interpreter_parse
     assert "status 0" in result.stdout
 
 
+def test_a_firmware_object_runs_the_stress_mix_on_its_copies(parallel_firmware, mix):
+    """dnsshim_stress linked with the object of --parallelism 2 alone, four
+    threads over its two copies (the environment sets the parallelism)."""
+    program = _link(parallel_firmware, ROOT / "tests" / "c" / "dnsshim_stress.c",
+                    parallel_firmware / "dnsshim_stress")
+    out = _run(program, "threads", "--threads", "4", "--calls", "2000", *mix,
+               env={"DNS_SHIM_PARALLELISM": "2"}).stdout
+    assert "ok threads: 4 threads x 2000 calls" in out and ", 0 wrong" in out
+    assert "FAIL" not in out
+
+
+def test_a_firmware_object_refuses_more_than_its_copies_naming_the_build(firmware_front,
+                                                                         parallel_firmware,
+                                                                         pool, messages):
+    manifest = (parallel_firmware / "share" / "dnsshim" / "firmware.json").read_text()
+    assert '"parallelism": 2,' in manifest
+    result = _run(pool, "--library", firmware_front, 3, 1, messages[0], code=1)
+    assert result.stderr.splitlines()[-1] == (
+        "FAIL dns_shim_set_parallelism(3): DNS_SHIM_ERR_UNSUPPORTED: parallelism 3 needs 3 "
+        "interpreters, and this firmware object has 2: build it with python -m shim firmware "
+        "--parallelism 3")
+
+
+def test_a_firmware_object_without_parallelism_refuses_it_naming_the_image(firmware, pool,
+                                                                          messages, tmp_path):
+    """The object of one interpreter keeps the library's pool: it looks for
+    the worker image beside the program (here, the shared object)."""
+    out = tmp_path / "libdnsshim_fw.so"
+    subprocess.run(["gcc", "-shared", "-o", str(out), str(firmware / "lib" / "libdnsshim_fw.o"),
+                    *LIBS], check=True)
+    result = _run(pool, "--library", out, 2, 1, messages[0], code=1)
+    assert result.stderr.splitlines()[-1] == (
+        f"FAIL dns_shim_set_parallelism(2): DNS_SHIM_ERR_UNSUPPORTED: parallelism above 1 "
+        f"needs the worker image {os.path.realpath(tmp_path)}/{worker.NAME}, which this "
+        f"installation does "
+        f"not have: pip install . and build_ffi.py --prefix build it where Debian's "
+        f"python3-dev and libffi-dev are installed")
+
+
 @pytest.fixture(scope="module")
 def pool_limit(tmp_path_factory):
     out = tmp_path_factory.mktemp("pool-limit") / "pool_limit"
@@ -228,14 +283,14 @@ def pool_limit(tmp_path_factory):
                                     libraries=(), cflags=STRICT)
 
 
-def test_the_memory_limit_counts_every_interpreter_of_the_pool(front, pool_limit, messages):
+def test_the_memory_limit_counts_every_interpreter_of_the_pool(pooled, pool_limit, messages):
     """The smallest limit (to 64 KiB) under which a pool with one started
     interpreter parses a message refuses it once both run; twice that
     and more parses it."""
     answer = next(m for m in messages if m.name == "vector_ims.bin")
 
     def status(started, limit):
-        out = _run(pool_limit, front, started, limit, answer).stdout
+        out = _run(pool_limit, pooled, started, limit, answer).stdout
         return int(out.split(" ", 1)[0]), out.rstrip("\n")
 
     low, high = 1 << 20, 256 << 20  # refused at low, parsed at high

@@ -111,5 +111,29 @@ DNS_SHIM__HIDDEN int32_t dns_shim__pool_run(const uint8_t *buf, int32_t len,
 DNS_SHIM__HIDDEN int32_t dns_shim__pool_init(void);
 DNS_SHIM__HIDDEN void dns_shim__pool_limit(size_t bytes);
 DNS_SHIM__HIDDEN int dns_shim__pool_started(void);
+/* An interpreter's entry points, which the front calls: the worker image's,
+** found by name in each instance; or, in a firmware object built with
+** --parallelism N (pool.c compiled with DNS_SHIM__POOL_LINKED=N), those of
+** the N copies linked into it under their own names, in the table
+** dnsshim_build/firmware.py writes. */
+typedef struct dns_shim__pool_entries {
+    int32_t (*process)(uint8_t *, int32_t);
+    int32_t (*process_with)(const uint8_t *, int32_t, const dns_shim_callbacks *);
+    int32_t (*process_reply)(const uint8_t *, int32_t, const dns_shim_query *,
+                             const dns_shim_callbacks *);
+    int32_t (*init)(void);
+    const char *(*last_error)(void);
+    int32_t (*set_memory_limit)(size_t);
+    int32_t (*set_parallelism)(uint32_t);
+    void (*set_log_handler)(dns_shim_log_handler, void *);
+    int32_t (*set_allocator)(const dns_shim_allocator *);
+    int32_t (*account)(size_t *);
+} dns_shim__pool_entries;
+#ifdef DNS_SHIM__POOL_LINKED
+DNS_SHIM__HIDDEN extern const dns_shim__pool_entries dns_shim__pool_linked[DNS_SHIM__POOL_LINKED];
+#endif
+/* A failure detail without its status's name ("DNS_SHIM_ERR_INIT: "), for
+** a detail that is quoted inside another (failure.c). */
+DNS_SHIM__HIDDEN const char *dns_shim__reason(const char *detail);
 
 #endif

@@ -137,6 +137,15 @@ int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
     return status;
 }
 
+/* The detail after its status's name: what the name's caller said. */
+const char *dns_shim__reason(const char *detail)
+{
+    const char *colon = strstr(detail, ": ");
+    if (strncmp(detail, "DNS_SHIM_", sizeof "DNS_SHIM_" - 1) == 0 && colon != NULL)
+        return colon + 2;
+    return detail;
+}
+
 /* For the Python side: the whole text of a failure it reports. */
 void dns_shim__set_error(const char *text)
 {

@@ -33,6 +33,12 @@
 ** The worker image contains this unit too: the front tells each instance
 ** its parallelism is 1 before anything else, so an instance never reads
 ** DNS_SHIM_PARALLELISM nor makes a pool of its own.
+**
+** A firmware object built with --parallelism N (dnsshim_build/firmware.py)
+** has no image to load: it links N copies of the runtime, their entry
+** points renamed, beside its own, and this unit compiled with
+** DNS_SHIM__POOL_LINKED=N takes instance i's entry points from the table of
+** the copies (dns_shim__pool_linked).  Everything else is the same.
 */
 #define _GNU_SOURCE 1
 #define DNS_SHIM_BUILDING 1
@@ -46,6 +52,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,13 +68,7 @@ typedef struct dns_shim__instance {
     int ready; /* started: its entry points may be called (under the lock) */
     int fd;
     void *handle;
-    int32_t (*process)(uint8_t *, int32_t);
-    int32_t (*process_with)(const uint8_t *, int32_t, const dns_shim_callbacks *);
-    int32_t (*process_reply)(const uint8_t *, int32_t, const dns_shim_query *,
-                             const dns_shim_callbacks *);
-    int32_t (*init)(void);
-    const char *(*last_error)(void);
-    int32_t (*set_memory_limit)(size_t);
+    dns_shim__pool_entries call;
 } dns_shim__instance;
 
 static pthread_mutex_t dns_shim__pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,7 +85,32 @@ static char dns_shim__pool_start_error[DNS_SHIM__ERROR_SIZE]; /* the last start 
 static __thread dns_shim__instance *dns_shim__pool_mine = NULL;
 
 /* ------------------------------------------------------------------ */
-/* The image                                                            */
+/* The interpreters                                                     */
+
+#ifdef DNS_SHIM__POOL_LINKED
+
+/* A firmware object built with --parallelism N: N copies linked in, no
+** image.  Returns 0, or -1 with the reason for this thread. */
+static int dns_shim__pool_available(uint32_t n)
+{
+    if (n <= DNS_SHIM__POOL_LINKED)
+        return 0;
+    dns_shim__fail(DNS_SHIM_ERR_UNSUPPORTED, "parallelism %" PRIu32 " needs %" PRIu32
+                   " interpreters, and this firmware object has %d: build it with python -m "
+                   "shim firmware --parallelism %" PRIu32, n, n, DNS_SHIM__POOL_LINKED, n);
+    return -1;
+}
+
+/* Instance number index (below n, so below DNS_SHIM__POOL_LINKED): the
+** copy of that number. */
+static int32_t dns_shim__pool_load(dns_shim__instance *inst, unsigned index, uint32_t n)
+{
+    (void)n;
+    inst->call = dns_shim__pool_linked[index];
+    return DNS_SHIM_OK;
+}
+
+#else /* the worker image */
 
 /* The worker image's path: beside the file this code is in (the shared
 ** library, or the program a static archive was linked into), its links
@@ -116,6 +142,14 @@ static int dns_shim__pool_image(char *path, size_t size)
         return -1;
     }
     return 0;
+}
+
+/* Whether n interpreters can run: 0, or -1 with the reason for this
+** thread. */
+static int dns_shim__pool_available(uint32_t n)
+{
+    char image[PATH_MAX];
+    return n > 1 ? dns_shim__pool_image(image, sizeof image) : 0;
 }
 
 /* Copies the image into a new memfd: the descriptor, or -1 (errno). */
@@ -158,34 +192,34 @@ fail:
     return -1;
 }
 
-/* The program's log handler, for every instance: the instance's messages
-** go where the library's own go. */
-static void dns_shim__pool_log(void *ctx, int32_t level, const char *message)
-{
-    (void)ctx;
-    dns_shim__log_level(level, message);
-}
+/* The image's entry points by name, and where each goes. */
+static const struct {
+    const char *name;
+    size_t offset;
+} dns_shim__pool_symbols[] = {
+    {"process_dns_response", offsetof(dns_shim__pool_entries, process)},
+    {"dns_shim_process", offsetof(dns_shim__pool_entries, process_with)},
+    {"dns_shim_process_reply", offsetof(dns_shim__pool_entries, process_reply)},
+    {"dns_shim_init", offsetof(dns_shim__pool_entries, init)},
+    {"dns_shim_last_error", offsetof(dns_shim__pool_entries, last_error)},
+    {"dns_shim_set_memory_limit", offsetof(dns_shim__pool_entries, set_memory_limit)},
+    {"dns_shim_set_parallelism", offsetof(dns_shim__pool_entries, set_parallelism)},
+    {"dns_shim_set_log_handler", offsetof(dns_shim__pool_entries, set_log_handler)},
+    {"dns_shim_set_allocator", offsetof(dns_shim__pool_entries, set_allocator)},
+    {"dns_shim__pool_account", offsetof(dns_shim__pool_entries, account)},
+};
 
-#define DNS_SHIM__FIND(field, name)                                               \
-    (*(void **)&inst->field = dlsym(inst->handle, name)) == NULL ? name :
-
-/* Loads and starts instance number index (0-based) of n, outside the
-** pool's lock.  Returns DNS_SHIM_OK, or DNS_SHIM_ERR_INIT with the reason
-** for this thread; a failed instance is never used. */
-static int32_t dns_shim__pool_start(dns_shim__instance *inst, unsigned index, uint32_t n)
+/* Loads instance number index (0-based) of n: the image copied into a
+** memfd and dlopen()ed, its entry points found.  Returns DNS_SHIM_OK, or
+** DNS_SHIM_ERR_INIT with the reason for this thread. */
+static int32_t dns_shim__pool_load(dns_shim__instance *inst, unsigned index, uint32_t n)
 {
     char image[PATH_MAX], fd_path[64];
-    const char *missing;
-    int32_t (*set_parallelism)(uint32_t);
-    void (*set_log_handler)(dns_shim_log_handler, void *);
-    int32_t (*set_allocator)(const dns_shim_allocator *);
-    int32_t (*account)(size_t *);
-    dns_shim_allocator host;
-    int32_t rc;
+    size_t i;
 
     if (dns_shim__pool_image(image, sizeof image) != 0)
         return dns_shim__fail(DNS_SHIM_ERR_INIT, "cannot start interpreter %u of %" PRIu32
-                              ": %s", index + 1, n, dns_shim_last_error());
+                              ": %s", index + 1, n, dns_shim__reason(dns_shim_last_error()));
     inst->fd = dns_shim__pool_copy(image);
     if (inst->fd < 0)
         return dns_shim__fail(DNS_SHIM_ERR_INIT, "cannot start interpreter %u of %" PRIu32
@@ -201,41 +235,50 @@ static int32_t dns_shim__pool_start(dns_shim__instance *inst, unsigned index, ui
                               ": the worker image %s does not load (%s): install the library "
                               "again", index + 1, n, image, why ? why : "no reason given");
     }
-    missing = DNS_SHIM__FIND(process, "process_dns_response")
-              DNS_SHIM__FIND(process_with, "dns_shim_process")
-              DNS_SHIM__FIND(process_reply, "dns_shim_process_reply")
-              DNS_SHIM__FIND(init, "dns_shim_init")
-              DNS_SHIM__FIND(last_error, "dns_shim_last_error")
-              DNS_SHIM__FIND(set_memory_limit, "dns_shim_set_memory_limit")
-              (*(void **)&set_parallelism = dlsym(inst->handle, "dns_shim_set_parallelism")) == NULL
-                  ? "dns_shim_set_parallelism" :
-              (*(void **)&set_log_handler = dlsym(inst->handle, "dns_shim_set_log_handler")) == NULL
-                  ? "dns_shim_set_log_handler" :
-              (*(void **)&set_allocator = dlsym(inst->handle, "dns_shim_set_allocator")) == NULL
-                  ? "dns_shim_set_allocator" :
-              (*(void **)&account = dlsym(inst->handle, "dns_shim__pool_account")) == NULL
-                  ? "dns_shim__pool_account" : NULL;
-    if (missing != NULL)
-        return dns_shim__fail(DNS_SHIM_ERR_INIT, "cannot start interpreter %u of %" PRIu32
-                              ": the worker image %s has no %s: it is not this library's; "
-                              "install the library again", index + 1, n, image, missing);
+    for (i = 0; i < sizeof dns_shim__pool_symbols / sizeof dns_shim__pool_symbols[0]; i++) {
+        void *found = dlsym(inst->handle, dns_shim__pool_symbols[i].name);
+        if (found == NULL)
+            return dns_shim__fail(DNS_SHIM_ERR_INIT, "cannot start interpreter %u of %" PRIu32
+                                  ": the worker image %s has no %s: it is not this library's; "
+                                  "install the library again", index + 1, n, image,
+                                  dns_shim__pool_symbols[i].name);
+        memcpy((char *)&inst->call + dns_shim__pool_symbols[i].offset, &found, sizeof found);
+    }
+    return DNS_SHIM_OK;
+}
+
+#endif
+
+/* The program's log handler, for every instance: the instance's messages
+** go where the library's own go. */
+static void dns_shim__pool_log(void *ctx, int32_t level, const char *message)
+{
+    (void)ctx;
+    dns_shim__log_level(level, message);
+}
+
+/* Loads and starts instance number index (0-based) of n, outside the
+** pool's lock.  Returns DNS_SHIM_OK, or DNS_SHIM_ERR_INIT with the reason
+** for this thread; a failed instance is never used. */
+static int32_t dns_shim__pool_start(dns_shim__instance *inst, unsigned index, uint32_t n)
+{
+    dns_shim_allocator host;
+    int32_t rc = dns_shim__pool_load(inst, index, n);
+
+    if (rc != DNS_SHIM_OK)
+        return rc;
     /* Before the instance starts: one interpreter, the program's handler and
     ** allocator, the pool's account and limit. */
-    set_parallelism(1);
-    set_log_handler(dns_shim__pool_log, NULL);
-    rc = dns_shim__memory_host(&host) ? set_allocator(&host) : DNS_SHIM_OK;
+    inst->call.set_parallelism(1);
+    inst->call.set_log_handler(dns_shim__pool_log, NULL);
+    rc = dns_shim__memory_host(&host) ? inst->call.set_allocator(&host) : DNS_SHIM_OK;
     if (rc == DNS_SHIM_OK)
-        rc = account(&dns_shim__pool_held);
+        rc = inst->call.account(&dns_shim__pool_held);
     if (rc == DNS_SHIM_OK)
-        rc = inst->init();
-    if (rc != DNS_SHIM_OK) {
-        /* its detail, without its status's name: "cannot start: ..." */
-        const char *why = inst->last_error(), *colon = strstr(why, ": ");
-        if (strncmp(why, "DNS_SHIM_", 9) == 0 && colon != NULL)
-            why = colon + 2;
+        rc = inst->call.init();
+    if (rc != DNS_SHIM_OK) /* its detail, without its status's name: "cannot start: ..." */
         return dns_shim__fail(DNS_SHIM_ERR_INIT, "interpreter %u of %" PRIu32 ": %s",
-                              index + 1, n, why);
-    }
+                              index + 1, n, dns_shim__reason(inst->call.last_error()));
     return DNS_SHIM_OK;
 }
 
@@ -329,7 +372,7 @@ static dns_shim__instance *dns_shim__pool_take(int *single)
         /* kept without its status's name: the calls that find no
         ** interpreter to start say it after theirs */
         snprintf(dns_shim__pool_start_error, sizeof dns_shim__pool_start_error, "%s",
-                 dns_shim_last_error() + sizeof "DNS_SHIM_ERR_INIT: " - 1);
+                 dns_shim__reason(dns_shim_last_error()));
         pthread_cond_broadcast(&dns_shim__pool_idle);
         pthread_mutex_unlock(&dns_shim__pool_lock);
         return NULL;
@@ -338,7 +381,7 @@ static dns_shim__instance *dns_shim__pool_take(int *single)
     ** gets here, under the same lock, is the latest. */
     pthread_mutex_lock(&dns_shim__pool_lock);
     inst->ready = 1;
-    inst->set_memory_limit(__atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED));
+    inst->call.set_memory_limit(__atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED));
     pthread_mutex_unlock(&dns_shim__pool_lock);
     dns_shim__pool_mine = inst;
     return inst;
@@ -362,7 +405,7 @@ static void dns_shim__pool_give(dns_shim__instance *inst)
 static void dns_shim__pool_read_env(void)
 {
     const char *text = getenv("DNS_SHIM_PARALLELISM");
-    char *end = NULL, image[PATH_MAX];
+    char *end = NULL;
     unsigned long n;
     char message[DNS_SHIM__ERROR_SIZE + 128];
 
@@ -383,7 +426,7 @@ static void dns_shim__pool_read_env(void)
         dns_shim__log_level(DNS_SHIM_LOG_WARNING, message);
         return;
     }
-    if (n > 1 && dns_shim__pool_image(image, sizeof image) != 0) {
+    if (dns_shim__pool_available((uint32_t)n) != 0) {
         pthread_mutex_unlock(&dns_shim__pool_lock);
         snprintf(message, sizeof message, "DNS_SHIM_PARALLELISM=%lu is not taken, parallelism "
                  "stays 1: %s", n, dns_shim_last_error());
@@ -399,12 +442,10 @@ static void dns_shim__pool_read_env(void)
 
 DNS_SHIM_API int32_t dns_shim_set_parallelism(uint32_t n)
 {
-    char image[PATH_MAX];
-
     if (n > DNS_SHIM_PARALLELISM_MAX)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "parallelism %" PRIu32 " is above "
                               "%d, the most this library runs", n, DNS_SHIM_PARALLELISM_MAX);
-    if (n > 1 && dns_shim__pool_image(image, sizeof image) != 0)
+    if (dns_shim__pool_available(n) != 0)
         return DNS_SHIM_ERR_UNSUPPORTED;
     if (n > 1)
         pthread_once(&dns_shim__pool_fork_once, dns_shim__pool_register_fork);
@@ -438,15 +479,15 @@ int32_t dns_shim__pool_run(const uint8_t *buf, int32_t len, const dns_shim_query
     if (inst == NULL)
         return single ? DNS_SHIM__POOL_SINGLE : DNS_SHIM_ERR_INIT;
     if (query != NULL)
-        rc = inst->process_reply(buf, len, query, callbacks);
+        rc = inst->call.process_reply(buf, len, query, callbacks);
     else if (callbacks != NULL)
-        rc = inst->process_with(buf, len, callbacks);
+        rc = inst->call.process_with(buf, len, callbacks);
     else /* the instance has no registered set: it parses and calls nothing */
-        rc = inst->process(buf != NULL ? (uint8_t *)(uintptr_t)buf : empty, len);
+        rc = inst->call.process(buf != NULL ? (uint8_t *)(uintptr_t)buf : empty, len);
     if (rc == DNS_SHIM_OK)
         dns_shim__ok();
     else
-        dns_shim__set_error(inst->last_error());
+        dns_shim__set_error(inst->call.last_error());
     if (!nested)
         dns_shim__pool_give(inst);
     if (rc > 0 || rc < DNS_SHIM_ERR_UNSUPPORTED)
@@ -506,6 +547,6 @@ void dns_shim__pool_limit(size_t bytes)
     pthread_mutex_lock(&dns_shim__pool_lock);
     for (i = 0; i < DNS_SHIM_PARALLELISM_MAX; i++)
         if (dns_shim__pool[i].ready)
-            dns_shim__pool[i].set_memory_limit(bytes);
+            dns_shim__pool[i].call.set_memory_limit(bytes);
     pthread_mutex_unlock(&dns_shim__pool_lock);
 }
