@@ -7,7 +7,7 @@ dump of DNS responses.
                          [--expect-class C] [--match-case] [--expect-cookie HEX16]] FILE...
     python -m shim bundle DIR [--strip] [--optimize N] [--extra-module M ...]
     python -m shim firmware DIR [--types A,AAAA,...] [--target TRIPLET] [--optimize N]
-                               [--python X.Y]
+                               [--python X.Y] [--parallelism N]
 
 The first form is ``dnsshim-config`` (:mod:`shim.config`): for example
 ``cc app.c $(python -m shim --cflags --libs)``, or

@@ -5,7 +5,7 @@
     dnsshim-config --check
     dnsshim-config bundle DIR [--strip] [--optimize N] [--extra-module M ...]
     dnsshim-config firmware DIR [--types A,AAAA,...] [--target TRIPLET] [--optimize N]
-                                [--python X.Y]
+                                [--python X.Y] [--parallelism N]
 
 The convention of curl-config and pkg-config: ``cc app.c $(dnsshim-config
 --cflags --libs)``, or ``PKG_CONFIG_PATH=$(dnsshim-config --pkgconfig-dir)

@@ -52,12 +52,16 @@ def test_benchmark_smoke(smoke):
     if "not measured" not in pool or os.environ.get("CI"):
         calls = pool["calls_per_second"]
         assert set(calls) == {f"{how}{t}x{i}" for how in ("", "library ") for t in (1, 2, 4)
-                              for i in (1, 2, 4)}
+                              for i in (1, 2, 4)} | {"firmware 1x1", "firmware 2x1",
+                                                     "firmware 2x2"}
+        per_copy = pool["firmware program growth per copy MiB"]
+        assert per_copy["stripped"] > 1 and per_copy["xz -9"] > 0
         assert min(calls.values()) > 0 and set(pool["rss_mib"]) == {"1", "2", "4"}
         assert pool["rss_mib_per_extra_instance"] > 1 and pool["instance_start_ms"] > 0
         assert "pool of private interpreters (CNAME+4A)" in stdout
         assert "through the library (dns_shim_set_parallelism): 2 threads with parallelism 2" \
             in stdout
+        assert "the firmware object of --parallelism 2: 2 threads with parallelism 2" in stdout
     assert data["cold_bundle"]["first_call_ms"] > 0 and data["cold_bundle"]["bundle_mib"] > 1
     assert "shim/from_wire" in stdout and "cold start from the bundle" in stdout
     # The instruction counts (valgrind is required in CI), one message and

@@ -347,11 +347,14 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
     P = 1 is the library's own interpreter, today's default), interleaved,
     medians of the rounds; the resident memory each instance after the first
     adds, started and warm; and the time an instance takes to load, start and
-    make its first call."""
+    make its first call.  Then a firmware object built with --parallelism 2,
+    linked alone as a shared object, through its front (``firmware TxP``, T
+    threads over P of its copies; 1x1 its own interpreter), and what each
+    copy adds to a program (its manifest's growth beside fw_dir's)."""
     if fw_dir is None:
         return {"not measured": missing}
     import shutil
-    from dnsshim_build import worker
+    from dnsshim_build import firmware, worker
 
     front = tmp / "front"
     front.mkdir()
@@ -360,12 +363,20 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
     shutil.copyfile(build / "libdnsshim.so.1", library)
     program = pipeline.compile_program([ROOT / "tests" / "c" / "pool_instances.c"],
                                        tmp / "pool_instances", libraries=())
+    linked = tmp / "firmware-parallel"
+    firmware.firmware(linked, parallelism=2)
+    linked_lib = linked / "libdnsshim_fw.so"
+    subprocess.run(["gcc", "-shared", "-o", str(linked_lib),
+                    str(linked / "lib" / "libdnsshim_fw.o"), *firmware.LIBS.split()], check=True)
     runs, rss, start = {}, {}, []
     for _ in range(1 if smoke else 5):
         for threads in (1, 2, 4):
             for instances in (1, 2, 4):
-                for key, how in ((f"{threads}x{instances}", [str(image)]),
-                                 (f"library {threads}x{instances}", ["--library", str(library)])):
+                hows = [(f"{threads}x{instances}", [str(image)]),
+                        (f"library {threads}x{instances}", ["--library", str(library)])]
+                if (threads, instances) in ((1, 1), (2, 1), (2, 2)):
+                    hows.append((f"firmware {threads}x{instances}", ["--library", str(linked_lib)]))
+                for key, how in hows:
                     out = subprocess.run([str(program), *how, str(instances), str(threads),
                                           "--bench", "0.2" if smoke else "1", str(message)],
                                          capture_output=True, text=True,
@@ -378,7 +389,13 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
                         start.append(float(out[out.index("start_ms") + 1]))
     calls = {key: statistics.median(v) for key, v in runs.items()}
     mib = {n: statistics.median(v) for n, v in rss.items()}
+    grown = [json.loads((where / "share" / "dnsshim" / "firmware.json").read_text())[
+        "program growth"] for where in (fw_dir, linked)]
     return {"calls_per_second": calls,
+            "firmware 2 threads parallelism 2 / 1 thread parallelism 1":
+                calls["firmware 2x2"] / calls["firmware 1x1"],
+            "firmware program growth per copy MiB": {
+                k: (grown[1][k] - grown[0][k]) / 2 / 2**20 for k in grown[0]},
             "2 threads 2 instances / 1 thread": calls["2x2"] / calls["1x1"],
             "2 threads 1 instance / 1 thread": calls["2x1"] / calls["1x1"],
             "library 2 threads parallelism 2 / 1 thread parallelism 1":
@@ -667,6 +684,11 @@ def table(result) -> str:
                      f"{p['library 2 threads parallelism 2 / 1 thread parallelism 1']:.2f} "
                      f"(parallelism 1, one interpreter: "
                      f"{p['library 2 threads parallelism 1 / 1 thread parallelism 1']:.2f})")
+        per_copy = p["firmware program growth per copy MiB"]
+        lines.append("the firmware object of --parallelism 2: 2 threads with parallelism 2 / 1 "
+                     f"thread = {p['firmware 2 threads parallelism 2 / 1 thread parallelism 1']:.2f}"
+                     f"; each copy adds {per_copy['stripped']:.2f} MiB stripped, "
+                     f"{per_copy['xz -9']:.2f} MiB with xz -9, to a program")
     if result["instructions"]:
         bundled = result.get("instructions_bundle") or {}
         lines.append("")
