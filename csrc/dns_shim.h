@@ -805,8 +805,11 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
 ** the program called dns_shim_set_parallelism before; a value this library
 ** cannot take is logged as a warning and n stays 1.  After fork() the child
 ** keeps the interpreters that were idle and the one the forking thread
-** held.  Only libdnsshim's own calls are parallel: libdnsshim_ares keeps
-** one interpreter.
+** held.  libdnsshim_ares's parsers (ares_parse_*_reply, ares_dns_parse)
+** parse in the same pool: each call takes an interpreter for the time
+** dnspython reads the message, and the copy into c-ares's structures runs
+** in the calling thread.  (A firmware object's copies carry libdnsshim
+** alone.)
 **
 ** The firmware object has no image to load: python -m shim firmware
 ** --parallelism N links N more interpreters into it, each a copy of the

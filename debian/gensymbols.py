@@ -8,7 +8,9 @@ added the node); the node itself is listed too (dpkg-gensymbols reports it
 as NODE@NODE); an export list without nodes (c-ares's unversioned names)
 gives NAME@Base at the release its library first shipped in (LIBRARIES), or
 at the release a ``/* X.Y */`` comment line above it in the export list
-names (what a later release appends there).
+names (what a later release appends there).  A private node
+(PREFIX_PRIVATE: the entries one of the project's libraries calls in the
+other) is no release: its names take their comment lines' releases too.
 
     debian/gensymbols.py                 # print the file
     debian/gensymbols.py --write         # (re)write debian/libdnsshim1.symbols
@@ -89,7 +91,16 @@ def symbols_text(root: Path = ROOT, unversioned_since: dict | None = None) -> st
         out.append(f"* Build-Depends-Package: {DEV_PACKAGE}")
         lines = []
         for node, names in nodes.items():
-            if node:
+            if node.endswith("_PRIVATE"):
+                # Not a release: each name is marked with the release that
+                # added it, as c-ares's unversioned names are.
+                unmarked = [n for n in names if n not in marks]
+                if unmarked:
+                    raise SystemExit(f"{map_path}: {node}'s {unmarked} follow no release "
+                                     "comment (/* X.Y */)")
+                lines.append((f"{node}@{node}", min(marks[n] for n in names)))
+                lines += [(f"{n}@{node}", marks[n]) for n in names]
+            elif node:
                 version = node_version(node)
                 lines.append((f"{node}@{node}", version))
                 lines += [(f"{n}@{node}", version) for n in names]

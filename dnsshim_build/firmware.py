@@ -410,11 +410,14 @@ def unit_flags(pipeline, tc: Toolchain, types, optimize: int, search_path: str =
 
 
 def runtime_objects(pipeline, tc: Toolchain, cffi_src: Path, work: Path, types, optimize: int,
-                    verbose: bool, search_path: str = "") -> list:
+                    verbose: bool, search_path: str = "", ares: bool = False) -> list:
     """The objects every firmware build links: the library's cffi module in
     firmware mode, _contextvars, zlib's crc32, and cffi's backend (its
     malloc and free turned into CPython's raw domain: csrc/firmware/
-    cffi_alloc.h, so that the host's allocator and the limit see them)."""
+    cffi_alloc.h, so that the host's allocator and the limit see them).
+    With ares, libdnsshim_ares's module too, its bridge and the unit that
+    checks what its Python side hands over (ARES_UNITS), for the worker
+    image: libdnsshim_ares's parses in the pool run there."""
     firmware = pipeline.CSRC / "firmware"
     flags = unit_flags(pipeline, tc, types, optimize, search_path)
     module = pipeline.emit(pipeline.DNSSHIM, work, verbose)
@@ -424,10 +427,25 @@ def runtime_objects(pipeline, tc: Toolchain, cffi_src: Path, work: Path, types, 
                      "-include", str(firmware / "cffi_alloc.h"), *[f"-I{d}" for d in tc.includes]]
     units = [_compile(tc, unit, work / f"unit-{unit.stem}.o", [*flags, f"-I{work}"], verbose)
              for unit in pipeline.DNSSHIM.units]
+    if ares:
+        ares_module = pipeline.emit(pipeline.DNSSHIM_ARES, work, verbose)
+        units += [_compile(tc, ares_module, work / "ares-module.o", [*flags, f"-I{work}"],
+                           verbose),
+                  *[_compile(tc, unit, work / f"ares-{unit.stem}.o", flags, verbose)
+                    for unit in ARES_UNITS]]
     return [_compile(tc, module, work / "module.o", [*flags, f"-I{work}"], verbose), *units,
             _compile(tc, firmware / "contextvars.c", work / "contextvars.o", flags, verbose),
             _compile(tc, firmware / "crc32.c", work / "crc32.o", flags, verbose),
             _compile(tc, backend_c, work / "_cffi_backend.o", backend_flags, verbose)]
+
+
+#: libdnsshim_ares's units an interpreter of the pool needs beside its
+#: module (runtime_objects with ares): what its bridge calls.  The rest are
+#: c-ares's API and the copies into c-ares's structures, which run in the
+#: front.
+ARES_UNITS = (pipeline.CSRC / "ares" / "check.c",)
+#: The Python side of libdnsshim_ares, which its module's init code imports.
+ARES_IMPORTS = ("shim.ares_embedded",)
 
 
 # --------------------------------------------------------------------- 4. inittab
@@ -459,7 +477,7 @@ def inittab(config_c: Path, keep, out_c: Path) -> list:
 
 
 def discover(pipeline, cffi_src: Path, types, work: Path, verbose: bool,
-             version: str) -> dict:
+             version: str, ares: bool = False) -> dict:
     """Which modules a parse needs: {"frozen": [[name, source, is_package]],
     "builtin": [names]} (see the module's docstring, step 2)."""
     from shim.sample import probe_messages
@@ -495,7 +513,8 @@ def discover(pipeline, cffi_src: Path, types, work: Path, verbose: bool,
         messages.append(work / f"{name}.bin")
         messages[-1].write_bytes(wire)
     out = work / "modules.txt"
-    script = DISCOVER_SCRIPT.format(imports=[*ALWAYS, *rdata_modules(types)])
+    script = DISCOVER_SCRIPT.format(imports=[*ALWAYS, *rdata_modules(types),
+                                             *(ARES_IMPORTS if ares else ())])
     result = subprocess.run([str(probe), str(out), script, *map(str, messages)],
                             capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     if result.returncode != 0:
@@ -748,12 +767,13 @@ def verify(pipeline, dest: Path, work: Path, verbose: bool, parallelism: int = 1
 
 
 def firmware(dest, types=None, target=None, optimize=0, cache=None, verbose=False,
-             python=None, parallelism=1) -> dict:
+             python=None, parallelism=1, ares=False) -> dict:
     """Writes the firmware folder into dest (absent or empty), embedding
     Debian's CPython python ("3.11", "3.13"; default: default_version());
     with parallelism n > 1, n more interpreters linked in for
-    dns_shim_set_parallelism (link_parallel).  Returns its manifest.  On
-    failure dest is left as it was found."""
+    dns_shim_set_parallelism (link_parallel); with ares, libdnsshim_ares's
+    module and its Python side too (the worker image's: worker.py).
+    Returns its manifest.  On failure dest is left as it was found."""
     dest = Path(dest).resolve()
     if dest.exists() and any(dest.iterdir()):
         raise FirmwareError(f"{dest} is not empty")
@@ -764,7 +784,7 @@ def firmware(dest, types=None, target=None, optimize=0, cache=None, verbose=Fals
     existed = dest.exists()
     try:
         return _firmware(dest, types, target or native_triplet(), optimize, cache, verbose,
-                         python, parallelism)
+                         python, parallelism, ares)
     except BaseException:
         if existed:
             for item in dest.iterdir():
@@ -775,7 +795,7 @@ def firmware(dest, types=None, target=None, optimize=0, cache=None, verbose=Fals
 
 
 def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bool,
-              version, parallelism: int = 1) -> dict:
+              version, parallelism: int = 1, ares: bool = False) -> dict:
     pipeline.check_sources()
     tc = Toolchain.debian(triplet, version or default_version())
     tc.check()
@@ -799,7 +819,7 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
             single = link_object(tc, objs, build / "single.o", api, build, verbose)
             obj = link_parallel(pipeline, tc, objs, single, parallelism, object_path(dest), api,
                                 work / "parallel", unit_flags(pipeline, tc, types, optimize),
-                                verbose)
+                                build, verbose)
         else:
             obj = link_object(tc, objs, object_path(dest), api, build, verbose)
         defined, undefined = object_symbols(tc, obj)
@@ -814,7 +834,7 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
         }
         manifest = {
             "target": triplet, "types": types, "optimize": optimize,
-            "parallelism": parallelism,
+            "parallelism": parallelism, "c-ares layer": ares,
             "versions": {"CPython": _debian_python_version(tc.python), "dnspython": _dnspython_version(),
                          "cffi": cffi_src.name.split("-", 1)[1],
                          "dnsshim": pipeline.package_version()},

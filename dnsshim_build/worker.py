@@ -21,9 +21,12 @@ lives: the dynamic loader matches a path it has loaded before by its name,
 and a closed memfd's number comes back.
 
 The image leaves libc, libm and libpthread undefined, as the object does, so
-the host's own are called.  Beside the API it exports one private entry
-point (``libdnsshim_worker.map``), through which the library's front
-(``csrc/lib/pool.c``) counts every instance's memory in one account.
+the host's own are called.  Beside the API it exports private entry points
+(``libdnsshim_worker.map``): one through which the library's front
+(``csrc/lib/pool.c``) counts every instance's memory in one account, and
+libdnsshim_ares's bridge (``ARES_ENTRIES``), so that libdnsshim_ares's
+parses run in the pool too: the image is built with that library's module
+and Python side (``firmware(..., ares=True)``).
 
 ``pip install .`` and ``build_ffi.py --prefix`` build the image beside the
 library (``build_into``) where the firmware build can run for the system's
@@ -54,12 +57,16 @@ from dnsshim_build.firmware import (LIBS, POOL_PRIVATE, FirmwareError, Toolchain
 NAME = "libdnsshim_worker.so"
 
 
-#: The image's own export list, beside the library's: the one entry point
-#: the pool's front calls that is not API.
+#: The image's own export list, beside the library's: the entry points the
+#: pool's front calls that are not API.
 EXPORTS = pipeline.CSRC / "lib" / "libdnsshim_worker.map"
-#: ... and that entry point, local in the firmware object like every symbol
+#: libdnsshim_ares's bridge in an interpreter (csrc/ares/dnsshim_ares.c):
+#: libdnsshim_ares's parses in the pool run there.
+ARES_ENTRIES = ("dnsshim_ares__compute", "dnsshim_ares__done", "dnsshim_ares__message",
+                "dnsshim_ares__message_done")
+#: ... those entry points, local in the firmware object like every symbol
 #: not API, made global again for the image's link.
-PRIVATE = POOL_PRIVATE
+PRIVATE = (*POOL_PRIVATE, *ARES_ENTRIES)
 
 
 def link(fw_object: Path, out: Path, cc: str = "gcc", verbose: bool = False,
@@ -98,6 +105,16 @@ def unavailable(version: str = "") -> str:
     return ""
 
 
+def build(out: Path, version: str = "", verbose: bool = False) -> Path:
+    """The image embedding Debian's CPython version (default: the
+    system's), written to out: the firmware object with libdnsshim_ares's
+    module (firmware(..., ares=True)), linked.  Raises FirmwareError."""
+    with tempfile.TemporaryDirectory(prefix="dnsshim-worker-") as tmp:
+        firmware(Path(tmp) / "firmware", python=version or default_version(), verbose=verbose,
+                 ares=True)
+        return link(object_path(Path(tmp) / "firmware"), Path(out), verbose=verbose)
+
+
 def build_into(lib: Path, verbose: bool = False) -> Path | None:
     """The image embedding the system's CPython, written into lib (beside the
     library, where its front looks); None, with one line on stderr saying
@@ -105,13 +122,10 @@ def build_into(lib: Path, verbose: bool = False) -> Path | None:
     version = default_version()
     why = unavailable(version)
     if not why:
-        with tempfile.TemporaryDirectory(prefix="dnsshim-worker-") as tmp:
-            try:
-                firmware(Path(tmp) / "firmware", python=version, verbose=verbose)
-                return link(object_path(Path(tmp) / "firmware"), Path(lib) / NAME,
-                            verbose=verbose)
-            except FirmwareError as e:
-                why = str(e)
+        try:
+            return build(Path(lib) / NAME, version, verbose)
+        except FirmwareError as e:
+            why = str(e)
     print(f"dnsshim: no worker image, parallelism above 1 will be refused "
           f"(DNS_SHIM_ERR_UNSUPPORTED): {why}", file=sys.stderr)
     return None

@@ -19,6 +19,11 @@ Through the library's own entry points, from C (tests/c/pool_instances.c
 - the memory limit counts the whole pool, not each interpreter;
 - set in a program that is loaded into a Python program: it answers and
   adds no module;
+- libdnsshim_ares's parsers from four threads over a parallelism of two
+  print what they print in one interpreter (tests/c/ares_threads.c: every
+  classic parser on every message), and so does ares_dns_parse
+  (tests/c/ares_dnsrec.c against c-ares 1.34), valgrind clean; an image
+  without libdnsshim_ares's module refuses its parses naming the fix;
 - what cannot be: no image (DNS_SHIM_ERR_UNSUPPORTED, with the path and the
   fix), above the most (DNS_SHIM_ERR_BAD_ARGUMENT), an image that does not
   load (DNS_SHIM_ERR_INIT on every call, the first log line naming it), and
@@ -39,7 +44,9 @@ from pathlib import Path
 import pytest
 
 from dnsshim_build import pipeline, worker
-from conftest import ROOT, require_program, split_log
+import cares_source
+import cprograms
+from conftest import ROOT, require_cares, require_program, split_log
 from cprograms import STRICT
 from pool_output import verdicts
 from test_firmware import LIBS, _firmware, _link, firmware  # noqa: F401 (fixture)
@@ -52,11 +59,14 @@ ENV = {"PATH": "/usr/bin:/bin"}
 
 
 def _library_copy(built, where: Path, image_bytes: bytes | None) -> Path:
-    """The built library copied into where, with image_bytes as the worker
-    image beside it (None: no image)."""
+    """The built libraries copied into where (libdnsshim_ares finds
+    libdnsshim beside it), with image_bytes as the worker image beside them
+    (None: no image).  Returns libdnsshim's path."""
     where.mkdir(parents=True, exist_ok=True)
     lib = where / "libdnsshim.so.1"
     shutil.copyfile(built.dir / "libdnsshim.so.1", lib)
+    shutil.copyfile(built.dir / pipeline.DNSSHIM_ARES.soname,
+                    where / pipeline.DNSSHIM_ARES.soname)
     if image_bytes is not None:
         (where / worker.NAME).write_bytes(image_bytes)
     return lib
@@ -340,3 +350,110 @@ def test_set_by_a_program_loaded_into_a_python_program_it_answers_and_adds_no_mo
     library = _run(built.test_prog, "--detail", truncated, code=None).stdout.splitlines()
     assert library[-1] == f"detail {detail}"
     assert added == "[]"
+
+
+# ---- libdnsshim_ares in the pool ---------------------------------------------------------
+
+#: c-ares's ARES_ENOTINITIALIZED.
+ENOTINITIALIZED = 21
+
+
+def _ares_program(built, where: Path, name: str, source: Path) -> Path:
+    """A program written against <ares.h>, linked with libdnsshim_ares, its
+    run path the folder ``where`` (a front: the libraries and an image)."""
+    require_cares()
+    cflags, libs = cprograms.cares_flags()
+    return pipeline.compile_program(
+        [source], where.parent / f"{where.name}-{name}", against=built.dir,
+        libraries=("dnsshim_ares",), rpath=str(where),
+        cflags=(*STRICT, *cflags), flags=tuple(f for f in libs if not f.startswith("-l")))
+
+
+@pytest.fixture(scope="module")
+def ares_threads(built, front):
+    return _ares_program(built, front.parent, "ares_threads", ROOT / "tests" / "c" /
+                         "ares_threads.c")
+
+
+@pytest.fixture(scope="module")
+def ares_one(ares_threads, messages):
+    """ares_threads's output with one thread and the library's own interpreter."""
+    result = _run(ares_threads, 1, *messages)
+    assert result.stderr == ""
+    assert result.stdout.count("\n# ") + 1 == len(messages)
+    return result.stdout
+
+
+def test_c_ares_parsers_from_four_threads_over_two_interpreters_print_what_one_prints(
+        ares_threads, ares_one, messages):
+    result = _run(ares_threads, 4, *messages, env={"DNS_SHIM_PARALLELISM": "2"})
+    assert result.stderr == ""
+    assert result.stdout == ares_one
+    assert re.search(r"^a host=1 ttls=8 rc=0 name=.* naddrttls=[1-9]", ares_one, re.M)
+    assert re.search(r"^mx rc=0 \{", ares_one, re.M)
+    assert re.search(r"^soa rc=10$", ares_one, re.M)  # ARES_EBADRESP
+
+
+def test_ares_dns_parse_in_the_pool_gives_what_one_interpreter_gives(ares_dnsrec, front,
+                                                                       messages):
+    ours = front.parent / pipeline.DNSSHIM_ARES.soname
+    one = cares_source.run_driver(ares_dnsrec, messages, preload=ours)
+    pooled = cares_source.run_driver(ares_dnsrec, messages, preload=ours,
+                                     env={"DNS_SHIM_PARALLELISM": "2"})
+    assert pooled == one
+    statuses = [status for status, _ in one.values()]
+    assert statuses.count(0) > 0 and len(statuses) - statuses.count(0) > 0
+
+
+def test_valgrind_with_c_ares_parsers_on_four_threads_over_two_interpreters(ares_threads,
+                                                                           ares_one, messages):
+    from test_c_programs import VALGRIND, _require_valgrind
+
+    _require_valgrind()
+    some = messages[::6]
+    result = _run(*VALGRIND, f"--suppressions={pipeline.SUPPRESSIONS}", ares_threads, 4, *some,
+                  env={"DNS_SHIM_PARALLELISM": "2"})
+    assert "ERROR SUMMARY" not in result.stderr
+    assert result.stdout.split("\n# ")[0].startswith(f"# {some[0]}\n")
+
+
+def test_an_image_without_the_c_ares_layer_refuses_its_parses_naming_the_fix(
+        built, firmware, messages, tmp_path):
+    """An image linked from a firmware object built without libdnsshim_ares's
+    module: libdnsshim's own calls still parse in the pool (the pool tests
+    above run on such copies too); libdnsshim_ares's return
+    ARES_ENOTINITIALIZED, each logging why."""
+    where = tmp_path / "plain"
+    where.mkdir()
+    image = worker.link(firmware / "lib" / "libdnsshim_fw.o", tmp_path / worker.NAME)
+    _library_copy(built, where, image.read_bytes())
+    program = _ares_program(built, where, "ares_threads", ROOT / "tests" / "c" / "ares_threads.c")
+    result = _run(program, 1, messages[0], env={"DNS_SHIM_PARALLELISM": "2"})
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"# {messages[0]}"
+    assert lines[1].startswith(f"a host=1 ttls=8 rc={ENOTINITIALIZED} ")
+    assert {line.split(" rc=")[1].split(" ")[0] for line in lines[1:-1]} == {
+        str(ENOTINITIALIZED)}
+    assert result.stderr.splitlines()[0] == (
+        "dnsshim_ares: no interpreter of the pool can parse (DNS_SHIM_ERR_UNSUPPORTED: the "
+        "pool's interpreters have no c-ares layer: the worker image beside the library was "
+        "built without it; install the library again); returning ARES_ENOTINITIALIZED")
+
+
+def test_an_image_that_does_not_load_fails_c_ares_parses_naming_it(built, broken, messages):
+    """libdnsshim logs why the interpreter did not start, as for its own
+    calls; each c-ares parse then says it found none and returns
+    ARES_ENOTINITIALIZED."""
+    where = Path(os.path.realpath(broken)).parent
+    program = _ares_program(built, where, "ares_threads", ROOT / "tests" / "c" / "ares_threads.c")
+    result = _run(program, 1, messages[0], env={"DNS_SHIM_PARALLELISM": "2"})
+    why = (f"cannot start interpreter 1 of 2: the worker image {where}/{worker.NAME} does not "
+           f"load \\({FD}: file too short\\): install the library again")
+    first, second, *_ = result.stderr.splitlines()
+    assert re.fullmatch(f"dnsshim: DNS_SHIM_ERR_INIT: {why}", first), first
+    assert re.fullmatch(f"dnsshim_ares: no interpreter of the pool can parse "
+                        f"\\(DNS_SHIM_ERR_INIT: {why}\\); returning ARES_ENOTINITIALIZED",
+                        second), second
+    lines = result.stdout.splitlines()
+    assert {line.split(" rc=")[1].split(" ")[0] for line in lines[1:-1]} == {
+        str(ENOTINITIALIZED)}

@@ -3,7 +3,8 @@ object that can be loaded many times in one process, each load a private
 interpreter, for a pool that parses on several cores.
 
 What it exports is the library's API, in the library's version nodes, and
-the one entry point the library's pool calls (its own node);
+the entry points the libraries' pool calls (its own node): the memory
+account, and libdnsshim_ares's bridge;
 it needs the C library and nothing else, binds every reference to itself and
 resolves everything when loaded.  Two instances loaded from memfds of one
 image are two interpreters: four threads sharing two give, message for
@@ -33,7 +34,7 @@ from dnsshim_build import pipeline, worker
 from conftest import ROOT, require_program, write_messages
 from cprograms import STRICT
 from pool_output import library_verdicts, pool_lines, verdicts
-from test_firmware import firmware  # noqa: F401 (fixture)
+from test_firmware import _require_debian_python
 
 pytestmark = pytest.mark.python_independent
 
@@ -42,10 +43,12 @@ pytestmark = pytest.mark.python_independent
 WEAK_UNDEFINED = {"_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable", "__gmon_start__"}
 
 
-@pytest.fixture(scope="module")
-def image(firmware, tmp_path_factory):
-    return worker.link(firmware / "lib" / "libdnsshim_fw.o",
-                       tmp_path_factory.mktemp("worker") / worker.NAME)
+@pytest.fixture(scope="session")
+def image(tmp_path_factory):
+    """The image as the install builds it (worker.build): the firmware
+    object with libdnsshim_ares's module, linked."""
+    _require_debian_python()
+    return worker.build(tmp_path_factory.mktemp("worker") / worker.NAME)
 
 
 @pytest.fixture(scope="module")
@@ -77,14 +80,16 @@ def alone(image, pool, messages):
     return lines
 
 
-def test_it_exports_the_api_in_the_librarys_version_nodes_and_its_private_entry(image):
+def test_it_exports_the_api_in_the_librarys_version_nodes_and_its_private_entries(image):
     defined, _ = worker.dynamic_symbols(image)
     api = pipeline.header_functions()
     expected = {f"{name}@@{node}" for node, names in pipeline.version_nodes().items()
                 for name in names if name in api}
     assert {name.split("@")[0] for name in expected} == api
-    assert worker.PRIVATE == ("dns_shim__pool_account",)
-    assert defined == expected | {"dns_shim__pool_account@@DNSSHIM_WORKER_PRIVATE"}
+    assert worker.PRIVATE == ("dns_shim__pool_account", "dnsshim_ares__compute",
+                              "dnsshim_ares__done", "dnsshim_ares__message",
+                              "dnsshim_ares__message_done")
+    assert defined == expected | {f"{name}@@DNSSHIM_WORKER_PRIVATE" for name in worker.PRIVATE}
 
 
 def test_it_needs_the_c_library_alone_and_binds_to_itself(image):

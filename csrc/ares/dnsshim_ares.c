@@ -28,12 +28,14 @@
 **
 ** Threads: every function may be called from any thread.  A parse takes the
 ** interpreter's lock for the time Python computes the result; the copy into
-** c-ares's structures runs without it.
+** c-ares's structures runs without it.  With parallelism above 1 the parse
+** runs in an interpreter of libdnsshim's pool instead (below, "The pool").
 */
 #define DNSSHIM_ARES_PYTHON static
 #define DNSSHIM_ARES_INTERNAL static
 #include "ares/dnsshim_ares_internal.h"
 #include "dns_shim.h"
+#include "lib/dns_shim_internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -120,14 +122,73 @@ static void dnsshim_ares__init_once(void)
         dnsshim_ares__ready = 1;
 }
 
+/* ------------------------------------------------------------------ */
+/* The pool                                                             */
+
+/* With parallelism above 1 (dns_shim_set_parallelism, DNS_SHIM_PARALLELISM)
+** a parse runs in an interpreter of libdnsshim's pool, in that
+** interpreter's own copy of this bridge (the worker image's entry points):
+** the thread takes an instance, the instance computes and checks the
+** result, this thread copies it, and the release goes to the same instance,
+** which the thread then gives back.  This library's own module never
+** starts then. */
+
+/* The instance this thread holds from a compute to its release. */
+static __thread const dns_shim__pool_entries *dnsshim_ares__held = NULL;
+
+enum { DNSSHIM_ARES__OWN, DNSSHIM_ARES__POOLED, DNSSHIM_ARES__NO_POOL };
+
+/* Which interpreter parses: this library's own, an instance of the pool
+** (*pool its entry points, held), or none (logged). */
+static int dnsshim_ares__route(const dns_shim__pool_entries **pool, const char *who)
+{
+    int32_t rc = dns_shim__pool_ares_take(pool);
+    char line[DNS_SHIM__ERROR_SIZE + 128];
+
+    if (rc == DNS_SHIM__POOL_SINGLE)
+        return DNSSHIM_ARES__OWN;
+    if (rc == DNS_SHIM_OK)
+        return DNSSHIM_ARES__POOLED;
+    snprintf(line, sizeof line, "%sno interpreter of the pool can parse (%s); returning "
+             "ARES_ENOTINITIALIZED", who, dns_shim_last_error());
+    dnsshim_ares__log(line);
+    return DNSSHIM_ARES__NO_POOL;
+}
+
+/* After a pooled compute: the instance stays held while the result has
+** memory to release, else goes back now. */
+static void dnsshim_ares__keep(const dns_shim__pool_entries *pool, uint64_t token)
+{
+    if (token != 0)
+        dnsshim_ares__held = pool;
+    else
+        dns_shim__pool_ares_give();
+}
+
+/* ------------------------------------------------------------------ */
+/* The calls                                                            */
+
 /* One call into Python.  On return *r holds the result (r->status the
 ** code) and *token names its memory (release it with
 ** dnsshim_ares__py_release once copied). */
 int dnsshim_ares__compute(int32_t kind, const unsigned char *buf, int len, int offset, int flags,
                           dnsshim_ares_result *r, uint64_t *token)
 {
+    const dns_shim__pool_entries *pool;
+
     memset(r, 0, sizeof *r);
     *token = 0;
+    switch (dnsshim_ares__route(&pool, "")) {
+    case DNSSHIM_ARES__POOLED: {
+        int status = pool->ares_compute(kind, buf, len, offset, flags, r, token);
+        dnsshim_ares__keep(pool, *token);
+        return status;
+    }
+    case DNSSHIM_ARES__NO_POOL:
+        return r->status = DNSSHIM_ARES_ENOTINITIALIZED;
+    default:
+        break;
+    }
     pthread_once(&dnsshim_ares__once, dnsshim_ares__init_once);
     if (!dnsshim_ares__ready)
         return r->status = DNSSHIM_ARES_ENOTINITIALIZED;
@@ -164,16 +225,36 @@ int dnsshim_ares__compute(int32_t kind, const unsigned char *buf, int len, int o
 
 void dnsshim_ares__done(uint64_t token)
 {
-    if (token != 0)
+    const dns_shim__pool_entries *pool = dnsshim_ares__held;
+
+    if (pool != NULL) {
+        dnsshim_ares__held = NULL;
+        pool->ares_done(token);
+        dns_shim__pool_ares_give();
+    } else if (token != 0) {
         dnsshim_ares__py_release(token);
+    }
 }
 
 /* ares_dns_parse's call (dnsrec.c): the same start, one call into Python. */
 int dnsshim_ares__message(const unsigned char *buf, int len, unsigned int flags,
                           dnsshim_ares_message *m, uint64_t *token)
 {
+    const dns_shim__pool_entries *pool;
+
     memset(m, 0, sizeof *m);
     *token = 0;
+    switch (dnsshim_ares__route(&pool, "ares_dns_parse: ")) {
+    case DNSSHIM_ARES__POOLED: {
+        int status = pool->ares_message(buf, len, flags, m, token);
+        dnsshim_ares__keep(pool, *token);
+        return status;
+    }
+    case DNSSHIM_ARES__NO_POOL:
+        return DNSSHIM_ARES_ENOTINITIALIZED;
+    default:
+        break;
+    }
     pthread_once(&dnsshim_ares__once, dnsshim_ares__init_once);
     if (!dnsshim_ares__ready)
         return DNSSHIM_ARES_ENOTINITIALIZED;
@@ -194,6 +275,13 @@ int dnsshim_ares__message(const unsigned char *buf, int len, unsigned int flags,
 
 void dnsshim_ares__message_done(uint64_t token)
 {
-    if (token != 0)
+    const dns_shim__pool_entries *pool = dnsshim_ares__held;
+
+    if (pool != NULL) {
+        dnsshim_ares__held = NULL;
+        pool->ares_message_done(token);
+        dns_shim__pool_ares_give();
+    } else if (token != 0) {
         dnsshim_ares__py_message_release(token);
+    }
 }

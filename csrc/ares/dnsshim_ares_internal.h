@@ -24,6 +24,18 @@
 /* c-ares's functions, exported (libdnsshim_ares.map says which). */
 #define DNSSHIM_ARES_API __attribute__((visibility("default")))
 
+/* The bridge's four calls into Python below are the worker image's entry
+** points too (csrc/lib/pool.c: libdnsshim_ares's parses in the pool, each
+** in an interpreter's own copy of this bridge): compiled with default
+** visibility in the firmware object alone, whose link keeps the API global
+** and nothing else; dnsshim_build/worker.py makes them global again in the
+** image and exports them in its own node.  Hidden elsewhere. */
+#ifdef DNS_SHIM__WORKER_ENTRY_VISIBLE
+#  define DNSSHIM_ARES__WORKER_ENTRY __attribute__((visibility("default")))
+#else
+#  define DNSSHIM_ARES__WORKER_ENTRY DNSSHIM_ARES__HIDDEN
+#endif
+
 /* ------------------------------------------------------------------ */
 /* ares_dns_parse's call into Python (the bridge)                       */
 
@@ -32,10 +44,10 @@
 ** says what it found), else the code to return (ARES_ENOTINITIALIZED: the
 ** runtime did not start; ARES_EBADRESP: the parser failed, logged).
 ** *token names the plan's memory until dnsshim_ares__message_done. */
-DNSSHIM_ARES__HIDDEN int dnsshim_ares__message(const unsigned char *buf, int len,
-                                               unsigned int flags, dnsshim_ares_message *m,
-                                               uint64_t *token);
-DNSSHIM_ARES__HIDDEN void dnsshim_ares__message_done(uint64_t token);
+DNSSHIM_ARES__WORKER_ENTRY int dnsshim_ares__message(const unsigned char *buf, int len,
+                                                     unsigned int flags,
+                                                     dnsshim_ares_message *m, uint64_t *token);
+DNSSHIM_ARES__WORKER_ENTRY void dnsshim_ares__message_done(uint64_t token);
 
 /* When c-ares 1.28 or later is loaded after this library and calls this
 ** library's ares_dns_parse itself (dnsrec.c finds out once): c-ares's own
@@ -76,10 +88,10 @@ DNSSHIM_ARES__HIDDEN const char *dnsshim_ares__check_result(int32_t kind,
 ** `kind`; its result checked (dnsshim_ares__check_result).  Returns
 ** r->status, c-ares's code; on success *r holds the result and *token
 ** names its memory, until dnsshim_ares__done(*token). */
-DNSSHIM_ARES__HIDDEN int dnsshim_ares__compute(int32_t kind, const unsigned char *buf, int len,
-                                               int offset, int flags, dnsshim_ares_result *r,
-                                               uint64_t *token);
-DNSSHIM_ARES__HIDDEN void dnsshim_ares__done(uint64_t token);
+DNSSHIM_ARES__WORKER_ENTRY int dnsshim_ares__compute(int32_t kind, const unsigned char *buf,
+                                                     int len, int offset, int flags,
+                                                     dnsshim_ares_result *r, uint64_t *token);
+DNSSHIM_ARES__WORKER_ENTRY void dnsshim_ares__done(uint64_t token);
 
 /* ------------------------------------------------------------------ */
 /* What this library allocated (owned.c)                                */

@@ -3,10 +3,12 @@
 **
 ** libdnsshim's C is several units: the bridge (dns_shim.c), cffi's
 ** preamble, which sees cffi's generated code, and units compiled on their
-** own (api.c, dispatch.c, failure.c, memory.c).  Every name here is hidden: it is neither exported by the
-** shared object (its version script lists the API) nor left global in the
-** static archive (dnsshim_build.pipeline._archive links the units into one object and
-** makes hidden symbols local), so it cannot collide with a program's.
+** own (api.c, dispatch.c, failure.c, memory.c, pool.c, runtime.c).  Every
+** name here but the two DNS_SHIM__PRIVATE_API ones (libdnsshim_ares's
+** entry into the pool) is hidden: it is neither exported by the shared
+** object (its version script lists the API) nor left global in the static
+** archive (dnsshim_build.pipeline._archive links the units into one object
+** and makes hidden symbols local), so it cannot collide with a program's.
 ** Include it after "dns_shim.h".
 */
 #ifndef DNS_SHIM_INTERNAL_H
@@ -111,6 +113,8 @@ DNS_SHIM__HIDDEN int32_t dns_shim__pool_run(const uint8_t *buf, int32_t len,
 DNS_SHIM__HIDDEN int32_t dns_shim__pool_init(void);
 DNS_SHIM__HIDDEN void dns_shim__pool_limit(size_t bytes);
 DNS_SHIM__HIDDEN int dns_shim__pool_started(void);
+struct dnsshim_ares_result;
+struct dnsshim_ares_message;
 /* An interpreter's entry points, which the front calls: the worker image's,
 ** found by name in each instance; or, in a firmware object built with
 ** --parallelism N (pool.c compiled with DNS_SHIM__POOL_LINKED=N), those of
@@ -128,10 +132,37 @@ typedef struct dns_shim__pool_entries {
     void (*set_log_handler)(dns_shim_log_handler, void *);
     int32_t (*set_allocator)(const dns_shim_allocator *);
     int32_t (*account)(size_t *);
+    /* libdnsshim_ares's bridge in the interpreter (csrc/ares/dnsshim_ares.c):
+    ** the worker image's; NULL in a firmware object's copies, which have no
+    ** c-ares layer. */
+    int (*ares_compute)(int32_t, const unsigned char *, int, int, int,
+                        struct dnsshim_ares_result *, uint64_t *);
+    void (*ares_done)(uint64_t);
+    int (*ares_message)(const unsigned char *, int, unsigned int,
+                        struct dnsshim_ares_message *, uint64_t *);
+    void (*ares_message_done)(uint64_t);
 } dns_shim__pool_entries;
 #ifdef DNS_SHIM__POOL_LINKED
 DNS_SHIM__HIDDEN extern const dns_shim__pool_entries dns_shim__pool_linked[DNS_SHIM__POOL_LINKED];
 #endif
+/* libdnsshim_ares's parses in the pool (its bridge, csrc/ares/dnsshim_ares.c).
+** The one private entry of libdnsshim: global, in the shared object's
+** DNSSHIM_PRIVATE node and in the static archive, so that libdnsshim_ares,
+** a library of its own, reaches it; no header a program sees declares it.
+**
+** dns_shim__pool_ares_take: with parallelism above 1, this thread takes an
+** instance of the pool (its own, when it holds one already: a callback
+** parsing with c-ares) and *entries are its entry points: DNS_SHIM_OK.  The
+** thread holds it until dns_shim__pool_ares_give, so that the instance's
+** result, which the caller copies, lives until the caller releases it in
+** the same instance.  DNS_SHIM__POOL_SINGLE: parallelism is 1, the caller
+** parses in its own interpreter.  Else the status, its detail for this
+** thread: no interpreter could start (DNS_SHIM_ERR_INIT), or the
+** interpreters have no c-ares layer (DNS_SHIM_ERR_UNSUPPORTED). */
+#define DNS_SHIM__PRIVATE_API __attribute__((visibility("default")))
+DNS_SHIM__PRIVATE_API int32_t dns_shim__pool_ares_take(const dns_shim__pool_entries **entries);
+DNS_SHIM__PRIVATE_API void dns_shim__pool_ares_give(void);
+
 /* A failure detail without its status's name ("DNS_SHIM_ERR_INIT: "), for
 ** a detail that is quoted inside another (failure.c). */
 DNS_SHIM__HIDDEN const char *dns_shim__reason(const char *detail);

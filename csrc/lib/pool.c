@@ -22,6 +22,12 @@
 ** counts its memory in the pool's one account (dns_shim__pool_account),
 ** under the one limit.
 **
+** libdnsshim_ares parses in the same pool: its bridge takes an instance
+** (dns_shim__pool_ares_take), has the instance's own copy of the bridge
+** compute the result, copies it into c-ares's structures in the calling
+** thread, releases it in the instance and gives the instance back
+** (dns_shim__pool_ares_give).
+**
 ** An instance is never unloaded: its runtime has thread-exit hooks in its
 ** own code (cffi's thread state).  Lowering n parks the instances above it,
 ** which keep their memory until the process exits and serve again when n is
@@ -101,6 +107,9 @@ static int dns_shim__pool_available(uint32_t n)
     return -1;
 }
 
+/* Why the copies cannot parse for libdnsshim_ares. */
+#define DNS_SHIM__POOL_NO_ARES "a firmware object's copies carry libdnsshim alone"
+
 /* Instance number index (below n, so below DNS_SHIM__POOL_LINKED): the
 ** copy of that number. */
 static int32_t dns_shim__pool_load(dns_shim__instance *inst, unsigned index, uint32_t n)
@@ -143,6 +152,10 @@ static int dns_shim__pool_image(char *path, size_t size)
     }
     return 0;
 }
+
+/* Why an image without libdnsshim_ares's bridge cannot parse for it. */
+#define DNS_SHIM__POOL_NO_ARES "the worker image beside the library was built without it; " \
+    "install the library again"
 
 /* Whether n interpreters can run: 0, or -1 with the reason for this
 ** thread. */
@@ -192,21 +205,28 @@ fail:
     return -1;
 }
 
-/* The image's entry points by name, and where each goes. */
+/* The image's entry points by name, where each goes, and whether an image
+** may lack it: libdnsshim_ares's bridge, in an image made from a firmware
+** object built without it (its parses are then refused, not the image). */
 static const struct {
     const char *name;
     size_t offset;
+    int optional;
 } dns_shim__pool_symbols[] = {
-    {"process_dns_response", offsetof(dns_shim__pool_entries, process)},
-    {"dns_shim_process", offsetof(dns_shim__pool_entries, process_with)},
-    {"dns_shim_process_reply", offsetof(dns_shim__pool_entries, process_reply)},
-    {"dns_shim_init", offsetof(dns_shim__pool_entries, init)},
-    {"dns_shim_last_error", offsetof(dns_shim__pool_entries, last_error)},
-    {"dns_shim_set_memory_limit", offsetof(dns_shim__pool_entries, set_memory_limit)},
-    {"dns_shim_set_parallelism", offsetof(dns_shim__pool_entries, set_parallelism)},
-    {"dns_shim_set_log_handler", offsetof(dns_shim__pool_entries, set_log_handler)},
-    {"dns_shim_set_allocator", offsetof(dns_shim__pool_entries, set_allocator)},
-    {"dns_shim__pool_account", offsetof(dns_shim__pool_entries, account)},
+    {"process_dns_response", offsetof(dns_shim__pool_entries, process), 0},
+    {"dns_shim_process", offsetof(dns_shim__pool_entries, process_with), 0},
+    {"dns_shim_process_reply", offsetof(dns_shim__pool_entries, process_reply), 0},
+    {"dns_shim_init", offsetof(dns_shim__pool_entries, init), 0},
+    {"dns_shim_last_error", offsetof(dns_shim__pool_entries, last_error), 0},
+    {"dns_shim_set_memory_limit", offsetof(dns_shim__pool_entries, set_memory_limit), 0},
+    {"dns_shim_set_parallelism", offsetof(dns_shim__pool_entries, set_parallelism), 0},
+    {"dns_shim_set_log_handler", offsetof(dns_shim__pool_entries, set_log_handler), 0},
+    {"dns_shim_set_allocator", offsetof(dns_shim__pool_entries, set_allocator), 0},
+    {"dns_shim__pool_account", offsetof(dns_shim__pool_entries, account), 0},
+    {"dnsshim_ares__compute", offsetof(dns_shim__pool_entries, ares_compute), 1},
+    {"dnsshim_ares__done", offsetof(dns_shim__pool_entries, ares_done), 1},
+    {"dnsshim_ares__message", offsetof(dns_shim__pool_entries, ares_message), 1},
+    {"dnsshim_ares__message_done", offsetof(dns_shim__pool_entries, ares_message_done), 1},
 };
 
 /* Loads instance number index (0-based) of n: the image copied into a
@@ -237,7 +257,7 @@ static int32_t dns_shim__pool_load(dns_shim__instance *inst, unsigned index, uin
     }
     for (i = 0; i < sizeof dns_shim__pool_symbols / sizeof dns_shim__pool_symbols[0]; i++) {
         void *found = dlsym(inst->handle, dns_shim__pool_symbols[i].name);
-        if (found == NULL)
+        if (found == NULL && !dns_shim__pool_symbols[i].optional)
             return dns_shim__fail(DNS_SHIM_ERR_INIT, "cannot start interpreter %u of %" PRIu32
                                   ": the worker image %s has no %s: it is not this library's; "
                                   "install the library again", index + 1, n, image,
@@ -494,6 +514,38 @@ int32_t dns_shim__pool_run(const uint8_t *buf, int32_t len, const dns_shim_query
         return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the interpreter returned %" PRId32
                               ", which is no status", rc);
     return rc;
+}
+
+/* Whether this thread held its instance before dns_shim__pool_ares_take
+** (a callback parsing with c-ares): then the give leaves it held. */
+static __thread int dns_shim__pool_ares_nested = 0;
+
+DNS_SHIM__PRIVATE_API int32_t dns_shim__pool_ares_take(const dns_shim__pool_entries **entries)
+{
+    int single;
+    dns_shim__instance *inst;
+
+    *entries = NULL;
+    if (!dns_shim__pool_on())
+        return DNS_SHIM__POOL_SINGLE;
+    dns_shim__pool_ares_nested = dns_shim__pool_mine != NULL;
+    inst = dns_shim__pool_take(&single);
+    if (inst == NULL)
+        return single ? DNS_SHIM__POOL_SINGLE : DNS_SHIM_ERR_INIT;
+    if (inst->call.ares_compute == NULL || inst->call.ares_done == NULL ||
+        inst->call.ares_message == NULL || inst->call.ares_message_done == NULL) {
+        dns_shim__pool_ares_give();
+        return dns_shim__fail(DNS_SHIM_ERR_UNSUPPORTED, "the pool's interpreters have no "
+                              "c-ares layer: %s", DNS_SHIM__POOL_NO_ARES);
+    }
+    *entries = &inst->call;
+    return DNS_SHIM_OK;
+}
+
+DNS_SHIM__PRIVATE_API void dns_shim__pool_ares_give(void)
+{
+    if (dns_shim__pool_mine != NULL && !dns_shim__pool_ares_nested)
+        dns_shim__pool_give(dns_shim__pool_mine);
 }
 
 /* dns_shim_init with parallelism above 1: every interpreter started. */
