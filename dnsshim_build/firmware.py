@@ -118,9 +118,10 @@ VERSIONS = {
 #: global again where a front calls it (the worker image, worker.py; the
 #: copies of --parallelism, :func:`link_parallel`).
 POOL_PRIVATE = ("dns_shim__pool_account",)
-#: The most interpreters --parallelism links (csrc/dns_shim.h's
-#: DNS_SHIM_PARALLELISM_MAX).
-PARALLELISM_MAX = 64
+#: The most interpreters --parallelism links: csrc/dns_shim.h's
+#: DNS_SHIM_PARALLELISM_MAX, the most the library's front runs.
+PARALLELISM_MAX = pipeline.header_defines(pipeline.HEADER, "DNS_SHIM_PARALLELISM_MAX")[
+    "DNS_SHIM_PARALLELISM_MAX"]
 
 #: Non-position-independent relocations by CPU, in a static library that
 #: was compiled without -fPIC (libpython3.X.a beside Debian's -pic.a); for
@@ -586,21 +587,10 @@ def pool_table(n: int, out_c: Path) -> Path:
              "** of the copies linked into this object, one interpreter each. */",
              '#include "dns_shim.h"', '#include "dns_shim_generated.h"',
              '#include "lib/dns_shim_internal.h"', ""]
-    prototypes = {
-        "process_dns_response": "int32_t %s(uint8_t *, int32_t)",
-        "dns_shim_process": "int32_t %s(const uint8_t *, int32_t, const dns_shim_callbacks *)",
-        "dns_shim_process_reply": "int32_t %s(const uint8_t *, int32_t, const dns_shim_query *, "
-                                  "const dns_shim_callbacks *)",
-        "dns_shim_init": "int32_t %s(void)",
-        "dns_shim_last_error": "const char *%s(void)",
-        "dns_shim_set_memory_limit": "int32_t %s(size_t)",
-        "dns_shim_set_parallelism": "int32_t %s(uint32_t)",
-        "dns_shim_set_log_handler": "void %s(dns_shim_log_handler, void *)",
-        "dns_shim_set_allocator": "int32_t %s(const dns_shim_allocator *)",
-        "dns_shim__pool_account": "int32_t %s(size_t *)",
-    }
+    # Each copy's entry point has the type of the one it is a copy of, which
+    # the headers declare.
     for i in range(1, n + 1):
-        lines += [f"DNS_SHIM__HIDDEN extern {prototypes[name] % copy_name(i, name)};"
+        lines += [f"DNS_SHIM__HIDDEN extern __typeof__({name}) {copy_name(i, name)};"
                   for name in names]
     lines += ["", "const dns_shim__pool_entries dns_shim__pool_linked[DNS_SHIM__POOL_LINKED] = {"]
     for i in range(1, n + 1):
@@ -612,13 +602,14 @@ def pool_table(n: int, out_c: Path) -> Path:
 
 
 def link_parallel(pipeline, tc: Toolchain, objs: list, single: Path, n: int, out: Path,
-                  api: list, work: Path, flags: list, verbose: bool) -> Path:
+                  api: list, work: Path, flags: list, generated: Path, verbose: bool) -> Path:
     """The object of --parallelism n: n copies of the single object
     (``single``, link_object's), their API and POOL_PRIVATE renamed
     (copy_name) and every other symbol already local, linked beside a front
     that is the single object's own units but for csrc/lib/pool.c, which is
     compiled with DNS_SHIM__POOL_LINKED=n and takes its interpreters from
-    the copies (pool_table) instead of loading the worker image."""
+    the copies (pool_table) instead of loading the worker image.  generated:
+    the folder of the build's generated headers (runtime_objects's work)."""
     work.mkdir()
     names = sorted({*api, *POOL_PRIVATE})
     renames = work / "renames.txt"
@@ -631,7 +622,7 @@ def link_parallel(pipeline, tc: Toolchain, objs: list, single: Path, n: int, out
         _run([tc.objcopy, f"--redefine-syms={renames}", copy], verbose)
         copies.append(copy)
     pool = pipeline.CSRC / "lib" / "pool.c"
-    linked = [f"-DDNS_SHIM__POOL_LINKED={n}", f"-I{objs[0].parent}"]
+    linked = [f"-DDNS_SHIM__POOL_LINKED={n}", f"-I{generated}"]
     front = [o for o in objs if o.name != f"unit-{pool.stem}.o"]
     if len(front) != len(objs) - 1:
         raise FirmwareError(f"the build has no unit-{pool.stem}.o to replace")
@@ -803,13 +794,15 @@ def _firmware(dest: Path, types, triplet: str, optimize: int, cache, verbose: bo
     cffi_src = cffi_source(cache)
     with tempfile.TemporaryDirectory(prefix="dnsshim-firmware-") as tmp_name:
         work = Path(tmp_name)
-        found = discover(pipeline, cffi_src, types, work / "discover", verbose, tc.version)
+        found = discover(pipeline, cffi_src, types, work / "discover", verbose, tc.version,
+                         ares)
         sizes = freeze(found["frozen"], work / "frozen.c", optimize, verbose, tc.python)
         builtins = inittab(tc.config_c, tc.core_builtins | set(found["builtin"]),
                            work / "inittab.c")
         build = work / "build"
         build.mkdir()
-        objs = runtime_objects(pipeline, tc, cffi_src, build, types, optimize, verbose)
+        objs = runtime_objects(pipeline, tc, cffi_src, build, types, optimize, verbose,
+                               ares=ares)
         flags = library_flags(tc)
         objs += [_compile(tc, work / "inittab.c", build / "inittab.o", flags, verbose),
                  _compile(tc, work / "frozen.c", build / "frozen.o", flags, verbose)]

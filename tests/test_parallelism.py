@@ -49,7 +49,7 @@ import cprograms
 from conftest import ROOT, require_cares, require_program, split_log
 from cprograms import STRICT
 from pool_output import verdicts
-from test_firmware import LIBS, _firmware, _link, firmware  # noqa: F401 (fixture)
+from test_firmware import _firmware, _link, firmware  # noqa: F401 (fixture)
 from test_stress import mix  # noqa: F401 (fixture)
 from test_worker import history_sets, image, messages, pool  # noqa: F401 (fixtures)
 
@@ -88,10 +88,8 @@ def parallel_firmware(tmp_path_factory):
 def firmware_front(parallel_firmware, tmp_path_factory):
     """That object linked alone as a shared object, for the programs that
     load a library: the same code, its pool the copies linked in."""
-    out = tmp_path_factory.mktemp("firmware-front") / "libdnsshim_fw.so"
-    subprocess.run(["gcc", "-shared", "-o", str(out),
-                    str(parallel_firmware / "lib" / "libdnsshim_fw.o"), *LIBS], check=True)
-    return out
+    return worker.link(parallel_firmware / "lib" / "libdnsshim_fw.o",
+                       tmp_path_factory.mktemp("firmware-front") / "libdnsshim_fw.so")
 
 
 @pytest.fixture(scope="module", params=["image", "firmware"])
@@ -274,9 +272,7 @@ def test_a_firmware_object_without_parallelism_refuses_it_naming_the_image(firmw
                                                                           messages, tmp_path):
     """The object of one interpreter keeps the library's pool: it looks for
     the worker image beside the program (here, the shared object)."""
-    out = tmp_path / "libdnsshim_fw.so"
-    subprocess.run(["gcc", "-shared", "-o", str(out), str(firmware / "lib" / "libdnsshim_fw.o"),
-                    *LIBS], check=True)
+    out = worker.link(firmware / "lib" / "libdnsshim_fw.o", tmp_path / "libdnsshim_fw.so")
     result = _run(pool, "--library", out, 2, 1, messages[0], code=1)
     assert result.stderr.splitlines()[-1] == (
         f"FAIL dns_shim_set_parallelism(2): DNS_SHIM_ERR_UNSUPPORTED: parallelism above 1 "

@@ -365,9 +365,7 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
                                        tmp / "pool_instances", libraries=())
     linked = tmp / "firmware-parallel"
     firmware.firmware(linked, parallelism=2)
-    linked_lib = linked / "libdnsshim_fw.so"
-    subprocess.run(["gcc", "-shared", "-o", str(linked_lib),
-                    str(linked / "lib" / "libdnsshim_fw.o"), *firmware.LIBS.split()], check=True)
+    linked_lib = worker.link(linked / "lib" / "libdnsshim_fw.o", linked / "libdnsshim_fw.so")
     runs, rss, start = {}, {}, []
     for _ in range(1 if smoke else 5):
         for threads in (1, 2, 4):
