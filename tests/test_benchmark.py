@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import cprograms
 from conftest import ROOT, require_cares
 from test_firmware import firmware, sip  # noqa: F401 (fixtures)
 
@@ -51,9 +52,14 @@ def test_benchmark_smoke(smoke):
     pool = data["pool"]
     if "not measured" not in pool or os.environ.get("CI"):
         calls = pool["calls_per_second"]
+        # libdnsshim_ares in the same pool, where c-ares's headers are
+        ares = ({"ares 1x1", "ares 2x1", "ares 2x2"} if cprograms.cares_flags() is not None
+                else set())
         assert set(calls) == {f"{how}{t}x{i}" for how in ("", "library ") for t in (1, 2, 4)
                               for i in (1, 2, 4)} | {"firmware 1x1", "firmware 2x1",
-                                                     "firmware 2x2"}
+                                                     "firmware 2x2"} | ares
+        assert ("libdnsshim_ares (ares_parse_a_reply) in the same pool: 2 threads with "
+                "parallelism 2 / 1 thread = " in stdout) == bool(ares)
         per_copy = pool["firmware program growth per copy MiB"]
         assert per_copy["stripped"] > 1 and per_copy["xz -9"] > 0
         assert min(calls.values()) > 0 and set(pool["rss_mib"]) == {"1", "2", "4"}

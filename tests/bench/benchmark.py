@@ -350,7 +350,10 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
     make its first call.  Then a firmware object built with --parallelism 2,
     linked alone as a shared object, through its front (``firmware TxP``, T
     threads over P of its copies; 1x1 its own interpreter), and what each
-    copy adds to a program (its manifest's growth beside fw_dir's)."""
+    copy adds to a program (its manifest's growth beside fw_dir's).  Where
+    c-ares's headers are installed, libdnsshim_ares beside the same library
+    and image (``ares TxP``: tests/c/ares_threads.c --bench, T threads calling
+    ares_parse_a_reply, DNS_SHIM_PARALLELISM=P)."""
     if fw_dir is None:
         return {"not measured": missing}
     import shutil
@@ -358,9 +361,17 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
 
     front = tmp / "front"
     front.mkdir()
-    image = worker.link(fw_dir / "lib" / "libdnsshim_fw.o", front / worker.NAME)
+    image = worker.build(front / worker.NAME)  # as the install builds it
     library = front / "libdnsshim.so.1"
     shutil.copyfile(build / "libdnsshim.so.1", library)
+    shutil.copyfile(build / pipeline.DNSSHIM_ARES.soname, front / pipeline.DNSSHIM_ARES.soname)
+    ares = None
+    if cprograms.cares_flags() is not None:
+        cflags, libs = cprograms.cares_flags()
+        ares = pipeline.compile_program(
+            [ROOT / "tests" / "c" / "ares_threads.c"], tmp / "ares_threads", against=build,
+            libraries=("dnsshim_ares",), rpath=str(front), cflags=cflags,
+            flags=tuple(f for f in libs if not f.startswith("-l")))
     program = pipeline.compile_program([ROOT / "tests" / "c" / "pool_instances.c"],
                                        tmp / "pool_instances", libraries=())
     linked = tmp / "firmware-parallel"
@@ -374,6 +385,14 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
                         (f"library {threads}x{instances}", ["--library", str(library)])]
                 if (threads, instances) in ((1, 1), (2, 1), (2, 2)):
                     hows.append((f"firmware {threads}x{instances}", ["--library", str(linked_lib)]))
+                if ares is not None and (threads, instances) in ((1, 1), (2, 1), (2, 2)):
+                    out = subprocess.run([str(ares), "--bench", "0.2" if smoke else "1",
+                                          str(threads), str(message)], capture_output=True,
+                                         text=True, check=True,
+                                         env={**os.environ,
+                                              "DNS_SHIM_PARALLELISM": str(instances)}).stdout
+                    runs.setdefault(f"ares {threads}x{instances}", []).append(
+                        float(out.split()[out.split().index("calls/s") + 1]))
                 for key, how in hows:
                     out = subprocess.run([str(program), *how, str(instances), str(threads),
                                           "--bench", "0.2" if smoke else "1", str(message)],
@@ -389,7 +408,11 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
     mib = {n: statistics.median(v) for n, v in rss.items()}
     grown = [json.loads((where / "share" / "dnsshim" / "firmware.json").read_text())[
         "program growth"] for where in (fw_dir, linked)]
-    return {"calls_per_second": calls,
+    ares_ratio = ({"ares 2 threads parallelism 2 / 1 thread parallelism 1":
+                       calls["ares 2x2"] / calls["ares 1x1"],
+                   "ares 2 threads parallelism 1 / 1 thread parallelism 1":
+                       calls["ares 2x1"] / calls["ares 1x1"]} if ares is not None else {})
+    return {"calls_per_second": calls, **ares_ratio,
             "firmware 2 threads parallelism 2 / 1 thread parallelism 1":
                 calls["firmware 2x2"] / calls["firmware 1x1"],
             "firmware program growth per copy MiB": {
@@ -682,6 +705,12 @@ def table(result) -> str:
                      f"{p['library 2 threads parallelism 2 / 1 thread parallelism 1']:.2f} "
                      f"(parallelism 1, one interpreter: "
                      f"{p['library 2 threads parallelism 1 / 1 thread parallelism 1']:.2f})")
+        if "ares 2 threads parallelism 2 / 1 thread parallelism 1" in p:
+            lines.append("libdnsshim_ares (ares_parse_a_reply) in the same pool: 2 threads with "
+                         "parallelism 2 / 1 thread = "
+                         f"{p['ares 2 threads parallelism 2 / 1 thread parallelism 1']:.2f} "
+                         "(parallelism 1, one interpreter: "
+                         f"{p['ares 2 threads parallelism 1 / 1 thread parallelism 1']:.2f})")
         per_copy = p["firmware program growth per copy MiB"]
         lines.append("the firmware object of --parallelism 2: 2 threads with parallelism 2 / 1 "
                      f"thread = {p['firmware 2 threads parallelism 2 / 1 thread parallelism 1']:.2f}"

@@ -2,6 +2,7 @@
 ** ares_threads: ares_every_parser's calls from several threads at once.
 **
 **   ares_threads THREADS FILE...
+**   ares_threads --bench SECONDS THREADS FILE
 **
 ** File i is parsed by thread i % THREADS: every classic c-ares parser,
 ** ares_expand_name and ares_expand_string on it, as tests/c/ares_every_parser.c
@@ -12,6 +13,11 @@
 ** the two, with libdnsshim's pool parsing (DNS_SHIM_PARALLELISM) and
 ** without.  Exit 0; 2 on a usage error or when a thread cannot run.
 **
+** --bench: THREADS threads call ares_parse_a_reply (with its hostent and
+** addrttls, freed) on FILE for SECONDS after a first call each, and the
+** program prints "calls/s N", all threads' calls over the time
+** (tests/bench/benchmark.py).
+**
 ** ares_every_parser.c is included, not copied: its printing goes to the
 ** calling thread's buffer through the macros below, and its main is
 ** renamed (unused here).
@@ -20,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Where ares_every_parser's printing goes: this thread's buffer. */
 static __thread FILE *ares_threads_out;
@@ -64,6 +71,74 @@ static void *work(void *arg)
     return NULL;
 }
 
+typedef struct {
+    const unsigned char *m;
+    int n;
+    double seconds;
+    unsigned long calls;
+} bench_share;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void bench_call(const bench_share *b)
+{
+    struct hostent *host = NULL;
+    struct ares_addrttl ttls[MAX_TTLS];
+    int count = MAX_TTLS;
+    if (ares_parse_a_reply(b->m, b->n, &host, ttls, &count) == ARES_SUCCESS && host)
+        ares_free_hostent(host);
+}
+
+static void *bench_work(void *arg)
+{
+    bench_share *b = arg;
+    double end;
+    bench_call(b); /* the interpreter started, outside the time */
+    end = now() + b->seconds;
+    while (now() < end) {
+        bench_call(b);
+        b->calls++;
+    }
+    return NULL;
+}
+
+static int bench(double seconds, int threads, const char *path)
+{
+    pthread_t tids[MAX_THREADS];
+    bench_share shares[MAX_THREADS];
+    long len = 0;
+    unsigned char *m = read_message(path, 0, &len);
+    unsigned long calls = 0;
+    double start;
+    int t;
+
+    if (m == NULL) {
+        fprintf(stderr, "ares_threads: cannot read %s\n", path);
+        return 2;
+    }
+    bench_call(&(bench_share){m, (int)len, 0, 0}); /* the first start, untimed */
+    start = now();
+    for (t = 0; t < threads; t++) {
+        shares[t] = (bench_share){m, (int)len, seconds, 0};
+        if (pthread_create(&tids[t], NULL, bench_work, &shares[t]) != 0) {
+            fprintf(stderr, "ares_threads: cannot start thread %d\n", t + 1);
+            return 2;
+        }
+    }
+    for (t = 0; t < threads; t++) {
+        pthread_join(tids[t], NULL);
+        calls += shares[t].calls;
+    }
+    printf("calls/s %.1f\n", (double)calls / (now() - start));
+    free(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     pthread_t tids[MAX_THREADS];
@@ -72,6 +147,16 @@ int main(int argc, char **argv)
     size_t *size;
     int threads, count, t, i, failed = 0;
 
+    if (argc == 5 && strcmp(argv[1], "--bench") == 0) {
+        double seconds = atof(argv[2]);
+        threads = atoi(argv[3]);
+        if (seconds <= 0 || threads < 1 || threads > MAX_THREADS) {
+            fprintf(stderr, "usage: ares_threads --bench SECONDS THREADS(1-%d) FILE\n",
+                    MAX_THREADS);
+            return 2;
+        }
+        return bench(seconds, threads, argv[4]);
+    }
     threads = argc > 1 ? atoi(argv[1]) : 0;
     if (argc < 3 || threads < 1 || threads > MAX_THREADS) {
         fprintf(stderr, "usage: ares_threads THREADS(1-%d) FILE...\n", MAX_THREADS);
