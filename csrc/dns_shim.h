@@ -74,10 +74,21 @@
 **
 **   Environment.  The library ignores PYTHONHOME, PYTHONPATH and every other
 **   PYTHON* variable when it starts its own interpreter, so the program's
-**   environment cannot change which Python parses its messages.  One variable
-**   is read: DNS_SHIM_PYTHON, the path of a python executable (a virtualenv's
+**   environment cannot change which Python parses its messages.  Two
+**   variables are read: DNS_SHIM_PARALLELISM (see dns_shim_set_parallelism)
+**   and DNS_SHIM_PYTHON, the path of a python executable (a virtualenv's
 **   bin/python, say) whose installation and site-packages to use, of the
-**   CPython version the library embeds.  Without it, a library installed
+**   CPython version the library embeds.  In a process the kernel runs in
+**   secure-execution mode (AT_SECURE: a setuid or setgid program, one with
+**   file capabilities) neither is read, as glibc's secure_getenv has it: the
+**   environment is then the unprivileged user's, and the library behaves as
+**   with both unset, whoever set them (a program that needs another Python
+**   or more interpreters there says so with its own calls).  Nothing else of
+**   the environment, and no file the user chose, is read in such a process.
+**   The library starts whether it was linked, preloaded or dlopen()ed, with
+**   RTLD_LOCAL too (a plugin host, glibc's NSS): it makes the libpython it
+**   runs global, as in a python process, so that the extension modules the
+**   runtime imports find it.  Without DNS_SHIM_PYTHON, a library installed
 **   inside the shim Python package uses the Python installation it sits in
 **   (found from its own path); the library of a bundle (python -m shim
 **   bundle) uses the bundle it sits in, <bundle>/lib/pythonX.Y, and nothing

@@ -134,7 +134,14 @@ def problem(python: str = "", origin: str = "", path=None) -> str:
     floor = cffi_floor()
     try:
         import _cffi_backend
-    except ImportError:
+    except ImportError as e:
+        if e.path:
+            # Found, but its file did not load (dlopen's reason: an undefined
+            # symbol, a wrong architecture): not a package to install.
+            return (f"cffi's backend {e.path} is installed for {of} but does not load ({e}): "
+                    f"libpython's symbols must be visible to extension modules, as in a python "
+                    f"process; reinstall cffi with this CPython if its file is another's: "
+                    f"{_install(python, f'cffi>={floor}', True)}")
         return (f"cffi's backend (_cffi_backend) is not installed for {of}: searched {searched}; "
                 f"install it: {_install(python, f'cffi>={floor}')}")
     except Exception as e:  # noqa: BLE001 - a broken installation, said in one line

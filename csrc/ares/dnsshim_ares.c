@@ -112,9 +112,19 @@ static PyObject *dnsshim_ares__init_builtins(void)
 static void dnsshim_ares__init_once(void)
 {
     /* libdnsshim says why its runtime did not start, through the program's
-    ** log handler; every parser then returns ARES_ENOTINITIALIZED. */
-    if (dns_shim_init() != DNS_SHIM_OK)
+    ** log handler; every parser then returns ARES_ENOTINITIALIZED.  Its own
+    ** runtime, whatever the parallelism: this call was routed to it, and
+    ** parallelism may have been raised since (dns_shim_init would then
+    ** start the pool alone). */
+    if (dns_shim__own_init() != DNS_SHIM_OK)
         return;
+    /* cffi starts an interpreter of its own (Py_InitializeEx, not isolated:
+    ** PYTHONPATH, site) where none runs: never let it. */
+    if (!Py_IsInitialized()) {
+        dnsshim_ares__log("libdnsshim started no interpreter for the c-ares layer; every parse "
+                          "returns ARES_ENOTINITIALIZED");
+        return;
+    }
     if (cffi_start_python() != 0 && !dnsshim_ares__start_failed)
         dnsshim_ares__log("cffi could not load the c-ares layer's module; every parse returns "
                           "ARES_ENOTINITIALIZED");

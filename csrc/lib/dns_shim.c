@@ -26,6 +26,7 @@
 #include "lib/dns_shim_internal.h"
 
 #include <dlfcn.h>
+#include <fcntl.h> /* faccessat: with the effective ids, as the files are opened */
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -182,7 +183,7 @@ static void dns_shim__init_once(void)
     if (dns_shim__root[0]) {
         char package[4096 + 64];
         snprintf(package, sizeof package, "%s/shim/__init__.py", dns_shim__root);
-        if (access(package, R_OK) != 0) {
+        if (faccessat(AT_FDCWD, package, R_OK, AT_EACCESS) != 0) {
             if (DNS_SHIM_PRIVATE_DIR[0])
                 dns_shim__cannot_start(NULL, "cannot start: the shim package is not in %s, the "
                                        "installation's own Python side (it was removed or the "
@@ -280,6 +281,11 @@ DNS_SHIM_API int32_t dns_shim_init(void)
         if (rc != DNS_SHIM__POOL_SINGLE)
             return rc;
     }
+    return dns_shim__runtime() == DNS_SHIM_OK ? dns_shim__ok() : dns_shim__init_failed();
+}
+
+DNS_SHIM__PRIVATE_API int32_t dns_shim__own_init(void)
+{
     return dns_shim__runtime() == DNS_SHIM_OK ? dns_shim__ok() : dns_shim__init_failed();
 }
 

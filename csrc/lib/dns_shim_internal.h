@@ -4,7 +4,7 @@
 ** libdnsshim's C is several units: the bridge (dns_shim.c), cffi's
 ** preamble, which sees cffi's generated code, and units compiled on their
 ** own (api.c, dispatch.c, failure.c, memory.c, pool.c, runtime.c).  Every
-** name here but the two DNS_SHIM__PRIVATE_API ones (libdnsshim_ares's
+** name here but the DNS_SHIM__PRIVATE_API ones (libdnsshim_ares's
 ** entry into the pool) is hidden: it is neither exported by the shared
 ** object (its version script lists the API) nor left global in the static
 ** archive (dnsshim_build.pipeline._archive links the units into one object
@@ -56,6 +56,10 @@ DNS_SHIM__HIDDEN void dns_shim__log_level(int32_t level, const char *message);
 DNS_SHIM__HIDDEN void dns_shim__log(const char *message);
 /* For the Python side: the whole text of a failure it reports (failure.c). */
 DNS_SHIM__HIDDEN void dns_shim__set_error(const char *text);
+/* A DNS_SHIM_* variable, or NULL; always NULL in a setuid, setgid or setcap
+** process (AT_SECURE), where the environment is not the program's to trust
+** (failure.c).  The library reads no variable otherwise. */
+DNS_SHIM__HIDDEN const char *dns_shim__getenv(const char *name);
 
 /* One step of a plan (the Python side builds it: shim/glue.py; cffi is
 ** told of it: dnsshim_build.pipeline._INTERNAL_CDEF). */
@@ -111,7 +115,7 @@ DNS_SHIM__HIDDEN int32_t dns_shim__pool_run(const uint8_t *buf, int32_t len,
                                             const dns_shim_query *query,
                                             const dns_shim_callbacks *callbacks);
 DNS_SHIM__HIDDEN int32_t dns_shim__pool_init(void);
-DNS_SHIM__HIDDEN void dns_shim__pool_limit(size_t bytes);
+DNS_SHIM__HIDDEN void dns_shim__pool_limit(void);
 DNS_SHIM__HIDDEN int dns_shim__pool_started(void);
 struct dnsshim_ares_result;
 struct dnsshim_ares_message;
@@ -146,7 +150,7 @@ typedef struct dns_shim__pool_entries {
 DNS_SHIM__HIDDEN extern const dns_shim__pool_entries dns_shim__pool_linked[DNS_SHIM__POOL_LINKED];
 #endif
 /* libdnsshim_ares's parses in the pool (its bridge, csrc/ares/dnsshim_ares.c).
-** The one private entry of libdnsshim: global, in the shared object's
+** The private entries of libdnsshim: global, in the shared object's
 ** DNSSHIM_PRIVATE node and in the static archive, so that libdnsshim_ares,
 ** a library of its own, reaches it; no header a program sees declares it.
 **
@@ -158,10 +162,18 @@ DNS_SHIM__HIDDEN extern const dns_shim__pool_entries dns_shim__pool_linked[DNS_S
 ** the same instance.  DNS_SHIM__POOL_SINGLE: parallelism is 1, the caller
 ** parses in its own interpreter.  Else the status, its detail for this
 ** thread: no interpreter could start (DNS_SHIM_ERR_INIT), or the
-** interpreters have no c-ares layer (DNS_SHIM_ERR_UNSUPPORTED). */
+** interpreters have no c-ares layer (DNS_SHIM_ERR_UNSUPPORTED).
+**
+** dns_shim__own_init: starts the library's own runtime, the one
+** libdnsshim_ares's own module attaches to, whatever the parallelism (where
+** dns_shim_init, with parallelism above 1, starts the pool's instances
+** alone): DNS_SHIM_OK, or DNS_SHIM_ERR_INIT with its detail.  So the c-ares
+** layer never finds no interpreter when parallelism was raised between its
+** routing and its start, and cffi never starts one of its own. */
 #define DNS_SHIM__PRIVATE_API __attribute__((visibility("default")))
 DNS_SHIM__PRIVATE_API int32_t dns_shim__pool_ares_take(const dns_shim__pool_entries **entries);
 DNS_SHIM__PRIVATE_API void dns_shim__pool_ares_give(void);
+DNS_SHIM__PRIVATE_API int32_t dns_shim__own_init(void);
 
 /* A failure detail without its status's name ("DNS_SHIM_ERR_INIT: "), for
 ** a detail that is quoted inside another (failure.c). */

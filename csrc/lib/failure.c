@@ -4,7 +4,10 @@
 ** libdnsshim's C compiled on its own.  Every other unit fails a call
 ** through dns_shim__fail and logs through dns_shim__log_level
 ** (dns_shim_internal.h); the Python side does both through the bridge.
+**
+** It is also where the library reads its environment (dns_shim__getenv).
 */
+#define _GNU_SOURCE 1 /* secure_getenv */
 #define DNS_SHIM_BUILDING 1
 #include "dns_shim.h"
 /* The status names: written by the build (dnsshim_build.pipeline.generated_headers). */
@@ -14,7 +17,24 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* The environment                                                      */
+
+/* A DNS_SHIM_* variable: every one the library reads comes through here.
+** In a process the kernel starts in secure-execution mode (AT_SECURE: a
+** setuid or setgid program, one with file capabilities, or one an LSM
+** marked), none is read: the environment is the unprivileged user's, and
+** what it names (a Python installation to run, a number of interpreters)
+** is not the program's to trust.  The library then behaves as with the
+** variable unset.  glibc's rule for a library in privileged processes
+** (secure_getenv). */
+const char *dns_shim__getenv(const char *name)
+{
+    return secure_getenv(name);
+}
 
 /* ------------------------------------------------------------------ */
 /* Logging                                                              */
@@ -121,18 +141,22 @@ static void dns_shim__cut_whole(void)
 }
 
 /* A call fails with status: "<its name>: <detail>" for this thread.
-** Returns status. */
+** Returns status.  An argument may point into this thread's detail (a
+** reason quoted from the failure before, dns_shim__reason(dns_shim_last_error())):
+** the text is made in a buffer of its own and copied, so that no write
+** overlaps what it reads. */
 int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
 {
+    char text[DNS_SHIM__ERROR_SIZE];
     size_t n;
     va_list ap;
-    n = (size_t)snprintf(dns_shim__error, sizeof dns_shim__error, "%s: ",
-                         dns_shim__status_name(status));
-    if (n >= sizeof dns_shim__error)
-        return status;
-    va_start(ap, fmt);
-    vsnprintf(dns_shim__error + n, sizeof dns_shim__error - n, fmt, ap);
-    va_end(ap);
+    n = (size_t)snprintf(text, sizeof text, "%s: ", dns_shim__status_name(status));
+    if (n < sizeof text) {
+        va_start(ap, fmt);
+        vsnprintf(text + n, sizeof text - n, fmt, ap);
+        va_end(ap);
+    }
+    memcpy(dns_shim__error, text, sizeof text);
     dns_shim__cut_whole();
     return status;
 }

@@ -157,7 +157,8 @@ int dns_shim__guest_start(void)
                                "interpreter is shutting down");
         return -1;
     }
-    python = DNS_SHIM_BUNDLE && !(getenv("DNS_SHIM_PYTHON") && getenv("DNS_SHIM_PYTHON")[0])
+    python = DNS_SHIM_BUNDLE && !(dns_shim__getenv("DNS_SHIM_PYTHON") &&
+                                   dns_shim__getenv("DNS_SHIM_PYTHON")[0])
         ? "" : dns_shim__choose_python(&origin);
     if (python[0]) {
         dns_shim__python_version(python, pinned, sizeof pinned);

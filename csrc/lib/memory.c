@@ -279,10 +279,10 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes)
                             "Python program the library is loaded into: its memory is that "
                             "program's, and has no limit of the library's");
     else
-        __atomic_store_n(&dns_shim__limit, bytes, __ATOMIC_RELAXED);
+        __atomic_store_n(&dns_shim__limit, bytes, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&dns_shim__memory_lock);
     if (rc == DNS_SHIM_OK)
-        dns_shim__pool_limit(bytes); /* the pool's interpreters, when there are */
+        dns_shim__pool_limit(); /* the pool's interpreters, when there are */
     return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
 }
 

@@ -67,7 +67,13 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { DNS_SHIM__EMPTY, DNS_SHIM__IDLE, DNS_SHIM__BUSY, DNS_SHIM__FAILED, DNS_SHIM__DROPPED };
+/* An instance's state.  STARTING: a thread loads and starts it, outside the
+** lock; it becomes BUSY (the thread that started it parses on it at once)
+** or IDLE (dns_shim_init), or FAILED.  A thread never waits for an instance
+** while it holds another: dns_shim_init starts what has not started and
+** waits only for starts, which wait for nothing. */
+enum { DNS_SHIM__EMPTY, DNS_SHIM__IDLE, DNS_SHIM__BUSY, DNS_SHIM__FAILED, DNS_SHIM__DROPPED,
+       DNS_SHIM__STARTING };
 
 typedef struct dns_shim__instance {
     int state;
@@ -321,7 +327,9 @@ static void dns_shim__pool_child(void)
 {
     unsigned i;
     for (i = 0; i < DNS_SHIM_PARALLELISM_MAX; i++)
-        if (dns_shim__pool[i].state == DNS_SHIM__BUSY && &dns_shim__pool[i] != dns_shim__pool_mine)
+        if ((dns_shim__pool[i].state == DNS_SHIM__BUSY ||
+             dns_shim__pool[i].state == DNS_SHIM__STARTING) &&
+            &dns_shim__pool[i] != dns_shim__pool_mine)
             dns_shim__pool[i].state = DNS_SHIM__DROPPED;
     pthread_mutex_init(&dns_shim__pool_lock, NULL);
     pthread_cond_init(&dns_shim__pool_idle, NULL);
@@ -332,6 +340,38 @@ static void dns_shim__pool_register_fork(void)
     pthread_atfork(dns_shim__pool_prepare, dns_shim__pool_parent, dns_shim__pool_child);
 }
 
+/* Starts instance number index of n, which this thread marked STARTING,
+** outside the lock; then, under it, the instance becomes `then` (BUSY: this
+** thread parses on it; IDLE: anyone may) or FAILED, and the waiters are
+** told.  Returns DNS_SHIM_OK, or DNS_SHIM_ERR_INIT with the reason for this
+** thread (logged). */
+static int32_t dns_shim__pool_bring_up(dns_shim__instance *inst, unsigned index, uint32_t n,
+                                       int then)
+{
+    int32_t rc = dns_shim__pool_start(inst, index, n);
+
+    if (rc != DNS_SHIM_OK)
+        dns_shim__log(dns_shim_last_error());
+    pthread_mutex_lock(&dns_shim__pool_lock);
+    if (rc != DNS_SHIM_OK) {
+        inst->state = DNS_SHIM__FAILED;
+        /* kept without its status's name: the calls that find no
+        ** interpreter to start say it after theirs */
+        snprintf(dns_shim__pool_start_error, sizeof dns_shim__pool_start_error, "%s",
+                 dns_shim__reason(dns_shim_last_error()));
+    } else {
+        /* Ready: from now on dns_shim__pool_limit reaches it too; the limit
+        ** it gets here, under the same lock, is the latest. */
+        inst->ready = 1;
+        inst->call.set_memory_limit(__atomic_load_n(&dns_shim__limit, __ATOMIC_SEQ_CST));
+        if (inst->state == DNS_SHIM__STARTING) /* not dropped by a fork meanwhile */
+            inst->state = then;
+    }
+    pthread_cond_broadcast(&dns_shim__pool_idle);
+    pthread_mutex_unlock(&dns_shim__pool_lock);
+    return rc;
+}
+
 /* An instance for this call: this thread's own, when a callback calls
 ** back, or an idle one, or one started now.  NULL when none can serve (the
 ** reason for this thread) or when parallelism is 1 again (*single set). */
@@ -340,7 +380,6 @@ static dns_shim__instance *dns_shim__pool_take(int *single)
     dns_shim__instance *inst = NULL;
     unsigned i, index = 0;
     uint32_t n;
-    int32_t rc;
 
     *single = 0;
     if (dns_shim__pool_mine != NULL)
@@ -368,7 +407,8 @@ static dns_shim__instance *dns_shim__pool_take(int *single)
         if (inst != NULL)
             break;
         for (i = 0; i < n; i++)
-            running += dns_shim__pool[i].state == DNS_SHIM__BUSY;
+            running += dns_shim__pool[i].state == DNS_SHIM__BUSY ||
+                       dns_shim__pool[i].state == DNS_SHIM__STARTING;
         if (running == 0) {
             dns_shim__fail(DNS_SHIM_ERR_INIT, "no interpreter of the %" PRIu32 " could start; "
                            "the last: %s", n, dns_shim__pool_start_error);
@@ -382,27 +422,10 @@ static dns_shim__instance *dns_shim__pool_take(int *single)
             dns_shim__pool_mine = inst;
         return inst;
     }
-    inst->state = DNS_SHIM__BUSY; /* starting: no other call takes it */
+    inst->state = DNS_SHIM__STARTING; /* no other call takes it */
     pthread_mutex_unlock(&dns_shim__pool_lock);
-    rc = dns_shim__pool_start(inst, index, n);
-    if (rc != DNS_SHIM_OK) {
-        dns_shim__log(dns_shim_last_error());
-        pthread_mutex_lock(&dns_shim__pool_lock);
-        inst->state = DNS_SHIM__FAILED;
-        /* kept without its status's name: the calls that find no
-        ** interpreter to start say it after theirs */
-        snprintf(dns_shim__pool_start_error, sizeof dns_shim__pool_start_error, "%s",
-                 dns_shim__reason(dns_shim_last_error()));
-        pthread_cond_broadcast(&dns_shim__pool_idle);
-        pthread_mutex_unlock(&dns_shim__pool_lock);
+    if (dns_shim__pool_bring_up(inst, index, n, DNS_SHIM__BUSY) != DNS_SHIM_OK)
         return NULL;
-    }
-    /* Ready: from now on dns_shim__pool_limit reaches it too; the limit it
-    ** gets here, under the same lock, is the latest. */
-    pthread_mutex_lock(&dns_shim__pool_lock);
-    inst->ready = 1;
-    inst->call.set_memory_limit(__atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED));
-    pthread_mutex_unlock(&dns_shim__pool_lock);
     dns_shim__pool_mine = inst;
     return inst;
 }
@@ -424,7 +447,7 @@ static void dns_shim__pool_give(dns_shim__instance *inst)
 ** library cannot take is logged and left, and parallelism stays 1. */
 static void dns_shim__pool_read_env(void)
 {
-    const char *text = getenv("DNS_SHIM_PARALLELISM");
+    const char *text = dns_shim__getenv("DNS_SHIM_PARALLELISM");
     char *end = NULL;
     unsigned long n;
     char message[DNS_SHIM__ERROR_SIZE + 128];
@@ -551,30 +574,49 @@ DNS_SHIM__PRIVATE_API void dns_shim__pool_ares_give(void)
 /* dns_shim_init with parallelism above 1: every interpreter started. */
 int32_t dns_shim__pool_init(void)
 {
-    dns_shim__instance *taken[DNS_SHIM_PARALLELISM_MAX];
-    unsigned count = 0, i;
-    int32_t rc = DNS_SHIM_OK;
+    unsigned i, index = 0, failed;
     uint32_t n;
-    int single = 0;
+    int32_t rc = DNS_SHIM_OK;
 
     if (dns_shim__pool_mine != NULL)
         return dns_shim__ok();
     pthread_mutex_lock(&dns_shim__pool_lock);
-    n = dns_shim__pool_n;
-    pthread_mutex_unlock(&dns_shim__pool_lock);
-    /* Take n at once: each take starts one that has not started, or waits
-    ** for a busy one; held, each is counted once. */
-    for (i = 0; i < n && rc == DNS_SHIM_OK; i++) {
-        dns_shim__instance *inst = dns_shim__pool_take(&single);
-        if (inst == NULL) {
-            rc = single ? DNS_SHIM__POOL_SINGLE : DNS_SHIM_ERR_INIT;
-            break;
+    for (;;) {
+        dns_shim__instance *inst = NULL;
+        int starting = 0;
+        n = dns_shim__pool_n;
+        if (n <= 1) {
+            pthread_mutex_unlock(&dns_shim__pool_lock);
+            return DNS_SHIM__POOL_SINGLE;
         }
-        dns_shim__pool_mine = NULL; /* the next take must find another */
-        taken[count++] = inst;
+        for (i = 0; i < n && inst == NULL; i++)
+            if (dns_shim__pool[i].state == DNS_SHIM__EMPTY) {
+                inst = &dns_shim__pool[i];
+                index = i;
+            }
+        if (inst != NULL) {
+            /* One that never started: this thread starts it, holding none. */
+            inst->state = DNS_SHIM__STARTING;
+            pthread_mutex_unlock(&dns_shim__pool_lock);
+            if (dns_shim__pool_bring_up(inst, index, n, DNS_SHIM__IDLE) != DNS_SHIM_OK)
+                return DNS_SHIM_ERR_INIT; /* the reason is this thread's already */
+            pthread_mutex_lock(&dns_shim__pool_lock);
+            continue;
+        }
+        for (i = 0; i < n; i++)
+            starting += dns_shim__pool[i].state == DNS_SHIM__STARTING;
+        if (starting == 0)
+            break;
+        /* Another thread starts one of them: its start waits for nothing. */
+        pthread_cond_wait(&dns_shim__pool_idle, &dns_shim__pool_lock);
     }
-    for (i = 0; i < count; i++)
-        dns_shim__pool_give(taken[i]);
+    /* Every one of the n has started, here or in another thread, or could not. */
+    for (i = 0, failed = 0; i < n; i++)
+        failed += dns_shim__pool[i].state == DNS_SHIM__FAILED;
+    if (failed > 0)
+        rc = dns_shim__fail(DNS_SHIM_ERR_INIT, "%u of the %" PRIu32 " interpreters could not "
+                            "start; the last: %s", failed, n, dns_shim__pool_start_error);
+    pthread_mutex_unlock(&dns_shim__pool_lock);
     return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
 }
 
@@ -591,12 +633,18 @@ int dns_shim__pool_started(void)
     return started;
 }
 
-/* dns_shim_set_memory_limit: every running instance gets the pool's limit
-** (each counts in the pool's one account, so the limit is the pool's). */
-void dns_shim__pool_limit(size_t bytes)
+/* dns_shim_set_memory_limit, after it set the library's own: every running
+** instance gets the pool's limit (each counts in the pool's one account, so
+** the limit is the pool's).  The limit is read here, under the pool's
+** lock, not passed: of two threads setting it at once, the one that gets
+** here last hands every instance the value that was set last, so the
+** instances and the library's own interpreter never keep two limits. */
+void dns_shim__pool_limit(void)
 {
     unsigned i;
+    size_t bytes;
     pthread_mutex_lock(&dns_shim__pool_lock);
+    bytes = __atomic_load_n(&dns_shim__limit, __ATOMIC_SEQ_CST);
     for (i = 0; i < DNS_SHIM_PARALLELISM_MAX; i++)
         if (dns_shim__pool[i].ready)
             dns_shim__pool[i].call.set_memory_limit(bytes);

@@ -16,6 +16,7 @@
 #include "lib/dns_shim_internal.h"
 
 #include <dlfcn.h>
+#include <fcntl.h> /* faccessat: with the effective ids, as the files are opened */
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -139,7 +140,7 @@ void dns_shim__locate(void)
         char modules[4096 + 64];
         snprintf(modules, sizeof modules, "%s/python" DNS_SHIM_PYTHON_TAG, dir);
         if (n > strlen(libdir) && strcmp(dir + n - strlen(libdir), libdir) == 0 &&
-            access(modules, R_OK | X_OK) == 0) {
+            faccessat(AT_FDCWD, modules, R_OK | X_OK, AT_EACCESS) == 0) {
             dir[n - strlen(libdir)] = '\0';
             snprintf(dns_shim__bundle_home, sizeof dns_shim__bundle_home, "%s", dir);
         }
@@ -164,7 +165,7 @@ void dns_shim__locate(void)
         dir[n - strlen("/" DNS_SHIM_PACKAGE_LIBDIR)] = '\0'; /* site-packages */
         snprintf(dns_shim__root, sizeof dns_shim__root, "%s", dir);
         snprintf(python, sizeof python, "%s/../../../bin/python" DNS_SHIM_PYTHON_TAG, dir);
-        if (access(python, X_OK) == 0) {
+        if (faccessat(AT_FDCWD, python, X_OK, AT_EACCESS) == 0) {
             /* Said in messages as <prefix>/bin/pythonX.Y, not through
             ** site-packages/../../..: the three folders cut off by name, where
             ** that names the same file (no symbolic link on the way). */
@@ -328,7 +329,7 @@ static int dns_shim__check_python(const char *python, const char *origin)
                                "removed): %s", python, origin, dns_shim__fix(origin));
         return -1;
     }
-    if (!S_ISREG(st.st_mode) || access(python, X_OK) != 0) {
+    if (!S_ISREG(st.st_mode) || faccessat(AT_FDCWD, python, X_OK, AT_EACCESS) != 0) {
         dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) is not an executable file: "
                                "%s", python, origin, dns_shim__fix(origin));
         return -1;
@@ -421,7 +422,7 @@ failed:
 ** file's own path (an installed library), else the one pinned at build. */
 const char *dns_shim__choose_python(const char **origin)
 {
-    const char *python = getenv("DNS_SHIM_PYTHON");
+    const char *python = dns_shim__getenv("DNS_SHIM_PYTHON");
     if (python != NULL && python[0] != '\0') {
         *origin = dns_shim__from_env;
         return python;
@@ -430,13 +431,34 @@ const char *dns_shim__choose_python(const char **origin)
     return dns_shim__derived_python[0] ? dns_shim__derived_python : DNS_SHIM_DEFAULT_PYTHON;
 }
 
+/* The extension modules the runtime imports (cffi's backend, the standard
+** library's compiled modules) take libpython's symbols from the process's
+** global scope, as in a python process.  A program, or a plugin host
+** (glibc's NSS, PAM, a web server), that dlopen()ed this library, or a
+** plugin that needs it, with RTLD_LOCAL put libpython in a scope of its own,
+** where they do not look: libpython is promoted to the global scope
+** (RTLD_NOLOAD: the object already loaded, nothing new), as a python
+** executable has it.  Only libpython: this library's own symbols stay where
+** the program put them.  A libpython linked into this object (the firmware's
+** and the worker image's: frozen, no extension module) is left alone. */
+static void dns_shim__libpython_global(void)
+{
+    Dl_info python, own;
+    if (dladdr((void *)&Py_InitializeFromConfig, &python) == 0 || python.dli_fname == NULL ||
+        dladdr((void *)&dns_shim_version, &own) == 0 || python.dli_fbase == own.dli_fbase)
+        return;
+    /* The handle is kept: libpython is never unloaded while this library,
+    ** which needs it, is loaded. */
+    (void)dlopen(python.dli_fname, RTLD_LAZY | RTLD_GLOBAL | RTLD_NOLOAD);
+}
+
 /* Starts CPython from the chosen installation, unless the process already
 ** runs an interpreter.  Returns 0 on success. */
 int dns_shim__start_interpreter(void)
 {
     PyStatus st;
     PyConfig config;
-    const char *python = getenv("DNS_SHIM_PYTHON"), *origin = dns_shim__from_env;
+    const char *python = dns_shim__getenv("DNS_SHIM_PYTHON"), *origin = dns_shim__from_env;
     char why[1536];
 
     if (Py_IsInitialized()) {
@@ -453,6 +475,7 @@ int dns_shim__start_interpreter(void)
     (void)origin;
     return dns_shim__start_firmware();
 #endif
+    dns_shim__libpython_global();
     if (DNS_SHIM_BUNDLE && (python == NULL || python[0] == '\0')) {
         if (dns_shim__bundle_home[0])
             return dns_shim__start_bundled();

@@ -1,0 +1,367 @@
+/*
+** any_process: the library in processes that are not the ones it was
+** written for, each way a host can load it or a thread interleave with
+** another.  Every mode loads the libraries it is given by path, with
+** dlopen, in the mode it names, and prints one line per result.
+**
+**   any_process local LIBDNSSHIM FILE
+**       LIBDNSSHIM dlopen()ed RTLD_LOCAL, as a plugin host or glibc's NSS
+**       loads a module: process_dns_response on FILE.
+**   any_process local-ares LIBDNSSHIM_ARES FILE
+**       LIBDNSSHIM_ARES dlopen()ed RTLD_LOCAL (libdnsshim comes in as its
+**       dependency, local too): ares_parse_a_reply on FILE.
+**       Both print "status N" and the detail (libdnsshim's) or the
+**       addresses (c-ares's); the same lines in a setuid program.
+**   any_process init LIBDNSSHIM THREADS
+**       Parallelism 2, then THREADS threads call dns_shim_init() at once:
+**       "init S S ...", the statuses; "hang" and exit 3 when they have not
+**       all returned after two minutes.
+**   any_process limit LIBDNSSHIM FILE
+**       Two threads set the memory limit at once, pinned to the order that
+**       loses an update when the two locks it takes are not one: thread A
+**       sets 1000 bytes and is held at its second lock in the library (the
+**       pool's) while thread B sets 2000 bytes whole.  Then FILE is parsed
+**       in the pool and in the library's own interpreter: "pool DETAIL" and
+**       "own DETAIL", which name the limit each holds.
+**   any_process ares-first LIBDNSSHIM_ARES LIBDNSSHIM FILE
+**       The first c-ares parse routed to the library's own interpreter, then
+**       parallelism raised to 2 before that interpreter starts (pinned: the
+**       parse's first pthread_once in libdnsshim_ares sets it):
+**       ares_parse_a_reply's "status N" and addresses.
+**   any_process image-gone LIBDNSSHIM IMAGE FILE
+**       Parallelism 2, then the worker image IMAGE removed before the first
+**       call: process_dns_response's "status N" and detail.
+**
+** pthread_mutex_lock and pthread_once are this program's own (the pins):
+** they forward to glibc's, and act only while a mode arms them, on the
+** calls the library makes.
+*/
+#define _GNU_SOURCE
+#include "dns_shim.h"
+#include "tool_util.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* The pins                                                             */
+
+/* glibc's own, found before main (the library is loaded later). */
+static int (*real_lock)(pthread_mutex_t *);
+static int (*real_once)(pthread_once_t *, void (*)(void));
+
+__attribute__((constructor)) static void find_real(void)
+{
+    *(void **)&real_lock = dlsym(RTLD_NEXT, "pthread_mutex_lock");
+    *(void **)&real_once = dlsym(RTLD_NEXT, "pthread_once");
+    if (real_lock == NULL || real_once == NULL)
+        abort();
+}
+
+static const void *pin_base = NULL;   /* the library whose calls are pinned */
+static volatile int lock_armed = 0;   /* limit: thread A's locks counted */
+static pthread_t lock_thread;
+static int lock_count = 0;
+static void (*lock_pause)(void) = NULL;
+static volatile int once_armed = 0;   /* ares-first */
+static void (*once_action)(void) = NULL;
+
+static int from_pinned(const void *caller)
+{
+    Dl_info info;
+    return pin_base != NULL && dladdr(caller, &info) != 0 && info.dli_fbase == pin_base;
+}
+
+int pthread_mutex_lock(pthread_mutex_t *mutex)
+{
+    if (lock_armed && pthread_equal(pthread_self(), lock_thread) &&
+        from_pinned(__builtin_return_address(0)) && ++lock_count == 2) {
+        lock_armed = 0;
+        lock_pause();
+    }
+    return real_lock(mutex);
+}
+
+int pthread_once(pthread_once_t *once, void (*init)(void))
+{
+    if (once_armed && from_pinned(__builtin_return_address(0))) {
+        once_armed = 0;
+        once_action();
+    }
+    return real_once(once, init);
+}
+
+/* ------------------------------------------------------------------ */
+/* Loading                                                              */
+
+static void *open_lib(const char *path, int mode)
+{
+    void *lib = dlopen(path, RTLD_NOW | mode);
+    if (lib == NULL) {
+        fprintf(stderr, "FAIL dlopen %s: %s\n", path, dlerror());
+        exit(1);
+    }
+    return lib;
+}
+
+static void *need(void *lib, const char *name)
+{
+    void *p = dlsym(lib, name);
+    if (p == NULL) {
+        fprintf(stderr, "FAIL no %s\n", name);
+        exit(1);
+    }
+    return p;
+}
+
+static const void *base_of(void *lib, const char *symbol)
+{
+    Dl_info info;
+    return dladdr(need(lib, symbol), &info) != 0 ? info.dli_fbase : NULL;
+}
+
+static uint8_t *message(const char *path, long *len)
+{
+    uint8_t *m = read_message(path, 0, len);
+    if (m == NULL) {
+        fprintf(stderr, "FAIL cannot read %s\n", path);
+        exit(1);
+    }
+    return m;
+}
+
+typedef int32_t (*process_fn)(uint8_t *, int32_t);
+typedef const char *(*last_error_fn)(void);
+typedef int32_t (*parallelism_fn)(uint32_t);
+typedef int32_t (*limit_fn)(size_t);
+typedef int32_t (*init_fn)(void);
+typedef int (*ares_a_fn)(const unsigned char *, int, struct hostent **, void *, int *);
+typedef void (*free_hostent_fn)(struct hostent *);
+
+static void print_process(void *lib, const char *file)
+{
+    long len = 0;
+    uint8_t *m = message(file, &len);
+    int32_t rc = ((process_fn)need(lib, "process_dns_response"))(m, (int32_t)len);
+    printf("status %d\n", (int)rc);
+    printf("detail %s\n", ((last_error_fn)need(lib, "dns_shim_last_error"))());
+    free(m);
+}
+
+static void print_ares_a(void *lib, const char *file)
+{
+    long len = 0;
+    uint8_t *m = message(file, &len);
+    struct hostent *host = NULL;
+    int status = ((ares_a_fn)need(lib, "ares_parse_a_reply"))(m, (int)len, &host, NULL, NULL);
+    char text[INET6_ADDRSTRLEN];
+    printf("status %d\n", status);
+    if (host != NULL) {
+        printf("name %s\n", host->h_name);
+        for (char **a = host->h_addr_list; *a != NULL; a++)
+            printf("address %s\n", inet_ntop(host->h_addrtype, *a, text, sizeof text));
+        ((free_hostent_fn)need(lib, "ares_free_hostent"))(host);
+    }
+    free(m);
+}
+
+/* ------------------------------------------------------------------ */
+/* init                                                                 */
+
+static pthread_barrier_t start;
+static init_fn init_call;
+
+static void *init_thread(void *out)
+{
+    pthread_barrier_wait(&start);
+    *(int32_t *)out = init_call();
+    return NULL;
+}
+
+static int mode_init(const char *path, int threads)
+{
+    void *lib = open_lib(path, RTLD_GLOBAL);
+    pthread_t t[16];
+    int32_t rc[16];
+    int i;
+    if (threads < 1 || threads > 16)
+        return 2;
+    init_call = (init_fn)need(lib, "dns_shim_init");
+    if (((parallelism_fn)need(lib, "dns_shim_set_parallelism"))(2) != DNS_SHIM_OK) {
+        fprintf(stderr, "FAIL parallelism 2: %s\n",
+                ((last_error_fn)need(lib, "dns_shim_last_error"))());
+        return 1;
+    }
+    alarm(120); /* a deadlock ends here, not in the test's timeout */
+    pthread_barrier_init(&start, NULL, (unsigned)threads);
+    for (i = 0; i < threads; i++)
+        pthread_create(&t[i], NULL, init_thread, &rc[i]);
+    for (i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    alarm(0);
+    printf("init");
+    for (i = 0; i < threads; i++)
+        printf(" %d", (int)rc[i]);
+    printf("\n");
+    return 0;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char line[] = "hang\n";
+    (void)!write(1, line, sizeof line - 1);
+    _exit(3);
+}
+
+/* ------------------------------------------------------------------ */
+/* limit                                                                */
+
+static limit_fn set_limit;
+static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pin_cond = PTHREAD_COND_INITIALIZER;
+static int pin_stage = 0; /* 1: A is held, B may go; 2: B is done */
+
+static void wait_stage(int stage)
+{
+    real_lock(&pin_lock);
+    while (pin_stage < stage)
+        pthread_cond_wait(&pin_cond, &pin_lock);
+    pthread_mutex_unlock(&pin_lock);
+}
+
+static void set_stage(int stage)
+{
+    real_lock(&pin_lock);
+    pin_stage = stage;
+    pthread_cond_broadcast(&pin_cond);
+    pthread_mutex_unlock(&pin_lock);
+}
+
+/* Thread A, at its second lock in the library: B sets its limit whole. */
+static void hold_a(void)
+{
+    set_stage(1);
+    wait_stage(2);
+}
+
+static void *thread_a(void *unused)
+{
+    (void)unused;
+    lock_thread = pthread_self();
+    lock_count = 0;
+    lock_armed = 1;
+    set_limit(1000);
+    lock_armed = 0;
+    if (pin_stage < 1) { /* the library took fewer locks: B goes after */
+        set_stage(1);
+        wait_stage(2);
+    }
+    return NULL;
+}
+
+static void *thread_b(void *unused)
+{
+    (void)unused;
+    wait_stage(1);
+    set_limit(2000);
+    set_stage(2);
+    return NULL;
+}
+
+static int mode_limit(const char *path, const char *file)
+{
+    void *lib = open_lib(path, RTLD_GLOBAL);
+    parallelism_fn parallelism = (parallelism_fn)need(lib, "dns_shim_set_parallelism");
+    pthread_t a, b;
+    set_limit = (limit_fn)need(lib, "dns_shim_set_memory_limit");
+    pin_base = base_of(lib, "dns_shim_set_memory_limit");
+    lock_pause = hold_a;
+    if (parallelism(2) != DNS_SHIM_OK || ((init_fn)need(lib, "dns_shim_init"))() != DNS_SHIM_OK) {
+        fprintf(stderr, "FAIL starting the pool: %s\n",
+                ((last_error_fn)need(lib, "dns_shim_last_error"))());
+        return 1;
+    }
+    pthread_create(&b, NULL, thread_b, NULL);
+    pthread_create(&a, NULL, thread_a, NULL);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    {
+        long len = 0;
+        uint8_t *m = message(file, &len);
+        process_fn process = (process_fn)need(lib, "process_dns_response");
+        last_error_fn last_error = (last_error_fn)need(lib, "dns_shim_last_error");
+        process(m, (int32_t)len);
+        printf("pool %s\n", last_error());
+        parallelism(1);
+        process(m, (int32_t)len);
+        printf("own %s\n", last_error());
+        free(m);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* ares-first                                                           */
+
+static parallelism_fn raise_parallelism;
+
+static void raise_to_two(void)
+{
+    int32_t rc = raise_parallelism(2);
+    if (rc != DNS_SHIM_OK)
+        fprintf(stderr, "FAIL parallelism 2: %d\n", (int)rc);
+}
+
+static int mode_ares_first(const char *ares_path, const char *path, const char *file)
+{
+    void *ares = open_lib(ares_path, RTLD_GLOBAL);
+    void *lib = open_lib(path, RTLD_GLOBAL | RTLD_NOLOAD);
+    raise_parallelism = (parallelism_fn)need(lib, "dns_shim_set_parallelism");
+    pin_base = base_of(ares, "ares_parse_a_reply");
+    once_action = raise_to_two;
+    once_armed = 1;
+    print_ares_a(ares, file);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGALRM, on_alarm);
+    if (argc == 4 && strcmp(argv[1], "local") == 0) {
+        print_process(open_lib(argv[2], RTLD_LOCAL), argv[3]);
+        return 0;
+    }
+    if (argc == 4 && strcmp(argv[1], "local-ares") == 0) {
+        print_ares_a(open_lib(argv[2], RTLD_LOCAL), argv[3]);
+        return 0;
+    }
+    if (argc == 4 && strcmp(argv[1], "init") == 0)
+        return mode_init(argv[2], atoi(argv[3]));
+    if (argc == 4 && strcmp(argv[1], "limit") == 0)
+        return mode_limit(argv[2], argv[3]);
+    if (argc == 5 && strcmp(argv[1], "ares-first") == 0)
+        return mode_ares_first(argv[2], argv[3], argv[4]);
+    if (argc == 5 && strcmp(argv[1], "image-gone") == 0) {
+        void *lib = open_lib(argv[2], RTLD_GLOBAL);
+        if (((parallelism_fn)need(lib, "dns_shim_set_parallelism"))(2) != DNS_SHIM_OK ||
+            unlink(argv[3]) != 0) {
+            fprintf(stderr, "FAIL parallelism 2, then removing %s\n", argv[3]);
+            return 1;
+        }
+        print_process(lib, argv[4]);
+        return 0;
+    }
+    fprintf(stderr, "usage: any_process local|local-ares|init|limit|ares-first|image-gone ...\n");
+    return 2;
+}

@@ -1,0 +1,224 @@
+"""Safe in any process: the library inside processes it does not choose.
+
+- A setuid program run by an unprivileged user: no DNS_SHIM_* variable is
+  read (the library's secure-execution rule, glibc's secure_getenv), for
+  libdnsshim and for libdnsshim_ares; the same program without the setuid
+  bit reads them, so the test shows the rule, not an absent variable.
+- Any loader: libdnsshim and libdnsshim_ares dlopen()ed RTLD_LOCAL (a plugin
+  host, glibc's NSS) start and parse; a backend whose file does not load is
+  never reported as a package to install.
+- The pool's interleavings, each pinned or forced rather than hoped for
+  (tests/c/any_process.c): threads calling dns_shim_init at once do not
+  deadlock; two threads setting the memory limit at once leave one limit;
+  parallelism raised between a c-ares parse's routing and the start of the
+  interpreter it was routed to neither leaves the c-ares layer unstarted nor
+  lets an interpreter start without the isolated configuration; a worker
+  image gone before the first call is named whole in the detail.
+"""
+
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import dns.message
+import dns.rrset
+import pytest
+
+from dnsshim_build import pipeline, worker
+from conftest import ROOT, require_program
+from cprograms import STRICT
+from test_parallelism import _library_copy, front  # noqa: F401 (fixture)
+from test_worker import image  # noqa: F401 (fixture)
+
+ENV = {"PATH": "/usr/bin:/bin"}
+ADDRESS = "192.0.2.7"
+
+
+@pytest.fixture(scope="module")
+def answer(tmp_path_factory) -> Path:
+    """A reply with one A record: www.example.test. 300 IN A 192.0.2.7."""
+    query = dns.message.make_query("www.example.test.", "A")
+    reply = dns.message.make_response(query)
+    reply.answer.append(dns.rrset.from_text("www.example.test.", 300, "IN", "A", ADDRESS))
+    path = tmp_path_factory.mktemp("any-process") / "a.bin"
+    path.write_bytes(reply.to_wire())
+    return path
+
+
+@pytest.fixture(scope="module")
+def any_process(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("any-process-prog") / "any_process"
+    return pipeline.compile_program([ROOT / "tests" / "c" / "any_process.c"], out,
+                                    libraries=(), cflags=STRICT)
+
+
+def _run(*args, env=None, timeout=600, user=None):
+    cmd = [str(a) for a in args]
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    result = subprocess.run(cmd, capture_output=True, text=True, env={**ENV, **(env or {})},
+                            timeout=timeout)
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
+    return result
+
+
+LIBRARY_OK = ["status 0", "detail "]
+ARES_OK = ["status 0", "name www.example.test", f"address {ADDRESS}"]
+
+# ------------------------------------------------------------------ any loader
+
+
+@pytest.mark.parametrize("mode, library, expected", [
+    ("local", "libdnsshim.so.1", LIBRARY_OK),
+    ("local-ares", pipeline.DNSSHIM_ARES.soname, ARES_OK),
+])
+def test_dlopened_rtld_local_it_starts_and_parses(built, any_process, answer, mode, library,
+                                                  expected):
+    """A host that dlopen()s the library RTLD_LOCAL, as a plugin host or
+    glibc's NSS does (libdnsshim_ares: libdnsshim then comes in as its
+    dependency, in the same local scope): libpython's symbols reach cffi's
+    backend as in a python process, and nothing is logged."""
+    result = _run(any_process, mode, built.dir / library, answer)
+    assert result.stdout.splitlines() == expected
+    assert result.stderr == ""
+
+
+def test_a_backend_that_does_not_load_is_not_called_missing(tmp_path):
+    """A _cffi_backend whose file is found but does not load (an undefined
+    symbol, as when libpython's are out of its reach) is reported as that,
+    with dlopen's reason, never as a package to install."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    import sysconfig
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    source = tmp_path / "backend.c"
+    source.write_text("extern int dnsshim_no_such_symbol(void);\n"
+                      "int PyInit__cffi_backend(void) { return dnsshim_no_such_symbol(); }\n")
+    backend = tmp_path / f"_cffi_backend{suffix}"
+    subprocess.run([cc, "-shared", "-fPIC", str(source), "-o", str(backend)], check=True)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]);"
+            "from shim import requirements; print(requirements.problem('/x/python3', 'test'))")
+    out = subprocess.run([os.sys.executable, "-I", "-c", code, str(tmp_path), str(ROOT)],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out.startswith(f"cffi's backend {backend} is installed for /x/python3 (test) but "
+                          f"does not load ("), out
+    assert "undefined symbol: dnsshim_no_such_symbol" in out
+    assert "is not installed" not in out
+
+
+# ------------------------------------------------------------------ privileged
+
+
+HOSTILE = {"DNS_SHIM_PYTHON": "/nonexistent/dnsshim-hostile/bin/python3",
+           "DNS_SHIM_PARALLELISM": "hostile"}
+
+
+@pytest.fixture(scope="module")
+def setuid_program(any_process):
+    """any_process, setuid root, in a folder an unprivileged user can reach."""
+    if os.geteuid() != 0:
+        pytest.skip("making a setuid-root program needs root")
+    require_program("setpriv", "util-linux")
+    where = Path(tempfile.mkdtemp(prefix="dnsshim-setuid-"))
+    os.chmod(where, 0o755)
+    program = where / "any_process"
+    shutil.copyfile(any_process, program)
+    os.chown(program, 0, 0)
+    os.chmod(program, 0o4755)
+    yield program
+    shutil.rmtree(where)
+
+
+NOBODY = 65534
+
+
+@pytest.mark.parametrize("mode, library, expected", [
+    ("local", "libdnsshim.so.1", LIBRARY_OK),
+    ("local-ares", pipeline.DNSSHIM_ARES.soname, ARES_OK),
+])
+def test_a_setuid_program_reads_no_variable_of_the_library(built, setuid_program, answer,
+                                                           mode, library, expected):
+    """An unprivileged user runs a setuid-root program with DNS_SHIM_PYTHON
+    naming a Python of their choosing and DNS_SHIM_PARALLELISM set: the
+    library starts from its own installation, as if neither were set, and
+    logs nothing.  The same program run by root, whose process is not in
+    secure-execution mode, does read them: the parallelism is refused as a
+    value and DNS_SHIM_PYTHON's python is tried and refused by name."""
+    lib = built.dir / library
+    result = _run(setuid_program, mode, lib, answer, env=HOSTILE, user=NOBODY)
+    assert result.stdout.splitlines() == expected
+    assert result.stderr == ""
+    plain = _run(setuid_program.parent / "any_process", mode, lib, answer, env=HOSTILE)
+    assert plain.stderr.splitlines()[0] == (
+        "dnsshim: DNS_SHIM_PARALLELISM=hostile is not a number from 0 to 64: parallelism "
+        "stays 1")
+    assert (f"the python {HOSTILE['DNS_SHIM_PYTHON']} (from DNS_SHIM_PYTHON) does not exist"
+            in plain.stderr)
+
+
+# ------------------------------------------------------------------ the pool
+
+
+@pytest.mark.python_independent
+def test_threads_calling_init_at_once_all_start_the_pool(front, any_process):
+    """Parallelism 2, then 2 and 4 threads call dns_shim_init() at once: each
+    thread starts an interpreter no one started, and waits only for starts,
+    never holding one: every call returns 0, none hangs."""
+    for threads in (2, 4):
+        result = _run(any_process, "init", front, threads)
+        assert result.stdout.splitlines() == ["init" + " 0" * threads], result.stdout
+        assert result.stderr == ""
+
+
+@pytest.mark.python_independent
+def test_two_threads_setting_the_limit_leave_one_limit(front, any_process, answer):
+    """Thread A sets 1000 bytes and is held inside the library, between the
+    library's own limit and the pool's, while thread B sets 2000 bytes whole:
+    the pool's interpreters and the library's own then refuse the message
+    under the same limit, the one set last."""
+    result = _run(any_process, "limit", front, answer)
+    refused = ("DNS_SHIM_ERR_NO_MEMORY: parsing the message would take the runtime above its "
+               "memory limit of 2000 bytes (dns_shim_set_memory_limit)")
+    assert result.stdout.splitlines() == [f"pool {refused}", f"own {refused}"]
+
+
+@pytest.mark.python_independent
+def test_parallelism_raised_before_the_first_c_ares_parse_starts(front, any_process, answer,
+                                                                tmp_path):
+    """The first ares_parse_a_reply is routed to the library's own
+    interpreter, and parallelism is raised to 2 before that interpreter
+    starts: the parse still answers, from the library's own interpreter,
+    started isolated: a shim/ares_embedded.py on PYTHONPATH (which a
+    non-isolated start would import) is never run."""
+    planted = tmp_path / "planted"
+    (planted / "shim").mkdir(parents=True)
+    witness = tmp_path / "imported"
+    (planted / "shim" / "__init__.py").write_text("")
+    (planted / "shim" / "ares_embedded.py").write_text(
+        f"open({str(witness)!r}, 'w').close()\n")
+    result = _run(any_process, "ares-first", front.parent / pipeline.DNSSHIM_ARES.soname, front,
+                  answer, env={"PYTHONPATH": str(planted)})
+    assert result.stdout.splitlines() == ARES_OK
+    assert result.stderr == ""
+    assert not witness.exists()
+
+
+@pytest.mark.python_independent
+def test_an_image_gone_before_the_first_call_is_named_whole(built, image, any_process, answer,
+                                                            tmp_path):
+    """The worker image removed after parallelism 2 was set: the first call
+    fails with the instance's reason quoted whole (the detail is written
+    from a reason that was this thread's detail: never over itself)."""
+    lib = _library_copy(built, tmp_path / "lib", image.read_bytes())
+    real = Path(os.path.realpath(lib))
+    result = _run(any_process, "image-gone", lib, real.parent / worker.NAME, answer)
+    assert result.stdout.splitlines() == [
+        "status -14",
+        f"detail DNS_SHIM_ERR_INIT: cannot start interpreter 1 of 2: parallelism above 1 needs "
+        f"the worker image {real.parent}/{worker.NAME}, which this installation does not "
+        f"have: pip install . and build_ffi.py --prefix build it where Debian's python3-dev "
+        f"and libffi-dev are installed"]
