@@ -20,6 +20,12 @@ What c-ares's parser decides itself, this module decides the same way:
 * an opcode it does not know is ``ARES_EFORMERR``, before anything else;
   then exactly one question, else ``ARES_EBADRESP``;
 * a name it cannot read is ``ARES_EBADNAME``;
+* a record of a type it knows (not kept as octets) whose class is not IN,
+  CH, HS or NONE (ANY only for SIG) is ``ARES_EFORMERR``, its builder's
+  refusal, before its RDATA is read; in the classes it takes, each such
+  type's fields are read as class IN's (dnspython reads A, AAAA, SRV, NAPTR,
+  SVCB and HTTPS by their IN grammar only, CH A as RFC 1035's Chaosnet
+  address); a record of type ANY is ``ARES_EBADRESP``;
 * a type c-ares does not know (and, under the ``ARES_DNS_PARSE_*_RAW``
   flags, the known ones of a section: base types, those RFC 1035 defines,
   and the others apart) is a RAW_RR of the type and the RDATA octets;
@@ -76,6 +82,15 @@ _BASE = frozenset((1, 2, 5, 6, 12, 13, 15, 16))
 
 _OPT_TYPE = 41
 _ANY_TYPE = 255
+_SIG_TYPE = 24
+_IN = 1
+#: The classes c-ares takes for a record of a type it knows
+#: (ares_dns_class_isvalid: ANY for SIG only).
+_CLASSES = frozenset((1, 3, 4, 254))
+_ANY_CLASS = 255
+#: The types c-ares knows that dnspython reads by a grammar of class IN only
+#: (shim.rdtable.IN_MODULES): c-ares reads their fields alike in every class.
+_IN_GRAMMAR = frozenset((1, 28, 33, 35, 64, 65))
 #: The opcodes c-ares knows (ares_dns_opcode_isvalid).
 _OPCODES = frozenset((0, 1, 2, 4, 5))
 #: The RCODEs c-ares knows (ares_dns_rcode_isvalid); any other is SERVFAIL.
@@ -269,6 +284,38 @@ def _raw(rdtype, wire, span) -> list:
     return [(K["RAW_RR_TYPE"], (U16, rdtype)), *([(K["RAW_RR_DATA"], (BIN, data))] if data else [])]
 
 
+def _raw_type(section: int, rdtype: int, flags: int) -> bool:
+    """Whether c-ares keeps a record of this type as a RAW_RR: a type it
+    does not know (ANY is one it knows), or one the flags name."""
+    if rdtype == _ANY_TYPE:
+        return bool(flags & _RAW_FLAGS[section][1])
+    return rdtype not in KNOWN or bool(flags & _RAW_FLAGS[section][rdtype not in _BASE])
+
+
+def _check_class(rdtype: int, rdclass: int) -> None:
+    """ares_dns_record_rr_add's refusal of a class for a type it knows, then
+    ares_dns_parse_rr_data's of type ANY."""
+    if rdclass not in _CLASSES and not (rdclass == _ANY_CLASS and rdtype == _SIG_TYPE):
+        raise Failed(EFORMERR, f"class {rdclass} for type {rdtype}")
+    if rdtype == _ANY_TYPE:
+        raise Failed(EBADRESP, "a record of type ANY")
+
+
+def _rdata_reader(flags: int):
+    """decode's rdata_class: a record as c-ares takes it, before its RDATA
+    is read (ares_dns_parse_rr: the section's flags, then the builder's
+    class check, then the fields)."""
+
+    def rdata_class(section, rdclass, parse_class, rdtype):
+        if not _raw_type(_SECTIONS[section], rdtype, flags):
+            _check_class(rdtype, rdclass)
+        # The same grammar whether the record is kept as octets or not:
+        # dnspython checks the RDATA of those too.
+        return _IN if rdtype in _IN_GRAMMAR and rdclass in _CLASSES else parse_class
+
+    return rdata_class
+
+
 def plan(wire, flags: int = 0) -> Message:
     """The builder calls that make ``wire`` into c-ares's record under the
     ``ARES_DNS_PARSE_*`` ``flags``.
@@ -286,7 +333,7 @@ def plan(wire, flags: int = 0) -> Message:
     if qdcount != 1:
         raise Failed(EBADRESP, f"{qdcount} questions")
     try:
-        response = decode(wire, any_message=True)
+        response = decode(wire, any_message=True, rdata_class=_rdata_reader(flags))
     except BadNameError as e:
         # c-ares says EBADNAME for any name it cannot read.
         raise Failed(EBADNAME, str(e)) from None
@@ -306,9 +353,9 @@ def plan(wire, flags: int = 0) -> Message:
                 records.append(opt)
             additional += 1
         rdtype = record.rdtype
-        if rdtype == _ANY_TYPE:
-            raise Failed(EBADRESP, "a record of type ANY")
-        raw = rdtype not in KNOWN or flags & _RAW_FLAGS[section][rdtype not in _BASE]
+        raw = _raw_type(section, rdtype, flags)
+        if not raw:
+            _check_class(rdtype, record.rdclass)  # decode's check, but where no RDATA was read
         if record.rdata is None and not raw:
             # An UPDATE record without RDATA (RFC 2136 2.5.2-2.5.4): c-ares
             # reads its fields from the octets that follow, and fails.

@@ -512,7 +512,7 @@ def _read_options(wire, start, end):
     return options
 
 
-def decode(wire, expect=None, *, any_message=False) -> Response:
+def decode(wire, expect=None, *, any_message=False, rdata_class=None) -> Response:
     """Decode a whole DNS response.
 
     :param wire: the message, without a TCP length prefix (bytes-like).
@@ -524,6 +524,14 @@ def decode(wire, expect=None, *, any_message=False) -> Response:
     :param any_message: read any message as c-ares's ``ares_dns_parse``
         reads it (shim/ares_dnsrec.py): a query too (QR clear), octets after
         the last record left unread.
+    :param rdata_class: None, or a function ``(section, class, parse_class,
+        type)`` called for each record whose RDATA is read (the OPT and
+        RDATA-less UPDATE records apart), after its fixed fields and RDLENGTH
+        are checked: it returns the class whose dnspython grammar reads the
+        RDATA (``parse_class``: the record's, an UPDATE's zone class for
+        ANY and NONE), or raises, which stops decoding there (c-ares's
+        ``ares_dns_parse``, whose record builder refuses a class there and
+        reads the fields of a type it knows alike in every class).
     :returns: the :class:`Response`.
     :raises shim.status.DnsShimError: the subclass for the first defect
         (``MismatchError`` when the response does not answer ``expect``).
@@ -598,6 +606,8 @@ def decode(wire, expect=None, *, any_message=False) -> Response:
                     header.options = _read_options(wire, rdata_start, parser.current)
                     header.opt_rdata = (rdata_start, parser.current)
                 else:
+                    if rdata_class is not None:
+                        rdclass = rdata_class(section, wire_class, rdclass, rdtype)
                     rdata, rdata_wire = _read_rdata(parser, rdclass, rdtype, rdlen)
             if rdtype == _OPT:
                 have_opt = True

@@ -320,6 +320,40 @@ def build_refusing_parser(cares: Cares, out: Path) -> Path:
         cflags=(*cprograms.STRICT, "-shared", "-fPIC"))
 
 
+def build_plugin_reload(cares: Cares, out: Path) -> tuple:
+    """tests/c/ares_plugin_reload.c: (host, plugin A, plugin B), the plugins
+    the same code, A linked against one copy of that c-ares
+    (``cares1/libcares.so.2``), B against another (``cares2/libcarez.so.2``:
+    the same file under another soname, so that the loader does not take the
+    copy already loaded for A).  Both folders and both plugins' paths are of
+    the same length: B's file is laid out as A's, the same size."""
+    import cprograms
+    from dnsshim_build import pipeline
+
+    out = Path(out)
+    source = HERE / "c" / "ares_plugin_reload.c"
+    original = (cares.lib / "libcares.so.2").read_bytes()
+    copies = {"cares1": ("libcares.so.2", original)}
+    # The soname, same length, in .dynstr: the only place the string is.
+    assert original.count(b"\0libcares.so.2\0") == 1
+    copies["cares2"] = ("libcarez.so.2",
+                        original.replace(b"\0libcares.so.2\0", b"\0libcarez.so.2\0"))
+    plugins = []
+    for folder, plugin in (("cares1", "a"), ("cares2", "b")):
+        name, data = copies[folder]
+        (out / folder).mkdir(parents=True, exist_ok=True)
+        (out / folder / name).write_bytes(data)
+        (out / plugin).mkdir(parents=True, exist_ok=True)
+        plugins.append(pipeline.compile_program(
+            [source], out / plugin / "libplugin.so", against=None,
+            flags=(f"-I{cares.include}", f"-L{out / folder}", f"-l:{name}",
+                   f"-Wl,-rpath,{out / folder}"),
+            cflags=(*cprograms.STRICT, "-DARES_PLUGIN", "-shared", "-fPIC")))
+    host = pipeline.compile_program([source], out / "ares_plugin_reload", against=None,
+                                    cflags=cprograms.STRICT)
+    return host, *plugins
+
+
 def _preloaded(preload, env=None) -> dict:
     env = dict(os.environ if env is None else env)
     if preload:

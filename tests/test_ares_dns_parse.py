@@ -17,9 +17,14 @@ decision README.md names:
 Also: the ``ARES_DNS_PARSE_*_RAW`` flags, queries and other messages c-ares
 parses that are not replies, the classic parsers passing to c-ares's own
 (which then run this ``ares_dns_parse``), ``ARES_ENOTIMP`` with Debian 12's
-c-ares 1.18, the same result in a fresh process, and valgrind.
+c-ares 1.18, the same result in a fresh process, a plugin loaded where an
+unloaded one was (linked against another c-ares) given its own c-ares,
+valgrind; every type under every kind of class (a class c-ares's builder
+refuses is ``ARES_EFORMERR``, nothing logged), and every name's text as
+c-ares's own ``ares_parse_ptr_reply`` gives it.
 """
 
+import struct
 import subprocess
 
 import dns.message
@@ -33,6 +38,11 @@ import cares_source
 import cprograms
 from conftest import available_corpus, require_program, write_messages
 from dnsshim_build import pipeline
+from wire import header as wire_header
+from wire import name as wire_name
+from wire import pointer as wire_pointer
+from wire import question as wire_question
+from wire import rr as wire_rr
 
 EFORMERR, ENOTIMP, EBADNAME, EBADRESP = 2, 5, 8, 10
 
@@ -57,8 +67,7 @@ OTHER_CODE = {
     "cares_clusterfuzz_5650695891451904.bin", "dns-edns-ecs-bad-0-e6783d6c6a43.bin",
     "dns-edns-ecs-bad-1-fdb89e815bb1.bin", "dns-edns-ecs-bad-2-d6fd581d25b4.bin",
     "dns-edns-ecs-bad-3-e9220cf1c728.bin", "clusterfuzz-5650695891451904",
-    "clusterfuzz-5674462260756480", "clusterfuzz-5683497160671232",
-    "clusterfuzz-5687310655422464", "clusterfuzz-5695341573177344",
+    "clusterfuzz-5683497160671232", "clusterfuzz-5695341573177344",
     "clusterfuzz-5697835103682560", "clusterfuzz-5728518081609728",
     "clusterfuzz-5680630672654336",
 }
@@ -310,3 +319,250 @@ def test_an_older_c_ares_gets_enotimp_and_one_log_line(built, tmp_path):
         "dnsshim_ares: ares_dns_parse: no c-ares 1.22 or later is loaded in this process (no "
         "ares_dns_record_create); returning ARES_ENOTIMP: link the program with c-ares "
         "1.28.0 or later"]
+
+
+# ---- a plugin loaded where an unloaded one was -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def plugin_reload(cares134, tmp_path_factory):
+    """tests/c/ares_plugin_reload.c: (folder, host, plugin A, plugin B)."""
+    where = tmp_path_factory.mktemp("plugin_reload")
+    return (where, *cares_source.build_plugin_reload(cares134, where))
+
+
+def _reload_run(plugin_reload, ours, wrapper=()):
+    where, host, a, b = plugin_reload
+    result = subprocess.run([*wrapper, str(host), str(a), str(b)], capture_output=True,
+                            text=True, timeout=120, env=cares_source._preloaded(ours))
+    lines = result.stdout.splitlines()
+    made = lines[2].split()[4] if len(lines) > 2 and lines[2].startswith("A status 0 made ") \
+        else "?"
+    expected = [
+        f"A c-ares {where}/cares1/libcares.so.2", f"A parser {ours}",
+        f"A status 0 made {made} live 0 foreign 0 answers 1", "A unloaded",
+        "B at A's address",
+        f"B c-ares {where}/cares2/libcarez.so.2", f"B parser {ours}",
+        f"B status 0 made {made} live 0 foreign 0 answers 1"]
+    assert (result.returncode, lines) == (0, expected), \
+        f"exit {result.returncode}\n{result.stdout}{result.stderr[-4000:]}"
+    assert int(made) > 0
+
+
+def test_a_plugin_loaded_where_an_unloaded_one_was_gets_its_own_c_ares(plugin_reload, ours):
+    """Plugin A (linked against one copy of c-ares 1.34) parses with this
+    ares_dns_parse, and is dlclosed; plugin B, the same code linked against
+    another copy, is loaded at A's old address (the program checks it) and
+    parses too.  B's record is made by B's c-ares, with the allocator B gave
+    it, as many blocks as A's, and B's c-ares frees them all: none is A's
+    c-ares's (which stays loaded), as it was when the c-ares found for A's
+    address answered for B's call."""
+    _reload_run(plugin_reload, ours)
+
+
+def test_a_plugin_loaded_where_an_unloaded_one_was_valgrind_clean(plugin_reload, ours):
+    """The same under valgrind: no block freed by a c-ares that did not make
+    it (the counting allocator reads no header it did not write)."""
+    require_program("valgrind", "valgrind")
+    _reload_run(plugin_reload, ours, wrapper=[
+        "valgrind", "-q", "--error-exitcode=99", "--leak-check=full",
+        "--errors-for-leak-kinds=definite,indirect", f"--suppressions={pipeline.SUPPRESSIONS}"])
+
+
+# ---- classes c-ares refuses, and types it reads alike in every class ----------------
+
+def _run_logged(ares_dnsrec, files, preload=None, flags=None):
+    """The driver's {file: (status, written)} and its stderr (the log)."""
+    cmd = [str(ares_dnsrec), *([] if flags is None else ["--flags", str(flags)]), "--",
+           *map(str, files)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                            env=cares_source._preloaded(preload))
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and len(lines) == len(files), result.stderr[-4000:]
+    found = {}
+    for f, line in zip(files, lines):
+        fields = line[len(f"{f} status "):].split(" ")
+        found[f.name] = (int(fields[0]), fields[2] if len(fields) == 3 else None)
+    return found, result.stderr
+
+
+#: SIG (RFC 2535 4.1): type covered, algorithm, labels, original TTL,
+#: expiration, inception, key tag, the signer (the root), one octet of signature.
+_SIG = struct.pack("!HBBIIIH", 1, 5, 2, 60, 2, 1, 7) + b"\0" + b"\x01"
+
+
+@pytest.mark.parametrize("flags", [None, 63])
+def test_a_record_class_c_ares_refuses_is_eformerr_without_a_log(ares_dnsrec, ours, tmp_path,
+                                                                 flags):
+    """A record whose class c-ares's builder refuses for its type (anything
+    but IN, CH, HS and NONE; ANY for SIG alone) is ARES_EFORMERR, as in
+    c-ares, and nothing is logged; in the classes it takes, every type it
+    knows is read as c-ares reads it (CH A as an IPv4 address).  Every type
+    dnspython knows under every kind of class (history.py's), and the few
+    c-ares reads, with well-formed RDATA: the same status and the same
+    record written back, with the ARES_DNS_PARSE_*_RAW flags too."""
+    import history
+
+    wires = {f"biased{i}": w for i, w in enumerate(history.biased_messages())}
+    checked = {}
+    for rdtype, rdata in ((1, bytes([192, 0, 2, 1])), (28, bytes(range(16))),
+                          (33, b"\0\1\0\2\0\3" + wire_name("srv", "example")),
+                          (35, b"\0\1\0\2\1S\3SIP\0" + wire_name("naptr", "example")),
+                          (15, b"\0\1" + wire_name("mx", "example")), (24, _SIG),
+                          (255, b""), (65280, b"\1\2")):
+        for rdclass in (0, 1, 2, 3, 4, 254, 255, 0x8001, 0xFF00, 0xFFFF):
+            name = f"type{rdtype}_class{rdclass}"
+            wires[name] = history.response((rdtype, rdclass, rdata), qtype=1)
+            checked[name] = (rdtype, rdclass)
+    files = [_write(tmp_path, name, w) for name, w in wires.items()]
+    theirs, their_log = _run_logged(ares_dnsrec, files, flags=flags)
+    mine, my_log = _run_logged(ares_dnsrec, files, preload=ours, flags=flags)
+    assert their_log == "" and my_log == ""
+    # One difference: CH A in RFC 1035's Chaosnet form (a name and a 16-bit
+    # address, 14 octets here), whose first 4 octets c-ares reads as an IPv4
+    # address; read as c-ares reads A, it is an A of the wrong length, which
+    # dnspython refuses as in class IN (STRICTER's kind).
+    chaosnet = {n for n, w in wires.items() if history.CH_A in w}
+    assert chaosnet and {n: theirs[n][0] for n in chaosnet} == dict.fromkeys(chaosnet, 0)
+    assert {n: mine[n] for n in mine if mine[n] != theirs[n]} == dict.fromkeys(
+        chaosnet, (EBADRESP, None))
+    for name, (rdtype, rdclass) in checked.items():
+        if flags is None and rdtype != 65280 and rdclass in (0, 2, 255, 0x8001, 0xFF00, 0xFFFF) \
+                and (rdtype, rdclass) != (24, 255):
+            assert mine[name][0] == EFORMERR, name
+    if flags is None:
+        assert {mine[f"type1_class{c}"][0] for c in (1, 3, 4, 254)} == {0}
+        assert mine["type255_class1"][0] == EBADRESP
+
+
+# ---- names: exactly c-ares's text ------------------------------------------------------
+
+PTR = r'''
+#include <ares.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+/* ptr STREAM: each message of STREAM (a 2-octet length, then the message)
+** through ares_parse_ptr_reply; one line each: the status, the name and
+** every alias, tab-separated (c-ares writes a name's tab as \009). */
+int main(int argc, char **argv)
+{
+    static unsigned char buf[65536];
+    unsigned char len[2];
+    const unsigned char addr[4] = {192, 0, 2, 1};
+    FILE *f = argc == 2 ? fopen(argv[1], "rb") : NULL;
+    if (f == NULL)
+        return 1;
+    while (fread(len, 1, 2, f) == 2) {
+        int n = (len[0] << 8) | len[1], st, i;
+        struct hostent *h = NULL;
+        if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+            return 1;
+        st = ares_parse_ptr_reply(buf, n, addr, 4, AF_INET, &h);
+        printf("%d", st);
+        if (h != NULL) {
+            printf("\t%s", h->h_name);
+            for (i = 0; h->h_aliases[i] != NULL; i++)
+                printf("\t%s", h->h_aliases[i]);
+            ares_free_hostent(h);
+        }
+        printf("\n");
+    }
+    fclose(f);
+    return 0;
+}
+'''
+
+
+def _names_of(wires) -> set:
+    """Every name dnspython reads in those messages (the question's, each
+    owner's, each in an RDATA), as label tuples; the question's name alone
+    where the rest does not parse."""
+    names = set()
+    for w in wires:
+        try:
+            names.add(dns.name.from_wire(w, 12)[0].labels)
+            message = dns.message.from_wire(w, ignore_trailing=True, continue_on_error=True,
+                                            keyring=False)
+        except Exception:  # noqa: B902 - a malformed message: its question's name, if any
+            continue
+        for section in (message.question, message.answer, message.authority,
+                        message.additional):
+            for rrset in section:
+                names.add(rrset.name.labels)
+                for rd in rrset:
+                    for cls in type(rd).__mro__:
+                        for slot in getattr(cls, "__slots__", ()):
+                            value = getattr(rd, slot, None)
+                            if isinstance(value, dns.name.Name):
+                                names.add(value.labels)
+    return names
+
+
+def _crafted_names() -> set:
+    """Each octet value in a label, alone and between letters (c-ares's
+    reserved "().;\\@$ among them); a label of 63 octets; names of 255
+    octets, and of 256 and 257, which c-ares takes (it caps a name's text,
+    labels and dots, at 255) and RFC 1035 3.1 does not."""
+    names = {(b"bad@name", b"realclient", b"test", b"")}
+    for octet in range(256):
+        names.add((bytes([octet]), b"example", b""))
+        names.add((b"a" + bytes([octet]) + b"b", b"example", b""))
+    names.add((b"x" * 63, b"@" * 63, b"\\" * 63, b""))
+    for last in (61, 62, 63):  # 255, 256, 257 octets
+        names.add((b"a" * 63, b"b" * 63, b"c" * 63, b"d" * last, b""))
+    names.add((b"\xff" * 63, b".(" * 31 + b"$", b""))
+    return names
+
+
+def _ptr_reply(labels) -> bytes:
+    """A reply to 1.2.0.192.in-addr.arpa PTR: a PTR to alias.example, then
+    one to the name (the hostent's name, the last PTR's)."""
+    target = b"".join(bytes([len(label)]) + label for label in labels)
+    return (wire_header(qd=1, an=2) + wire_question(wire_name("1", "2", "0", "192", "in-addr",
+                                                              "arpa"), qtype=12)
+            + wire_rr(wire_pointer(12), 12, wire_name("alias", "example"))
+            + wire_rr(wire_pointer(12), 12, target))
+
+
+def test_every_name_handed_to_c_ares_is_its_own_text(cares134, ours, tmp_path):
+    """c-ares's own ares_parse_ptr_reply over this ares_dns_parse gives the
+    name and aliases c-ares alone gives, for every name of the corpus, of
+    history.py's messages and one of each octet value: each name's text is
+    c-ares's (reserved characters escaped with a backslash, others outside
+    0x20-0x7E as \\DDD)."""
+    import history
+
+    src = tmp_path / "ptr.c"
+    src.write_text(PTR)
+    prog = pipeline.compile_program([src], tmp_path / "ptr", against=cares134.lib,
+                                    libraries=("cares",), flags=(f"-I{cares134.include}",),
+                                    cflags=("-Wno-deprecated-declarations",))
+    wires = [p.read_bytes() for p in available_corpus("good", "bad", "captures",
+                                                      "cares-fuzzinput")]
+    wires += history.biased_messages() + list(history.bounded_messages(2000, 100))
+    names = sorted(_names_of(wires) | _crafted_names())
+    replies = [_ptr_reply(labels) for labels in names if labels and not labels[-1]]
+    stream = tmp_path / "replies"
+    stream.write_bytes(b"".join(struct.pack("!H", len(r)) + r for r in replies))
+
+    def run(preload=None):
+        result = subprocess.run([str(prog), str(stream)], capture_output=True, timeout=600,
+                                env=cares_source._preloaded(preload))
+        assert result.returncode == 0 and result.stderr == b"", result.stderr[-4000:]
+        lines = result.stdout.split(b"\n")[:-1]
+        assert len(lines) == len(replies)
+        return lines
+
+    theirs, mine = run(), run(ours)
+    differ = {names[i]: (theirs[i][:1], mine[i]) for i in range(len(replies))
+              if theirs[i] != mine[i]}
+    # The one difference: a name over 255 octets (README.md: stricter),
+    # refused (ARES_EBADNAME, which ares_parse_ptr_reply makes EBADRESP).
+    assert differ == {labels: (b"0", b"%d" % EBADRESP) for labels in names
+                      if sum(len(label) + 1 for label in labels) > 255}
+    assert len(differ) == 2
+    assert theirs[names.index((b"bad@name", b"realclient", b"test", b""))] == (
+        b"0\tbad\\@name.realclient.test\talias.example\tbad\\@name.realclient.test")
+    assert len(replies) >= 700 + len(wires) // 10

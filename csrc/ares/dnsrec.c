@@ -19,7 +19,9 @@
 ** resolver calls; loaded RTLD_LOCAL too, as a Python extension's c-ares
 ** is), else the next definition of ares_dns_record_create after this
 ** library, else the first in the process; found once per calling object,
-** with its ares_version.  A c-ares older than 1.28 (no ares_dns_rr_add_abin:
+** with its ares_version, and found again once any object has been unloaded
+** (a plugin dlclosed: another may be loaded where it was, linked against
+** another c-ares).  A c-ares older than 1.28 (no ares_dns_rr_add_abin:
 ** TXT strings as an array), or none at all, gets ARES_ENOTIMP, and the
 ** first such call one log line naming what was found.
 */
@@ -27,7 +29,9 @@
 #include "ares/dnsshim_ares_internal.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -86,8 +90,22 @@ typedef struct dnsshim_ares__cares_lib {
 /* The c-ares libraries seen, and which one each caller's object uses: a
 ** process may hold more than one (a program's, and a Python extension's
 ** loaded RTLD_LOCAL), and a record must be made by the c-ares that will use
-** it.  Entries are never removed: a library found stays open (its handle is
-** kept), so its builders stay callable. */
+** it, the one that will free it.
+**
+** The libraries' table keeps its entries: a library found stays open (its
+** handle is kept), so its builders stay callable and its load address is
+** never another object's.
+**
+** The callers' table is keyed by a load address, which an object does not
+** keep: once it is dlclosed, another (a plugin linked against another
+** c-ares) may be loaded at the same address.  So the table only answers for
+** the objects loaded when it was filled: it is emptied whenever the
+** loader's count of objects unloaded (dl_iterate_phdr's dlpi_subs) is no
+** longer the one it was filled under.  An entry is filled, under the lock,
+** for the object calling at that moment, which is loaded; an object
+** unloaded after that raises the count, and the next call empties the
+** table before reading it.  Where the loader gives no such count, the table
+** is not used: every call looks again. */
 #define DNSSHIM_ARES__LIBS 8
 #define DNSSHIM_ARES__CALLERS 32
 static dnsshim_ares__cares_lib dnsshim_ares__libs[DNSSHIM_ARES__LIBS];
@@ -97,6 +115,8 @@ static struct {
     dnsshim_ares__cares_lib *lib; /* NULL: no c-ares from there */
 } dnsshim_ares__callers[DNSSHIM_ARES__CALLERS];
 static size_t dnsshim_ares__ncallers = 0;
+/* dlpi_subs when the callers' table was last emptied (the lock held). */
+static unsigned long long dnsshim_ares__callers_subs = 0;
 static pthread_mutex_t dnsshim_ares__libs_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t dnsshim_ares__none_once = PTHREAD_ONCE_INIT;
 
@@ -198,6 +218,34 @@ static dnsshim_ares__cares_lib *dnsshim_ares__lib(void *create)
     return lib;
 }
 
+/* dl_iterate_phdr's callback: the process's count of objects unloaded,
+** from the first object (every object is given the same count). */
+static int dnsshim_ares__read_subs(struct dl_phdr_info *info, size_t size, void *data)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        *(unsigned long long *)data = info->dlpi_subs;
+        return 1;
+    }
+    return -1;
+}
+
+/* The callers' table, emptied if an object has been unloaded since it was
+** last emptied (the lock held).  0: the loader gives no count, the table
+** cannot be trusted and is not to be used. */
+static int dnsshim_ares__callers_current(void)
+{
+    unsigned long long subs = 0;
+    if (dl_iterate_phdr(dnsshim_ares__read_subs, &subs) != 1) {
+        dnsshim_ares__ncallers = 0;
+        return 0;
+    }
+    if (subs != dnsshim_ares__callers_subs) {
+        dnsshim_ares__ncallers = 0;
+        dnsshim_ares__callers_subs = subs;
+    }
+    return 1;
+}
+
 /* The c-ares a call from `caller` (an address in the calling object) is
 ** for: the one that object reaches (itself, when it is libcares calling
 ** from its resolver; its dependencies' for a program's own call), else the
@@ -209,10 +257,12 @@ static dnsshim_ares__cares_lib *dnsshim_ares__cares_for(const void *caller)
     const void *base = NULL;
     void *create = NULL;
     size_t i;
+    int cache;
 
     if (caller != NULL && dladdr(caller, &info) != 0)
         base = info.dli_fbase;
     pthread_mutex_lock(&dnsshim_ares__libs_lock);
+    cache = dnsshim_ares__callers_current();
     for (i = 0; i < dnsshim_ares__ncallers; i++) {
         if (dnsshim_ares__callers[i].base == base) {
             lib = dnsshim_ares__callers[i].lib;
@@ -233,7 +283,7 @@ static dnsshim_ares__cares_lib *dnsshim_ares__cares_for(const void *caller)
         create = dlsym(RTLD_DEFAULT, "ares_dns_record_create");
     if (create != NULL)
         lib = dnsshim_ares__lib(create);
-    if (dnsshim_ares__ncallers < DNSSHIM_ARES__CALLERS) {
+    if (cache && dnsshim_ares__ncallers < DNSSHIM_ARES__CALLERS) {
         dnsshim_ares__callers[dnsshim_ares__ncallers].base = base;
         dnsshim_ares__callers[dnsshim_ares__ncallers++].lib = lib;
     }
