@@ -759,7 +759,9 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 ** 1 MiB arena of its small-object allocator for the next parse, which the
 ** library lets it take only within the limit.  So a budget of what the
 ** runtime holds once started plus the largest message's needs holds for
-** good, whatever is refused.  A call made while the runtime holds its
+** good, whatever is refused: the runtime imports every parser module it
+** has when it starts (about 1 MiB), so a parse never imports one, and a
+** refused parse leaves nothing that the next one would add to.  A call made while the runtime holds its
 ** limit or more is refused before it parses.  Start-up itself is never
 ** refused (CPython cannot start on memory it is refused): with a limit
 ** below what the runtime holds once started, the first call starts the

@@ -36,6 +36,7 @@ def attach():
     from _dnsshim_cffi import ffi, lib
 
     owns = lib.dns_shim__owns_interpreter()
+    types = ffi.string(lib.dns_shim__firmware_types()).decode()
     if owns:
         # Start-up creates tens of thousands of objects and no garbage worth a
         # collection: the cyclic collector waits (4% of the start-up's
@@ -45,10 +46,29 @@ def attach():
         gc.disable()
         try:
             answer_feature_checks()
-            from shim import glue
+            from shim import glue, rdtable
+
+            if types:
+                rdtable.keep_only(types.split(","))
+            # hashlib (dns.tsig's, for TSIG and TKEY records) on CPython's
+            # own digests, as in the firmware: OpenSSL's would allocate
+            # thousands of blocks around the host's allocator and the
+            # runtime's account.  This interpreter is the library's alone.
+            sys.modules.setdefault("_hashlib", None)
+            # Every parser module now, none on first use: what the runtime
+            # holds once started is then all a parse ever keeps, so a memory
+            # limit's budget of that plus a message's needs holds for good,
+            # whatever came before (a refused parse imported nothing that
+            # would stay, and whether a message parses under a limit never
+            # depends on which types earlier messages had).
+            rdtable.load_all()
             gc.freeze()
         finally:
             gc.enable()
+    elif types:
+        from shim import rdtable
+
+        rdtable.keep_only(types.split(","))
     from shim import glue
 
     done = lib.DNS_SHIM__PY_DONE
@@ -60,11 +80,6 @@ def attach():
     _attached.append(runtime)
     if owns:
         install_log_hooks(runtime.log)
-    types = ffi.string(lib.dns_shim__firmware_types()).decode()
-    if types:
-        from shim import rdtable
-
-        rdtable.keep_only(types.split(","))
     runtime.log(glue.LOG_INFO, describe_runtime())
 
     def report_unraisable(exc_type, exc, tb):

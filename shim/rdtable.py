@@ -21,8 +21,9 @@ in a fresh process:
 
 The modules are named below (dnspython 2.9's; a test checks the lists against
 the installed dnspython's own files, so an upgrade that adds one is noticed)
-and imported on first use, each once: importing more of them only makes the
-next lookup cheaper, never different.  The table is the same whatever was
+and imported on first use, each once, or all at once (:func:`load_all`, which
+an interpreter the library starts runs at start-up): importing more of them
+only makes the next lookup cheaper, never different.  The table is the same whatever was
 parsed before and whatever the host's dnspython registry holds.
 """
 
@@ -33,7 +34,7 @@ import dns.rdataclass
 import dns.rdatatype
 
 __all__ = ["IN_MODULES", "CH_MODULES", "ANY_MODULES", "implementation", "parser", "keep_only",
-           "has_module"]
+           "has_module", "load_all"]
 
 #: dnspython's RDATA modules for class IN only (dns/rdtypes/IN/).
 IN_MODULES = ("A", "AAAA", "APL", "DHCID", "HTTPS", "IPSECKEY", "KX", "NAPTR", "NSAP",
@@ -86,6 +87,17 @@ def keep_only(types) -> None:
         for rdtype in [t for t, (_, name) in table.items() if name not in keep]:
             del table[rdtype]
     _PARSERS.clear()
+
+
+def load_all() -> None:
+    """Imports every module the table names (those keep_only() kept) and
+    makes the parse entry of every pair of known values, so that no later
+    parse imports or adds anything: what a memory limit needs, since a parse
+    it refuses would otherwise keep what it imported before the refusal, and
+    the next refused parse would import more (shim.embedded.limited)."""
+    for rdclass in _KNOWN_CLASSES:
+        for rdtype in _KNOWN_TYPES:
+            parser(rdclass, rdtype)
 
 
 def has_module(rdclass: int, rdtype: int) -> bool:
