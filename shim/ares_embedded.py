@@ -26,13 +26,29 @@ def attach():
     done = lib.DNSSHIM_ARES__PY_DONE
     runtime = embedded.runtime()
     embedded.use_host_allocator(ffi)
+    guarded = _limit()
 
     def report_unraisable(exc_type, exc, tb):
         glue.report_unraisable(exc_type, exc, tb, runtime)
 
     @ffi.def_extern(error=lib.DNSSHIM_ARES__PY_FAILED, onerror=report_unraisable)
     def dnsshim_ares__py_parse(kind, buf, length, offset, flags, out, token):
-        ares_glue.run(ffi, kind, buf, length, offset, flags, out, token, runtime)
+        if guarded is None:
+            ares_glue.run(ffi, kind, buf, length, offset, flags, out, token, runtime)
+            return done
+
+        def drop():
+            if token[0]:
+                ares_glue.release(token[0])
+                token[0] = 0
+            out.have_host = out.naliases = out.naddrs = out.nitems = 0
+
+        refused, _ = guarded(
+            lambda: ares_glue.run(ffi, kind, buf, length, offset, flags, out, token, runtime),
+            drop)
+        if refused:
+            out.status = ares_glue.ENOMEM
+            out.have_host = out.naliases = out.naddrs = out.nitems = 0
         return done
 
     @ffi.def_extern(onerror=report_unraisable)
@@ -41,9 +57,32 @@ def attach():
 
     @ffi.def_extern(error=lib.DNSSHIM_ARES__PY_FAILED, onerror=report_unraisable)
     def dnsshim_ares__py_message(buf, length, flags, out, token):
-        ares_dnsrec.run(ffi, buf, length, flags, out, token, runtime)
+        if guarded is None:
+            ares_dnsrec.run(ffi, buf, length, flags, out, token, runtime)
+            return done
+
+        def drop():
+            if token[0]:
+                ares_dnsrec.release(token[0])
+                token[0] = 0
+            out.nrrs = 0
+
+        refused, _ = guarded(
+            lambda: ares_dnsrec.run(ffi, buf, length, flags, out, token, runtime), drop)
+        if refused:
+            out.status = ares_dnsrec.ENOMEM
+            out.nrrs = 0
         return done
 
     @ffi.def_extern(onerror=report_unraisable)
     def dnsshim_ares__py_message_release(token):
         ares_dnsrec.release(token)
+
+
+def _limit():
+    """libdnsshim's memory limit over this layer's parses (shim.embedded.guard),
+    where libdnsshim counts the runtime's memory; else None.  A parse the
+    limit refuses is ARES_ENOMEM, with nothing handed out."""
+    from _dnsshim_cffi import lib
+
+    return embedded.guard(lib) if lib.dns_shim__memory_accounted() else None

@@ -130,53 +130,83 @@ def limited(ffi, lib):
     memory the library counts, as a glue.Runtime's ``memory_limit``: while a
     limit is set, it holds in the parsing thread while the message is
     parsed, and a call it refused an allocation to fails with
-    ERR_NO_MEMORY.  A refused call gives back what it took before it
-    returns: its plan, if one was made within the reserve the unwinding
-    gets, is dropped; an exception that escaped the parse (a MemoryError
-    raised again while the first one was handled) is dropped with its
-    traceback and frames, not reported (C says why the call failed, as
-    text); the names it added to the glue's name cache are taken out again;
-    dnspython's record-under-construction marker (a context variable its
-    immutable records set while they are built) is cleared if the unwinding
-    could not reset it; and the cyclic collector runs, so that what the
-    failed parse left in cycles goes too.  None of this runs for a call that
-    parsed: its cost is the limit's check only."""
-    import gc
-
+    ERR_NO_MEMORY, its plan, if one was made within the reserve the
+    unwinding gets, dropped (:func:`guard` says what else it gives back).
+    None of this runs for a call that parsed: its cost is the limit's check
+    only."""
     from shim import glue
     from shim.status import Status
 
-    limited_now, enforce = lib.dns_shim__memory_limited, lib.dns_shim__memory_enforce
-    collect = gc.collect
-    no_memory = int(Status.ERR_NO_MEMORY)
+    limited_now = lib.dns_shim__memory_limited
+    guarded = guard(lib)
     name_cache = glue.name_cache
+    no_memory = int(Status.ERR_NO_MEMORY)
 
     def memory_limit(plan, ffi, buf, length, callbacks, steps, count, token, query, runtime):
         if not limited_now():
             return plan(ffi, buf, length, callbacks, steps, count, token, query, runtime)
-        names = name_cache(ffi)
+
+        def drop():
+            if token[0]:
+                glue.release(token[0])
+                token[0] = 0
+                count[0] = 0
+
+        refused, status = guarded(
+            lambda: plan(ffi, buf, length, callbacks, steps, count, token, query, runtime),
+            drop, name_cache(ffi))
+        return no_memory if refused else status
+
+    return memory_limit
+
+
+def guard(lib):
+    """``guarded(call, drop, names=None) -> (refused, value)``: ``call()`` under the
+    memory limit of libdnsshim's ``lib`` (an interpreter whose memory it
+    counts), for every parse of the runtime, libdnsshim_ares's too
+    (shim.ares_embedded).  While a limit is set it holds in the calling
+    thread during the call; a call made while the runtime holds its limit or
+    more is refused before it runs.  A refused call gives back what it took
+    before it returns: ``drop()`` drops its result; an exception that
+    escaped it (a MemoryError raised again while the first one was handled)
+    is dropped with its traceback and frames, not reported (the caller says
+    why the call failed); the names it added to ``names`` (libdnsshim's glue's
+    name cache) are taken out again; dnspython's record-under-construction marker (a
+    context variable its immutable records set while they are built) is
+    cleared if the unwinding could not reset it; and the cyclic collector
+    runs, so that what the failed call left in cycles goes too.  The modules
+    a parse may import were all imported at start-up (attach), so it keeps
+    none."""
+    import gc
+
+    limited_now, enforce = lib.dns_shim__memory_limited, lib.dns_shim__memory_enforce
+    collect = gc.collect
+
+    def guarded(call, drop, names=None):
+        if not limited_now():
+            return False, call()
+        if names is None:
+            names = {}
         cached = len(names)
-        if enforce(1):  # the runtime holds its limit already: refused unparsed
-            return no_memory
+        if enforce(1):  # the runtime holds its limit already: refused unrun
+            return True, None
+        value = None
         try:
             try:
-                status = plan(ffi, buf, length, callbacks, steps, count, token, query, runtime)
+                value = call()
             finally:
                 tripped = enforce(0)
         except BaseException:  # noqa: B902 - only a refused call's is dropped
             if not tripped:
                 raise
         if not tripped:
-            return status
-        if token[0]:
-            glue.release(token[0])
-            token[0] = 0
-            count[0] = 0
+            return False, value
+        drop()
         forget(names, cached)
         collect()
-        return no_memory
+        return True, None
 
-    return memory_limit
+    return guarded
 
 
 def forget(names, cached):

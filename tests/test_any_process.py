@@ -222,3 +222,35 @@ def test_an_image_gone_before_the_first_call_is_named_whole(built, image, any_pr
         f"the worker image {real.parent}/{worker.NAME}, which this installation does not "
         f"have: pip install . and build_ffi.py --prefix build it where Debian's python3-dev "
         f"and libffi-dev are installed"]
+
+
+# ------------------------------------------------------------------ the limit
+
+
+def test_the_memory_limit_holds_for_the_c_ares_layer_too(built, any_process, tmp_path):
+    """At the tightest limit at which a one-record reply parses through both
+    libraries after a 64 KiB one was refused: the 64 KiB reply is refused by
+    ares_parse_a_reply too (ARES_ENOMEM), as by process_dns_response
+    (DNS_SHIM_ERR_NO_MEMORY), and the small one parses through both, round
+    after round: the c-ares layer's parses neither escape the limit nor
+    leave the runtime above it."""
+    from test_memory import SLACK, write_big_and_small
+
+    big, small = write_big_and_small(tmp_path)
+    ares = built.dir / pipeline.DNSSHIM_ARES.soname
+
+    def rounds(limit, n):
+        out = _run(any_process, "ares-limit", ares, built.dir / "libdnsshim.so.1", limit, big,
+                   small, n).stdout.splitlines()
+        assert len(out) == n, out
+        return [tuple(map(int, line.split(": ")[1].split())) for line in out]
+
+    def small_parses(limit):
+        return all(r[2:] == (0, 0) for r in rounds(limit, 2))
+
+    low, high = 1_000_000, 64_000_000
+    assert small_parses(high)
+    while high - low > 10_000:
+        middle = (low + high) // 2
+        low, high = (low, middle) if small_parses(middle) else (middle, high)
+    assert rounds(high + SLACK, 20) == [(-13, 15, 0, 0)] * 20

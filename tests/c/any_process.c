@@ -28,6 +28,10 @@
 **       parallelism raised to 2 before that interpreter starts (pinned: the
 **       parse's first pthread_once in libdnsshim_ares sets it):
 **       ares_parse_a_reply's "status N" and addresses.
+**   any_process ares-limit LIBDNSSHIM_ARES LIBDNSSHIM LIMIT BIG SMALL ROUNDS
+**       The runtime started, then a memory limit of LIMIT bytes; ROUNDS
+**       times: BIG through process_dns_response and ares_parse_a_reply,
+**       then SMALL through both: "round N: S S S S", the four statuses.
 **   any_process image-gone LIBDNSSHIM IMAGE FILE
 **       Parallelism 2, then the worker image IMAGE removed before the first
 **       call: process_dns_response's "status N" and detail.
@@ -333,6 +337,44 @@ static int mode_ares_first(const char *ares_path, const char *path, const char *
 }
 
 /* ------------------------------------------------------------------ */
+/* ares-limit                                                           */
+
+static int ares_status(void *ares, const uint8_t *m, long len)
+{
+    struct hostent *host = NULL;
+    int status = ((ares_a_fn)need(ares, "ares_parse_a_reply"))(m, (int)len, &host, NULL, NULL);
+    if (host != NULL)
+        ((free_hostent_fn)need(ares, "ares_free_hostent"))(host);
+    return status;
+}
+
+static int mode_ares_limit(char **argv)
+{
+    void *ares = open_lib(argv[2], RTLD_GLOBAL);
+    void *lib = open_lib(argv[3], RTLD_GLOBAL | RTLD_NOLOAD);
+    process_fn process = (process_fn)need(lib, "process_dns_response");
+    long big_len = 0, small_len = 0;
+    uint8_t *big = message(argv[5], &big_len), *small = message(argv[6], &small_len);
+    int rounds = atoi(argv[7]), i;
+    if (((init_fn)need(lib, "dns_shim_init"))() != DNS_SHIM_OK ||
+        ((limit_fn)need(lib, "dns_shim_set_memory_limit"))(strtoull(argv[4], NULL, 10)) !=
+            DNS_SHIM_OK) {
+        fprintf(stderr, "FAIL starting, or the limit\n");
+        return 1;
+    }
+    for (i = 0; i < rounds; i++) {
+        int a = (int)process(big, (int32_t)big_len);
+        int b = ares_status(ares, big, big_len);
+        int c = ares_status(ares, small, small_len);
+        int d = (int)process(small, (int32_t)small_len);
+        printf("round %d: %d %d %d %d\n", i, a, b, c, d);
+    }
+    free(big);
+    free(small);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
@@ -352,6 +394,8 @@ int main(int argc, char **argv)
         return mode_limit(argv[2], argv[3]);
     if (argc == 5 && strcmp(argv[1], "ares-first") == 0)
         return mode_ares_first(argv[2], argv[3], argv[4]);
+    if (argc == 8 && strcmp(argv[1], "ares-limit") == 0)
+        return mode_ares_limit(argv);
     if (argc == 5 && strcmp(argv[1], "image-gone") == 0) {
         void *lib = open_lib(argv[2], RTLD_GLOBAL);
         if (((parallelism_fn)need(lib, "dns_shim_set_parallelism"))(2) != DNS_SHIM_OK ||
@@ -362,6 +406,6 @@ int main(int argc, char **argv)
         print_process(lib, argv[4]);
         return 0;
     }
-    fprintf(stderr, "usage: any_process local|local-ares|init|limit|ares-first|image-gone ...\n");
+    fprintf(stderr, "usage: any_process local|local-ares|init|limit|ares-first|ares-limit|image-gone ...\n");
     return 2;
 }
