@@ -594,10 +594,13 @@ DNS_SHIM_API int32_t dns_shim_process_reply(const uint8_t *dns_response, int32_t
 /*
 ** dns_shim_init: start the embedded runtime now rather than on the first
 ** call that needs it.  Optional; safe to call more than once, from any
-** thread.  Returns DNS_SHIM_OK or DNS_SHIM_ERR_INIT (the reason is
-** logged).
+** thread, at once too: with parallelism above 1 it starts every interpreter
+** of the pool, each thread those no other has started, waiting only for
+** starts.  Returns DNS_SHIM_OK, DNS_SHIM_ERR_INIT (the reason is logged),
+** or DNS_SHIM_ERR_NO_MEMORY when the host's allocator refused the runtime
+** memory while it started (dns_shim_set_allocator).
 **
-** @returns DNS_SHIM_OK DNS_SHIM_ERR_INIT
+** @returns DNS_SHIM_OK DNS_SHIM_ERR_INIT DNS_SHIM_ERR_NO_MEMORY
 ** @example startup.c
 */
 DNS_SHIM_API int32_t dns_shim_init(void);
@@ -726,13 +729,17 @@ typedef struct dns_shim_allocator {
 ** qsort, and, in the shared library and the bundle, which load the runtime
 ** from files: dlopen of its compiled modules, opendir for each directory an
 ** import lists, stdio).
-** There a parse that imports a module from the runtime's files (the first
-** record of a type whose dnspython module is not loaded yet) also makes
-** the C library allocate: opendir, once for each directory the import
-** lists, and, with glibc 2.41, strerror, twice for each file name it looks
-** for in vain (a few for each package); any other parse allocates nothing
-** around the host.  The firmware object's modules are frozen: there
-** nothing of a parse goes around the host.
+** The runtime imports every module a parse needs when it starts: no parse
+** allocates anything around the host.
+**
+** A block the host's functions refuse (NULL) while the runtime starts is
+** taken from libc's malloc instead, so that the process goes on (CPython
+** ends a process on an allocation that fails before its exception types
+** exist), and the start fails: that call and every later one return
+** DNS_SHIM_ERR_NO_MEMORY, with how many were refused in the reason.  A
+** block refused during a parse fails that call with DNS_SHIM_ERR_NO_MEMORY
+** (nothing is logged), and the next call is parsed as if it had never
+** come.
 **
 ** Returns DNS_SHIM_OK, or DNS_SHIM_ERR_BAD_ARGUMENT (changing nothing) for
 ** an unknown struct_size, a missing function, or a call once the runtime has

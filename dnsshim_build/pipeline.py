@@ -95,6 +95,7 @@ void dns_shim__set_error(const char *text);
 int32_t dns_shim__memory_accounted(void);
 int32_t dns_shim__memory_limited(void);
 int32_t dns_shim__memory_enforce(int32_t on);
+int32_t dns_shim__memory_refusing(void);
 void *dns_shim__cdata_alloc(size_t n);
 void dns_shim__cdata_free(void *p);
 const char *dns_shim__firmware_types(void);

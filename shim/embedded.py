@@ -73,8 +73,17 @@ def attach():
 
     done = lib.DNS_SHIM__PY_DONE
     use_host_allocator(ffi)
+    refusing, log_level, error = lib.dns_shim__memory_refusing, lib.dns_shim__log_level, glue.LOG_ERROR
+
+    def log(level, text):
+        # An unexpected failure after the host's allocator refused memory in
+        # this call (an error return without an exception, say) is that
+        # refusal: C says so (DNS_SHIM_ERR_NO_MEMORY), and nothing is logged.
+        if level != error or not refusing():
+            log_level(level, text.encode("utf-8", "replace"))
+
     runtime = glue.Runtime(
-        log=lambda level, text: lib.dns_shim__log_level(level, text.encode("utf-8", "replace")),
+        log=log,
         failure=lambda text: lib.dns_shim__set_error(text.encode("utf-8", "replace")),
         memory_limit=limited(ffi, lib) if lib.dns_shim__memory_accounted() else None)
     _attached.append(runtime)

@@ -254,3 +254,49 @@ def test_the_memory_limit_holds_for_the_c_ares_layer_too(built, any_process, tmp
         middle = (low + high) // 2
         low, high = (low, middle) if small_parses(middle) else (middle, high)
     assert rounds(high + SLACK, 20) == [(-13, 15, 0, 0)] * 20
+
+
+START_REFUSED = (r"cannot start: the host's allocator \(dns_shim_set_allocator\) refused \d+ of "
+                 r"the runtime's allocations while it started \(taken from the C library "
+                 r"instead, so that the process goes on\): give the runtime more memory")
+PARSE_REFUSED = ("DNS_SHIM_ERR_NO_MEMORY: the host's allocator (dns_shim_set_allocator) refused "
+                 "memory while the message was parsed")
+
+
+@pytest.mark.parametrize("seed", range(1, 7))
+def test_an_allocator_that_fails_at_start_up_gets_no_memory_never_an_abort(
+        built, any_process, answer, seed):
+    """A host allocator that refuses about one call in 50 from the start:
+    the process goes on (CPython would end it on an allocation that fails
+    before its exception types exist), and every call, the first included,
+    is DNS_SHIM_ERR_NO_MEMORY naming the host's allocator, never
+    DNS_SHIM_ERR_INIT with advice to reinstall; the first log line says the
+    same."""
+    import re
+
+    result = _run(any_process, "failing-allocator", built.dir / "libdnsshim.so.1", seed, 50, 20,
+                  answer, "start")
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2 and lines[1] == "calls 20", lines
+    assert re.fullmatch(f"status -13 detail DNS_SHIM_ERR_NO_MEMORY: {START_REFUSED}", lines[0]), \
+        lines[0]
+    assert re.fullmatch(f"dnsshim: {START_REFUSED}", result.stderr.splitlines()[0])
+
+
+def test_an_allocator_that_fails_later_gets_no_memory_or_the_answer(built, any_process,
+                                                                    answer):
+    """The same allocator once the runtime runs: over 6 seeds of 200 calls
+    each, every call parses (0) or is DNS_SHIM_ERR_NO_MEMORY naming the host's
+    allocator, never another status (an error return without an exception
+    was DNS_SHIM_ERR_INTERNAL), and nothing is logged."""
+    seen = set()
+    for seed in range(1, 7):
+        result = _run(any_process, "failing-allocator", built.dir / "libdnsshim.so.1", seed, 50,
+                      200, answer, "later")
+        lines = result.stdout.splitlines()
+        assert lines[0] == "init 0" and lines[-1] == "calls 200", lines
+        for line in lines[1:-1]:
+            assert line in ("status 0 detail ", f"status -13 detail {PARSE_REFUSED}"), line
+            seen.add(line)
+        assert result.stderr == ""
+    assert len(seen) == 2, seen

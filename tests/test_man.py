@@ -237,7 +237,7 @@ STATUSES = {
     "dns_shim_process": PARSE + ARGUMENT + RUNTIME,
     "dns_shim_process_reply": PARSE + ARGUMENT + RUNTIME + ["DNS_SHIM_ERR_MISMATCH"],
     "dns_shim_register_callbacks": ["DNS_SHIM_OK"] + ARGUMENT,
-    "dns_shim_init": ["DNS_SHIM_OK", "DNS_SHIM_ERR_INIT"],
+    "dns_shim_init": ["DNS_SHIM_OK", "DNS_SHIM_ERR_INIT", "DNS_SHIM_ERR_NO_MEMORY"],
     "dns_shim_set_allocator": ["DNS_SHIM_OK"] + ARGUMENT,
     "dns_shim_set_memory_limit": ["DNS_SHIM_OK"] + ARGUMENT,
 }

@@ -173,7 +173,31 @@ static void dns_shim__report_start_failure(const char *why, const char *tracebac
     dns_shim__cannot_start(traceback, "cannot start: %s", why);
 }
 
+static void dns_shim__start(void);
+
+/* The start, once: while it runs, a block the host's allocator refuses is
+** the C library's instead, so that neither CPython (which ends the process
+** on an allocation that fails before its exception types exist) nor an
+** import reports it as anything else; if the host refused any, the runtime
+** did not start for want of memory, whatever else the start made of it. */
 static void dns_shim__init_once(void)
+{
+    size_t refused;
+
+    dns_shim__memory_starting(1);
+    dns_shim__start();
+    refused = dns_shim__memory_starting(0);
+    if (refused > 0) {
+        dns_shim__start_error[0] = '\0';
+        dns_shim__init_status = DNS_SHIM_ERR_NO_MEMORY;
+        dns_shim__cannot_start(NULL, "cannot start: the host's allocator (dns_shim_set_allocator) "
+                               "refused %zu of the runtime's allocations while it started "
+                               "(taken from the C library instead, so that the process goes "
+                               "on): give the runtime more memory", refused);
+    }
+}
+
+static void dns_shim__start(void)
 {
     const char *python, *origin;
     PyGILState_STATE gil;
@@ -267,11 +291,15 @@ static int32_t dns_shim__runtime(void)
     return dns_shim__init_status;
 }
 
-/* A call that found the runtime not started: why, for this thread. */
+/* A call that found the runtime not started: why, for this thread
+** (DNS_SHIM_ERR_NO_MEMORY when the host's allocator refused the start
+** memory, else DNS_SHIM_ERR_INIT). */
 static int32_t dns_shim__init_failed(void)
 {
-    return dns_shim__fail(DNS_SHIM_ERR_INIT, "%s", dns_shim__start_error[0] ?
-                          dns_shim__start_error : "the runtime did not start");
+    return dns_shim__fail(dns_shim__init_status == DNS_SHIM_ERR_NO_MEMORY ?
+                          DNS_SHIM_ERR_NO_MEMORY : DNS_SHIM_ERR_INIT, "%s",
+                          dns_shim__start_error[0] ? dns_shim__start_error :
+                          "the runtime did not start");
 }
 
 DNS_SHIM_API int32_t dns_shim_init(void)
@@ -314,6 +342,7 @@ int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *que
         buf = empty; /* only with len == 0: checked by the callers */
     n_done = dns_shim__take_finished(done);
     dns_shim__error[0] = '\0';
+    (void)dns_shim__memory_refused();
     rc = dns_shim__py_process(buf, len, query, callbacks, done, n_done, &steps, &count, &token);
     if (rc != 0 && dns_shim__memory_tripped()) {
         /* The memory limit refused an allocation during this parse: the
@@ -325,6 +354,15 @@ int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *que
                               "runtime above its memory limit of %zu bytes "
                               "(dns_shim_set_memory_limit)",
                               __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED));
+    }
+    if (rc != DNS_SHIM__PY_DONE && dns_shim__memory_refused()) {
+        /* The host's allocator refused a block during this parse: whatever
+        ** CPython or the parser made of it (a MemoryError, or an error
+        ** return without one), the call failed for want of memory. */
+        if (rc != 0)
+            return dns_shim__fail(DNS_SHIM_ERR_NO_MEMORY, "the host's allocator "
+                                  "(dns_shim_set_allocator) refused memory while the message "
+                                  "was parsed");
     }
     if (rc == 0) {
         /* cffi could not run the Python function: it is not attached. */

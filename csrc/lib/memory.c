@@ -62,6 +62,24 @@ static size_t *dns_shim__held = &dns_shim__held_own;
 static int dns_shim__host_chosen = 0;    /* dns_shim_set_allocator set one */
 static __thread int dns_shim__enforcing = 0; /* this thread parses */
 static __thread int dns_shim__tripped = 0;   /* ... and the limit refused */
+/* The host's allocator refused this thread a block (since the flag was last
+** read: dns_shim__memory_refused). */
+static __thread int dns_shim__refused = 0;
+/* This thread starts the runtime: a block the host refuses is taken from the
+** C library instead (CPython ends the process on an allocation that fails
+** before its exception types exist, and a refusal while it imports is
+** reported as anything but memory), counted in dns_shim__start_refusals, and
+** the start then fails with DNS_SHIM_ERR_NO_MEMORY (dns_shim__init_once). */
+static __thread int dns_shim__starting = 0;
+static size_t dns_shim__start_refusals = 0; /* atomic */
+
+/* The header before a block of the raw and object domains: its size, and
+** where it came from. */
+typedef struct dns_shim__header {
+    size_t size;
+    size_t from_libc; /* 1: taken from the C library at start-up */
+} dns_shim__header;
+_Static_assert(sizeof(dns_shim__header) <= DNS_SHIM__HEADER, "the header fits its room");
 
 static void *dns_shim__libc_malloc(void *ctx, size_t n) { (void)ctx; return malloc(n); }
 static void *dns_shim__libc_calloc(void *ctx, size_t n, size_t m) { (void)ctx; return calloc(n, m); }
@@ -87,27 +105,44 @@ static void dns_shim__give(size_t n)
     __atomic_sub_fetch(dns_shim__held, n, __ATOMIC_RELAXED);
 }
 
-static void *dns_shim__mark(void *block, size_t n)
+static void *dns_shim__mark(void *block, size_t n, size_t from_libc)
 {
+    dns_shim__header *h = block;
     if (block == NULL)
         return NULL;
-    *(size_t *)block = n;
+    h->size = n;
+    h->from_libc = from_libc;
     return (char *)block + DNS_SHIM__HEADER;
+}
+
+/* The host refused a block of total octets (zeroed or not): NULL, or, while
+** this thread starts the runtime, the C library's block (*from_libc set). */
+static void *dns_shim__refusal(size_t total, int zeroed, size_t *from_libc)
+{
+    dns_shim__refused = 1;
+    if (!dns_shim__starting)
+        return NULL;
+    __atomic_add_fetch(&dns_shim__start_refusals, 1, __ATOMIC_RELAXED);
+    *from_libc = 1;
+    return zeroed ? calloc(1, total) : malloc(total);
 }
 
 static void *dns_shim__malloc(void *ctx, size_t n)
 {
-    void *p;
+    void *block;
+    size_t total, from_libc = 0;
     (void)ctx;
     if (n > SIZE_MAX - DNS_SHIM__HEADER - 1 || !dns_shim__take(n))
         return NULL;
     /* + (n == 0): a zero-size block's pointer would be one past the host's
     ** block, which memcheck would call lost */
-    p = dns_shim__mark(dns_shim__host.malloc(dns_shim__host.ctx,
-                                             n + DNS_SHIM__HEADER + (n == 0)), n);
-    if (p == NULL)
+    total = n + DNS_SHIM__HEADER + (n == 0);
+    block = dns_shim__host.malloc(dns_shim__host.ctx, total);
+    if (block == NULL)
+        block = dns_shim__refusal(total, 0, &from_libc);
+    if (block == NULL)
         dns_shim__give(n);
-    return p;
+    return dns_shim__mark(block, n, from_libc);
 }
 
 /* n zeroed bytes from the host: its calloc, or its malloc and memset. */
@@ -124,32 +159,45 @@ static void *dns_shim__host_zeroed(size_t n)
 
 static void *dns_shim__calloc(void *ctx, size_t nelem, size_t elsize)
 {
-    size_t n;
+    size_t n, total, from_libc = 0;
     void *block;
     (void)ctx;
     if (__builtin_mul_overflow(nelem, elsize, &n) || n > SIZE_MAX - DNS_SHIM__HEADER - 1 ||
         !dns_shim__take(n))
         return NULL;
-    block = dns_shim__host_zeroed(n + DNS_SHIM__HEADER + (n == 0));
+    total = n + DNS_SHIM__HEADER + (n == 0);
+    block = dns_shim__host_zeroed(total);
+    if (block == NULL)
+        block = dns_shim__refusal(total, 1, &from_libc);
     if (block == NULL)
         dns_shim__give(n);
-    return dns_shim__mark(block, n);
+    return dns_shim__mark(block, n, from_libc);
 }
 
 static void *dns_shim__realloc(void *ctx, void *ptr, size_t n)
 {
-    char *block;
-    size_t old;
+    dns_shim__header *block;
+    size_t old, total, from_libc;
     void *p;
     if (ptr == NULL)
         return dns_shim__malloc(ctx, n);
     if (n > SIZE_MAX - DNS_SHIM__HEADER - 1)
         return NULL;
-    block = (char *)ptr - DNS_SHIM__HEADER;
-    old = *(size_t *)block;
+    block = (dns_shim__header *)(void *)((char *)ptr - DNS_SHIM__HEADER);
+    old = block->size;
+    from_libc = block->from_libc;
     if (n > old && !dns_shim__take(n - old))
         return NULL;
-    p = dns_shim__host.realloc(dns_shim__host.ctx, block, n + DNS_SHIM__HEADER + (n == 0));
+    total = n + DNS_SHIM__HEADER + (n == 0);
+    if (from_libc) { /* a start-up block stays the C library's */
+        p = realloc(block, total);
+    } else {
+        p = dns_shim__host.realloc(dns_shim__host.ctx, block, total);
+        if (p == NULL && (p = dns_shim__refusal(total, 0, &from_libc)) != NULL) {
+            memcpy((char *)p + DNS_SHIM__HEADER, ptr, old < n ? old : n);
+            dns_shim__host.free(dns_shim__host.ctx, block);
+        }
+    }
     if (p == NULL) {
         if (n > old)
             dns_shim__give(n - old);
@@ -157,18 +205,21 @@ static void *dns_shim__realloc(void *ctx, void *ptr, size_t n)
     }
     if (n < old)
         dns_shim__give(old - n);
-    return dns_shim__mark(p, n);
+    return dns_shim__mark(p, n, from_libc);
 }
 
 static void dns_shim__free(void *ctx, void *ptr)
 {
-    char *block;
+    dns_shim__header *block;
     (void)ctx;
     if (ptr == NULL)
         return;
-    block = (char *)ptr - DNS_SHIM__HEADER;
-    dns_shim__give(*(size_t *)block);
-    dns_shim__host.free(dns_shim__host.ctx, block);
+    block = (dns_shim__header *)(void *)((char *)ptr - DNS_SHIM__HEADER);
+    dns_shim__give(block->size);
+    if (block->from_libc)
+        free(block);
+    else
+        dns_shim__host.free(dns_shim__host.ctx, block);
 }
 
 /* pymalloc's arenas: no header, free() is told the size.  Zeroed, as
@@ -398,6 +449,32 @@ int32_t dns_shim__memory_enforce(int32_t on)
     }
     dns_shim__enforcing = 0;
     return dns_shim__tripped;
+}
+
+/* This thread starts the runtime (on) or has started it (off): returns,
+** when off, how many blocks the host refused meanwhile (taken from the C
+** library instead). */
+size_t dns_shim__memory_starting(int on)
+{
+    dns_shim__starting = on;
+    return on ? 0 : __atomic_exchange_n(&dns_shim__start_refusals, 0, __ATOMIC_RELAXED);
+}
+
+/* For the init code: whether the host's allocator has refused this thread a
+** block in this call so far (an unexpected failure is then that refusal,
+** which C reports as DNS_SHIM_ERR_NO_MEMORY: not logged). */
+int32_t dns_shim__memory_refusing(void)
+{
+    return dns_shim__refused;
+}
+
+/* Whether the host's allocator refused this thread a block since the last
+** call of this; clears it. */
+int dns_shim__memory_refused(void)
+{
+    int refused = dns_shim__refused;
+    dns_shim__refused = 0;
+    return refused;
 }
 
 /* Whether the limit refused an allocation in this thread's last parse (C

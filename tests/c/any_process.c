@@ -32,6 +32,14 @@
 **       The runtime started, then a memory limit of LIMIT bytes; ROUNDS
 **       times: BIG through process_dns_response and ares_parse_a_reply,
 **       then SMALL through both: "round N: S S S S", the four statuses.
+**   any_process failing-allocator LIBDNSSHIM SEED PERIOD CALLS FILE WHEN
+**       An allocator that refuses about one call in PERIOD (a generator
+**       seeded with SEED decides which), set before the start, refusing from
+**       the start (WHEN "start") or once dns_shim_init() has returned
+**       ("later", printing its status first); then CALLS calls of
+**       process_dns_response on FILE: "status S detail D" for each call
+**       whose status or detail differs from the call before, and "calls N"
+**       at the end.
 **   any_process image-gone LIBDNSSHIM IMAGE FILE
 **       Parallelism 2, then the worker image IMAGE removed before the first
 **       call: process_dns_response's "status N" and detail.
@@ -375,6 +383,88 @@ static int mode_ares_limit(char **argv)
 }
 
 /* ------------------------------------------------------------------ */
+/* failing-allocator                                                    */
+
+static uint64_t refuse_state;
+static uint64_t refuse_period; /* 0: refuses nothing */
+
+/* Whether this allocation is refused: a xorshift generator, one draw per
+** call (thread-safe enough for its purpose: an atomic step). */
+static int refuse(void)
+{
+    uint64_t x = __atomic_load_n(&refuse_state, __ATOMIC_RELAXED), next;
+    do {
+        next = x;
+        next ^= next << 13;
+        next ^= next >> 7;
+        next ^= next << 17;
+    } while (!__atomic_compare_exchange_n(&refuse_state, &x, next, 0, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    return refuse_period != 0 && next % refuse_period == 0;
+}
+
+static void *refusing_malloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    return refuse() ? NULL : malloc(size);
+}
+
+static void *refusing_calloc(void *ctx, size_t n, size_t size)
+{
+    (void)ctx;
+    return refuse() ? NULL : calloc(n, size);
+}
+
+static void *refusing_realloc(void *ctx, void *p, size_t size)
+{
+    (void)ctx;
+    return refuse() ? NULL : realloc(p, size);
+}
+
+static void plain_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+static int mode_failing_allocator(char **argv)
+{
+    void *lib = open_lib(argv[2], RTLD_GLOBAL);
+    typedef int32_t (*allocator_fn)(const dns_shim_allocator *);
+    dns_shim_allocator a = {sizeof a, NULL, refusing_malloc, refusing_calloc, refusing_realloc,
+                            plain_free};
+    process_fn process = (process_fn)need(lib, "process_dns_response");
+    last_error_fn last_error = (last_error_fn)need(lib, "dns_shim_last_error");
+    long len = 0, calls = atol(argv[5]), i;
+    uint8_t *m = message(argv[6], &len);
+    char before[2048] = "";
+    int32_t last = 1;
+    uint64_t period = strtoull(argv[4], NULL, 10);
+    int later = strcmp(argv[7], "later") == 0;
+    refuse_state = strtoull(argv[3], NULL, 10) * 2654435761u + 1;
+    refuse_period = later ? 0 : period;
+    if (period == 0 || ((allocator_fn)need(lib, "dns_shim_set_allocator"))(&a) != 0) {
+        fprintf(stderr, "FAIL set_allocator\n");
+        return 1;
+    }
+    if (later) {
+        printf("init %d\n", (int)((init_fn)need(lib, "dns_shim_init"))());
+        __atomic_store_n(&refuse_period, period, __ATOMIC_RELAXED);
+    }
+    for (i = 0; i < calls; i++) {
+        int32_t rc = process(m, (int32_t)len);
+        if (rc != last || strcmp(before, last_error()) != 0) {
+            printf("status %d detail %s\n", (int)rc, last_error());
+            last = rc;
+            snprintf(before, sizeof before, "%s", last_error());
+        }
+    }
+    printf("calls %ld\n", calls);
+    free(m);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
@@ -396,6 +486,8 @@ int main(int argc, char **argv)
         return mode_ares_first(argv[2], argv[3], argv[4]);
     if (argc == 8 && strcmp(argv[1], "ares-limit") == 0)
         return mode_ares_limit(argv);
+    if (argc == 8 && strcmp(argv[1], "failing-allocator") == 0)
+        return mode_failing_allocator(argv);
     if (argc == 5 && strcmp(argv[1], "image-gone") == 0) {
         void *lib = open_lib(argv[2], RTLD_GLOBAL);
         if (((parallelism_fn)need(lib, "dns_shim_set_parallelism"))(2) != DNS_SHIM_OK ||
@@ -406,6 +498,6 @@ int main(int argc, char **argv)
         print_process(lib, argv[4]);
         return 0;
     }
-    fprintf(stderr, "usage: any_process local|local-ares|init|limit|ares-first|ares-limit|image-gone ...\n");
+    fprintf(stderr, "usage: any_process local|local-ares|init|limit|ares-first|ares-limit|failing-allocator|image-gone ...\n");
     return 2;
 }
