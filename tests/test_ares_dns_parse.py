@@ -21,7 +21,10 @@ c-ares 1.18, the same result in a fresh process, a plugin loaded where an
 unloaded one was (linked against another c-ares) given its own c-ares,
 valgrind; every type under every kind of class (a class c-ares's builder
 refuses is ``ARES_EFORMERR``, nothing logged), and every name's text as
-c-ares's own ``ares_parse_ptr_reply`` gives it.
+c-ares's own ``ares_parse_ptr_reply`` gives it; a plugin loaded RTLD_LOCAL
+(as CPython loads pycares's extension), its c-ares in no global scope: its
+classic parsers, free functions and ``ares_strerror`` are that c-ares's,
+as without the preload (tests/c/ares_plugin_parsers.c).
 """
 
 import struct
@@ -566,3 +569,136 @@ def test_every_name_handed_to_c_ares_is_its_own_text(cares134, ours, tmp_path):
     assert theirs[names.index((b"bad@name", b"realclient", b"test", b""))] == (
         b"0\tbad\\@name.realclient.test\talias.example\tbad\\@name.realclient.test")
     assert len(replies) >= 700 + len(wires) // 10
+
+
+# ---- a plugin loaded RTLD_LOCAL: the classic parsers and free functions ----------------
+
+
+@pytest.fixture(scope="module")
+def plugin_parsers(cares134, tmp_path_factory):
+    """tests/c/ares_plugin_parsers.c: (host, plugin), the plugin linked
+    against cares134's libcares.so.2 (found through its run path), the host
+    linked against no c-ares; and the stream of messages: each of
+    _crafted_names() but those over 255 octets as a PTR target, as the target
+    of a CNAME with its A record, and as an SRV target; ordinary replies,
+    replies without the type asked, an NXDOMAIN and damaged ones; last, the
+    proof: a PTR to a name of 256 octets (c-ares takes it, dnspython does
+    not)."""
+    where = tmp_path_factory.mktemp("plugin_parsers")
+    source = cprograms.HERE / "c" / "ares_plugin_parsers.c"
+    plugin = pipeline.compile_program(
+        [source], where / "libplugin.so", against=None,
+        flags=(f"-I{cares134.include}", f"-L{cares134.lib}", "-lcares",
+               f"-Wl,-rpath,{cares134.lib}"),
+        cflags=(*cprograms.STRICT, "-DARES_PLUGIN", "-shared", "-fPIC",
+                "-Wno-deprecated-declarations"))
+    host = pipeline.compile_program([source], where / "ares_plugin_parsers", against=None,
+                                    cflags=cprograms.STRICT)
+    names = sorted(labels for labels in _crafted_names()
+                   if sum(len(label) + 1 for label in labels) <= 255)
+    www, sip = wire_name("www", "example"), wire_name("_sip", "_udp", "example")
+    ordinary = wire_name("host", "example", "org")
+
+    def target(labels):
+        return b"".join(bytes([len(label)]) + label for label in labels)
+
+    def a_reply(labels):
+        t = target(labels)
+        return (wire_header(qd=1, an=3) + wire_question(www, qtype=1)
+                + wire_rr(wire_pointer(12), 5, t)
+                + wire_rr(t, 1, bytes([192, 0, 2, 1]), ttl=60)
+                + wire_rr(t, 1, bytes([192, 0, 2, 2]), ttl=70))
+
+    def srv_reply(labels):
+        return (wire_header(qd=1, an=2) + wire_question(sip, qtype=33)
+                + wire_rr(wire_pointer(12), 33, struct.pack("!HHH", 10, 60, 5060) + target(labels))
+                + wire_rr(wire_pointer(12), 33, struct.pack("!HHH", 20, 0, 5061)
+                          + wire_name("sip2", "example")))
+
+    ptr_q = wire_question(wire_name("1", "2", "0", "192", "in-addr", "arpa"), qtype=12)
+    stream = []
+    for labels in names:
+        stream += [(b"P", _ptr_reply(labels)), (b"A", a_reply(labels)),
+                   (b"S", srv_reply(labels))]
+    stream += [
+        (b"A", wire_header(qd=1, an=1) + wire_question(ordinary, qtype=1)
+         + wire_rr(wire_pointer(12), 1, bytes([192, 0, 2, 9]))),
+        # answers, none of the type asked: c-ares's PTR parser frees the
+        # hostent it began (ares_free_hostent, from inside libcares)
+        (b"P", wire_header(qd=1, an=1) + ptr_q + wire_rr(wire_pointer(12), 5, ordinary)),
+        (b"A", wire_header(qd=1, an=1) + wire_question(www, qtype=1)
+         + wire_rr(wire_pointer(12), 5, ordinary)),
+        (b"S", wire_header(qd=1, an=1) + wire_question(sip, qtype=33)
+         + wire_rr(wire_pointer(12), 5, ordinary)),
+        (b"P", wire_header(qd=1) + ptr_q),
+        (b"A", wire_header(qd=1, flags=0x8183) + wire_question(www, qtype=1)),
+        # damaged: a record cut short
+        (b"P", (wire_header(qd=1, an=1) + ptr_q + wire_rr(wire_pointer(12), 12, ordinary))[:-3]),
+        (b"A", wire_header(qd=1, an=1) + wire_question(www, qtype=1) + b"\xc0\x0c\x00"),
+        (b"S", wire_header(qd=1, an=1) + wire_question(sip, qtype=33)
+         + wire_rr(wire_pointer(12), 33, b"\x00\x0a")),
+        # the proof that a parse went through dnspython
+        (b"P", _ptr_reply((b"a" * 63, b"b" * 63, b"c" * 63, b"d" * 62, b""))),
+    ]
+    path = where / "stream"
+    path.write_bytes(b"".join(kind + struct.pack("!H", len(m)) + m for kind, m in stream))
+    return host, plugin, path, len(stream)
+
+
+def _plugin_parsers_run(plugin_parsers, preload=None, threads=None, wrapper=()):
+    host, plugin, stream, count = plugin_parsers
+    result = subprocess.run(
+        [*wrapper, str(host), *(["--threads", str(threads)] if threads else []), str(plugin),
+         str(stream)], capture_output=True, timeout=300, env=cares_source._preloaded(preload))
+    assert result.returncode == 0, result.stderr.decode(errors="replace")[-4000:]
+    lines = result.stdout.split(b"\n")
+    assert lines[-1] == b""
+    lines = lines[:-1]
+    # parser, c-ares, one line per message, 28 strerror, [threads], live
+    assert len(lines) == 2 + count + 28 + (1 if threads else 0) + 1, len(lines)
+    return lines, result.stderr
+
+
+def test_a_plugin_loaded_rtld_local_gets_its_c_ares_classic_parsers(cares134, ours,
+                                                                   plugin_parsers):
+    """A host dlopens, RTLD_LOCAL, a plugin linked against c-ares 1.34, as
+    CPython loads pycares's extension: that c-ares is in no global scope.
+    With libdnsshim_ares preloaded the plugin's ares_parse_ptr_reply,
+    ares_parse_a_reply and ares_parse_srv_reply are libdnsshim_ares's, which
+    hand the call to the plugin's own c-ares's parser (over this
+    ares_dns_parse), and its ares_free_hostent, ares_free_data and
+    ares_strerror pass what is not theirs to that c-ares: every line is what
+    the plugin prints without the preload (a PTR target holding "@" is
+    c-ares's "bad\\@name.realclient.test", not ARES_EBADRESP), every block
+    the plugin's c-ares made went back to it, none it did not make; and the
+    one name dnspython refuses shows the parse went through it."""
+    plain, plain_err = _plugin_parsers_run(plugin_parsers)
+    mine, mine_err = _plugin_parsers_run(plugin_parsers, preload=ours)
+    assert plain_err == b"" and mine_err == b"", mine_err.decode(errors="replace")[-4000:]
+    assert plain[0] == f"parser {cares134.lib}/libcares.so.2".encode()
+    assert mine[0] == f"parser {ours}".encode()
+    assert plain[1] == mine[1] == b"c-ares 1.34.9"
+    assert plain[-1] == mine[-1] == b"live 0 foreign 0"
+    proof = 2 + plugin_parsers[3] - 1
+    assert plain[proof].startswith(b"ptr 0\t") and mine[proof] == b"ptr %d" % EBADRESP
+    differ = [(i, plain[i], mine[i]) for i in range(1, len(plain))
+              if i != proof and plain[i] != mine[i]]
+    assert differ == [], differ[:10]
+    assert (b"ptr 0\tbad\\@name.realclient.test\talias.example\tbad\\@name.realclient.test"
+            b"\t|\t192.0.2.1") in plain
+    assert (b"a 0\tbad\\@name.realclient.test\twww.example\t|\t192.0.2.1\t192.0.2.2"
+            b"\t|\t192.0.2.1 60\t192.0.2.2 70") in plain
+    assert b"srv 0\t10 60 5060 bad\\@name.realclient.test\t20 0 5061 sip2.example" in plain
+    assert b"strerror 25 Invalid service name or number" in plain
+
+
+def test_a_plugin_loaded_rtld_local_from_four_threads(ours, plugin_parsers):
+    """The same from four threads at once, preloaded: each thread's lines
+    are the plain run's."""
+    plain, _ = _plugin_parsers_run(plugin_parsers)
+    mine, err = _plugin_parsers_run(plugin_parsers, preload=ours, threads=4)
+    assert err == b"", err.decode(errors="replace")[-4000:]
+    proof = 2 + plugin_parsers[3] - 1
+    assert mine[-2:] == [b"threads 4 same", b"live 0 foreign 0"]
+    assert [line for i, line in enumerate(mine[1:-2], 1) if i != proof] == \
+        [line for i, line in enumerate(plain[1:-1], 1) if i != proof]

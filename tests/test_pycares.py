@@ -26,13 +26,20 @@ without libdnsshim_ares: pycares 5, BIND 9.
 
 The preload is ``LD_PRELOAD="libdnsshim_ares.so.1 <cares134>/libcares.so.2"``:
 CPython loads an extension module with RTLD_LOCAL, so the libcares.so.2
-that pycares's extension needs is not in the process's global scope, and
-libdnsshim_ares, which looks for c-ares's record builders there, finds none:
-with libdnsshim_ares alone every ``ares_dns_parse`` returns ARES_ENOTIMP and
-every query fails (:func:`test_preloaded_alone`, expected to fail until
-libdnsshim_ares finds the c-ares that called it).  Preloading the same file
-pycares's extension needs puts it in the global scope; the extension's
-NEEDED entry is then that library, loaded once.
+that pycares's extension needs is not in the process's global scope;
+libdnsshim_ares finds the c-ares its caller reaches all the same, and with
+libdnsshim_ares alone the answers are the same (:func:`test_preloaded_alone`).
+Preloading the same file pycares's extension needs puts it in the global
+scope; the extension's NEEDED entry is then that library, loaded once.
+
+pycares 5 calls no classic parser itself, but ``ares_strerror``: with
+libdnsshim_ares alone its texts are still c-ares's own
+(:func:`test_preloaded_alone_strerror_is_its_c_ares`).  pycares 4 (Debian's
+python3-pycares) calls ``ares_parse_*_reply`` and the free functions itself:
+made to load cares134's libcares.so.2, RTLD_LOCAL as ever, it gets c-ares's
+answers with libdnsshim_ares preloaded, names holding "@" included
+(:func:`test_debian_pycares_4_on_c_ares_134_gets_c_ares_answers`, the finding
+from Debian 13's pycares 4.4).
 
 Measured on the project's test machine (2 cores, shared), with c-ares 1.34
 already built and cached by the ``cares134`` fixture: about 12 s the first
@@ -52,7 +59,7 @@ import dns.message
 import pytest
 
 import cares_source
-from conftest import require_download
+from conftest import require_download, require_tool
 from test_bind import serving
 
 pytestmark = pytest.mark.python_independent
@@ -349,3 +356,159 @@ def test_preloaded_alone(pycares_site, bind, built, plain):
     assert result.returncode == 0 and result.stderr == "", result.stderr[-4000:]
     alone = json.loads(result.stdout)
     assert alone["lines"] == plain["lines"] and alone["guest"] is True
+
+
+STRERROR = ("import json, pycares.errno as e; "
+            "print(json.dumps([e.strerror(c) for c in range(-1, 31)]))")
+
+
+def test_preloaded_alone_strerror_is_its_c_ares(pycares_site, built):
+    """pycares.errno.strerror calls ares_strerror itself; preloaded, that is
+    libdnsshim_ares's, which passes the codes beyond c-ares 1.18's table
+    (ARES_ESERVICE, ARES_ENOSERVER) to the c-ares its caller reaches:
+    pycares's libcares.so.2, loaded RTLD_LOCAL, in no global scope.  Every
+    text is c-ares's own, as without the preload."""
+    def texts(preload=None):
+        env = {**os.environ, "PYTHONPATH": str(pycares_site)}
+        env.pop("LD_PRELOAD", None)
+        if preload:
+            env["LD_PRELOAD"] = str(preload)
+        result = subprocess.run([sys.executable, "-c", STRERROR], capture_output=True,
+                                text=True, timeout=60, env=env, cwd="/")
+        assert result.returncode == 0 and result.stderr == "", result.stderr[-4000:]
+        return json.loads(result.stdout)
+
+    plain = texts()
+    assert plain[1 + 25:1 + 27] == ["Invalid service name or number",
+                                    "No DNS servers were configured"]
+    assert texts(built.dir / "libdnsshim_ares.so.1") == plain
+
+
+# ---- Debian's pycares 4, which calls c-ares's classic parsers itself -----------------
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+#: pycares 4's query() on each (name, type) of argv[2] at 127.0.0.1:argv[1]:
+#: its callback's result (pycares 4 parses the reply with ares_parse_*_reply
+#: itself and frees it with ares_free_hostent or ares_free_data), as JSON.
+PYCARES4 = r'''
+import json, select, sys
+import pycares
+port, queries = int(sys.argv[1]), json.loads(sys.argv[2])
+out = {}
+ch = pycares.Channel(servers=["127.0.0.1"], udp_port=port, tcp_port=port, timeout=5, tries=1)
+def done(key):
+    def cb(result, error):
+        if error is not None:
+            out[key] = ["error", error]
+        elif isinstance(result, list):
+            out[key] = sorted(repr(sorted((k, repr(v)) for k, v in
+                                          ((s, getattr(r, s)) for s in type(r).__slots__)))
+                              for r in result)
+        else:
+            out[key] = repr(sorted((s, repr(getattr(result, s))) for s in type(result).__slots__))
+    return cb
+for name, rdtype in queries:
+    ch.query(name, getattr(pycares, "QUERY_TYPE_" + rdtype), done(name + " " + rdtype))
+while len(out) < len(queries):
+    r, w = ch.getsock()
+    if not r and not w:
+        break
+    rr, ww, _ = select.select(r, w, [], ch.timeout() or 1)
+    for fd in rr:
+        ch.process_fd(fd, pycares.ARES_SOCKET_BAD)
+    for fd in ww:
+        ch.process_fd(pycares.ARES_SOCKET_BAD, fd)
+print(json.dumps({"version": pycares.__version__, "results": out}))
+'''
+
+
+@pytest.fixture(scope="module")
+def at_server():
+    """A DNS server on 127.0.0.1 whose every name holds an "@": a PTR to
+    bad@name.realclient.test, an A through a CNAME to it, an SRV to it, a
+    TXT and an MX of an ordinary name; its port."""
+    import socket
+    import threading
+
+    import dns.exception
+    import dns.name
+    import dns.rdatatype
+    import dns.rrset
+
+    bad = dns.name.Name([b"bad@name", b"realclient", b"test", b""])
+    answers = {
+        dns.rdatatype.PTR: [("PTR", bad.to_text())],
+        dns.rdatatype.A: [("CNAME", bad.to_text())],
+        dns.rdatatype.SRV: [("SRV", f"10 60 5060 {bad.to_text()}"),
+                            ("SRV", "20 0 5061 sip2.example.test.")],
+        dns.rdatatype.MX: [("MX", "10 mail.example.test.")],
+        dns.rdatatype.TXT: [("TXT", '"v=spf1 -all"')],
+    }
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.2)
+    stop = threading.Event()
+
+    def reply(data):
+        query = dns.message.from_wire(data)
+        response = dns.message.make_response(query)
+        q = query.question[0]
+        for rdtype, text in answers.get(q.rdtype, []):
+            response.answer.append(dns.rrset.from_text(q.name, 300, "IN", rdtype, text))
+        if q.rdtype == dns.rdatatype.A:
+            response.answer.append(dns.rrset.from_text(bad, 60, "IN", "A", "192.0.2.1"))
+        return response.to_wire()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                data, peer = sock.recvfrom(4096)
+                sock.sendto(reply(data), peer)
+            except (socket.timeout, dns.exception.DNSException):
+                continue
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield sock.getsockname()[1]
+    stop.set()
+    thread.join(5)
+    sock.close()
+
+
+def test_debian_pycares_4_on_c_ares_134_gets_c_ares_answers(cares134, built, at_server):
+    """The finding from Debian 13 (pycares 4.4 on c-ares 1.34), here with
+    Debian's own python3-pycares 4 made to load cares134's libcares.so.2
+    (LD_LIBRARY_PATH: the same soname as its own): CPython loads pycares's
+    extension, and so that c-ares, RTLD_LOCAL.  pycares 4 calls
+    ares_parse_ptr_reply, ares_parse_a_reply, ares_parse_srv_reply itself;
+    with libdnsshim_ares preloaded they are the layer's, which hand each call
+    to that c-ares's own parser: the answers are c-ares's, the PTR's name
+    "bad\\@name.realclient.test", not ARES_EBADRESP."""
+    found = os.path.exists(DEBIAN_PYTHON) and subprocess.run(
+        [DEBIAN_PYTHON, "-c", "import sys, pycares; "
+         "sys.exit(sys.version_info[:2] != (%d, %d) or not pycares.__version__.startswith('4.'))"
+         % sys.version_info[:2]], capture_output=True, timeout=60).returncode == 0
+    if not found:
+        require_tool(f"Debian's python3 {sys.version_info[0]}.{sys.version_info[1]} with "
+                     "pycares 4", "python3-pycares", False)
+    queries = [["1.2.0.192.in-addr.arpa", "PTR"], ["www.example.test", "A"],
+               ["_sip._udp.example.test", "SRV"], ["example.test", "MX"],
+               ["example.test", "TXT"]]
+
+    def run(preload=None):
+        env = {**os.environ, "LD_LIBRARY_PATH": str(cares134.lib)}
+        env.pop("LD_PRELOAD", None)
+        env.pop("PYTHONPATH", None)
+        if preload:
+            env["LD_PRELOAD"] = str(preload)
+        result = subprocess.run([DEBIAN_PYTHON, "-c", PYCARES4, str(at_server),
+                                 json.dumps(queries)], capture_output=True, text=True,
+                                timeout=120, env=env, cwd="/")
+        assert result.returncode == 0 and result.stderr == "", result.stderr[-4000:]
+        return json.loads(result.stdout)
+
+    plain = run()
+    assert len(plain["results"]) == len(queries)
+    assert "'bad\\\\\\\\@name.realclient.test'" in plain["results"]["1.2.0.192.in-addr.arpa PTR"]
+    assert run(built.dir / "libdnsshim_ares.so.1") == plain

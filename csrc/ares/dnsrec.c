@@ -24,6 +24,13 @@
 ** another c-ares).  A c-ares older than 1.28 (no ares_dns_rr_add_abin:
 ** TXT strings as an array), or none at all, gets ARES_ENOTIMP, and the
 ** first such call one log line naming what was found.
+**
+** The classic parsers, the free functions and ares_strerror ask the same
+** question of their own callers (dnsshim_ares__modern,
+** dnsshim_ares__theirs): the c-ares a program's call is for is the one the
+** calling object reaches, a Python extension's loaded RTLD_LOCAL included,
+** and each function passed on to is taken from that c-ares library itself,
+** looked up once when the library is first found.
 */
 #define _GNU_SOURCE 1
 #include "ares/dnsshim_ares_internal.h"
@@ -32,6 +39,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,13 +82,17 @@ struct dnsshim_ares__builders {
     int (*set_opt)(void *, int, unsigned short, const unsigned char *, size_t);
 };
 
-/* One c-ares library of the process: its builders, whether its own calls of
+/* One c-ares library of the process: its builders, its own definitions of
+** the functions this library passes calls on to, whether its own calls of
 ** ares_dns_parse reach this definition (dnsshim_ares__probe), and why it
 ** cannot be used when it cannot. */
 typedef struct dnsshim_ares__cares_lib {
     const void *base; /* its load address (Dl_info's dli_fbase) */
     struct dnsshim_ares__builders b;
     void *(*duplicate)(const void *);
+    /* DNSSHIM_ARES__FUNCTIONS's, from the library itself (NULL: not
+    ** there); written with the entry, under the lock, never after. */
+    void *fns[DNSSHIM_ARES__FNS];
     int usable;
     int interposed;
     int logged;
@@ -146,6 +158,29 @@ static int dnsshim_ares__probe(const dnsshim_ares__cares_lib *lib)
     return dnsshim_ares__probe_reached;
 }
 
+static const char *const dnsshim_ares__fn_names[DNSSHIM_ARES__FNS] = {
+#define DNSSHIM_ARES__FN_NAME(name) #name,
+    DNSSHIM_ARES__FUNCTIONS(DNSSHIM_ARES__FN_NAME)
+#undef DNSSHIM_ARES__FN_NAME
+};
+
+/* The functions DNSSHIM_ARES__FUNCTIONS names, as that c-ares library
+** defines them: looked up in its handle, which searches the library and its
+** own dependencies, never a preloaded library; one that resolves to this
+** library all the same is left out (calling it would come back here). */
+static void dnsshim_ares__find_fns(dnsshim_ares__cares_lib *lib, void *handle)
+{
+    Dl_info self, found;
+    size_t i;
+    int known = dladdr((void *)dnsshim_ares__find_fns, &self) != 0;
+    for (i = 0; i < DNSSHIM_ARES__FNS; i++) {
+        void *f = dlsym(handle, dnsshim_ares__fn_names[i]);
+        if (f != NULL && (!known || (dladdr(f, &found) != 0 && found.dli_fbase == self.dli_fbase)))
+            f = NULL;
+        lib->fns[i] = f;
+    }
+}
+
 /* One builder from the handle into its field (POSIX's idiom for a
 ** function pointer from dlsym); *missing names it when it is not there. */
 #define DNSSHIM_ARES__FIND(field, name)                                        \
@@ -184,6 +219,7 @@ static dnsshim_ares__cares_lib *dnsshim_ares__lib(void *create)
                  "again (%s); returning ARES_ENOTIMP", info.dli_fname, dlerror());
         return lib;
     }
+    dnsshim_ares__find_fns(lib, handle);
     DNSSHIM_ARES__FIND(version, "ares_version");
     DNSSHIM_ARES__FIND(create, "ares_dns_record_create");
     DNSSHIM_ARES__FIND(destroy, "ares_dns_record_destroy");
@@ -246,21 +282,44 @@ static int dnsshim_ares__callers_current(void)
     return 1;
 }
 
+/* The load address (Dl_info's dli_fbase) of the object holding `address`,
+** or NULL.  The classic parsers ask on every call: where the C library has
+** _dl_find_object (glibc 2.35), that, which takes no lock and reads no
+** symbol table; else dladdr.  *info is filled when the answer came from
+** dladdr (*have_info set). */
+static const void *dnsshim_ares__base_of(const void *address, Dl_info *info, int *have_info)
+{
+    *have_info = 0;
+    if (address == NULL)
+        return NULL;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+    {
+        struct dl_find_object found;
+        if (_dl_find_object((void *)(uintptr_t)address, &found) == 0)
+            return found.dlfo_map_start;
+    }
+#endif
+    if (dladdr(address, info) == 0)
+        return NULL;
+    *have_info = 1;
+    return info->dli_fbase;
+}
+
 /* The c-ares a call from `caller` (an address in the calling object) is
 ** for: the one that object reaches (itself, when it is libcares calling
-** from its resolver; its dependencies' for a program's own call), else the
-** next after this library, else the first in the process.  NULL: none. */
+** from its resolver; its dependencies' for a program's own call, or a
+** plugin's, loaded RTLD_LOCAL or not), else the next after this library,
+** else the first in the process.  NULL: none. */
 static dnsshim_ares__cares_lib *dnsshim_ares__cares_for(const void *caller)
 {
     dnsshim_ares__cares_lib *lib = NULL;
     Dl_info info;
-    const void *base = NULL;
+    const void *base;
     void *create = NULL;
     size_t i;
-    int cache;
+    int cache, have_info;
 
-    if (caller != NULL && dladdr(caller, &info) != 0)
-        base = info.dli_fbase;
+    base = dnsshim_ares__base_of(caller, &info, &have_info);
     pthread_mutex_lock(&dnsshim_ares__libs_lock);
     cache = dnsshim_ares__callers_current();
     for (i = 0; i < dnsshim_ares__ncallers; i++) {
@@ -270,7 +329,11 @@ static dnsshim_ares__cares_lib *dnsshim_ares__cares_for(const void *caller)
             return lib;
         }
     }
-    if (base != NULL && info.dli_fname != NULL) {
+    /* Not known: the file of the object, from dladdr (the object is loaded:
+    ** it is calling). */
+    if (base != NULL && !have_info)
+        have_info = dladdr(caller, &info) != 0 && info.dli_fbase == base;
+    if (have_info && info.dli_fname != NULL) {
         void *handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
         if (handle != NULL) {
             create = dlsym(handle, "ares_dns_record_create");
@@ -291,10 +354,24 @@ static dnsshim_ares__cares_lib *dnsshim_ares__cares_for(const void *caller)
     return lib;
 }
 
-void *dnsshim_ares__modern(const char *name)
+void *dnsshim_ares__modern(int fn, const void *caller)
 {
-    const dnsshim_ares__cares_lib *lib = dnsshim_ares__cares_for(NULL);
-    return lib != NULL && lib->usable && lib->interposed ? dnsshim_ares__next(name) : NULL;
+    const dnsshim_ares__cares_lib *lib;
+    if (fn < 0 || fn >= DNSSHIM_ARES__FNS)
+        return NULL;
+    lib = dnsshim_ares__cares_for(caller);
+    return lib != NULL && lib->usable && lib->interposed ? lib->fns[fn] : NULL;
+}
+
+void *dnsshim_ares__theirs(int fn, const void *caller)
+{
+    const dnsshim_ares__cares_lib *lib;
+    if (fn < 0 || fn >= DNSSHIM_ARES__FNS)
+        return NULL;
+    lib = dnsshim_ares__cares_for(caller);
+    if (lib != NULL && lib->fns[fn] != NULL)
+        return lib->fns[fn];
+    return dnsshim_ares__next(dnsshim_ares__fn_names[fn]);
 }
 
 /* ------------------------------------------------------------------ */

@@ -49,11 +49,59 @@ DNSSHIM_ARES__WORKER_ENTRY int dnsshim_ares__message(const unsigned char *buf, i
                                                      dnsshim_ares_message *m, uint64_t *token);
 DNSSHIM_ARES__WORKER_ENTRY void dnsshim_ares__message_done(uint64_t token);
 
-/* When c-ares 1.28 or later is loaded after this library and calls this
-** library's ares_dns_parse itself (dnsrec.c finds out once): c-ares's own
-** definition of `name` (its classic parsers are wrappers over
-** ares_dns_parse there), else NULL. */
-DNSSHIM_ARES__HIDDEN void *dnsshim_ares__modern(const char *name);
+/* The functions of c-ares's that this library may pass a call on to, by
+** index (DNSSHIM_ARES__FN(ares_parse_a_reply)...): dnsrec.c looks each up
+** once in every c-ares library it finds.  (memory.c's, the library
+** initialization, still go to dnsshim_ares__next.) */
+#define DNSSHIM_ARES__FUNCTIONS(X)                                             \
+    X(ares_parse_a_reply)                                                      \
+    X(ares_parse_aaaa_reply)                                                   \
+    X(ares_parse_ns_reply)                                                     \
+    X(ares_parse_ptr_reply)                                                    \
+    X(ares_parse_mx_reply)                                                     \
+    X(ares_parse_srv_reply)                                                    \
+    X(ares_parse_txt_reply)                                                    \
+    X(ares_parse_txt_reply_ext)                                                \
+    X(ares_parse_naptr_reply)                                                  \
+    X(ares_parse_soa_reply)                                                    \
+    X(ares_parse_caa_reply)                                                    \
+    X(ares_parse_uri_reply)                                                    \
+    X(ares_free_hostent)                                                       \
+    X(ares_free_data)                                                          \
+    X(ares_free_string)                                                        \
+    X(ares_expand_name)                                                        \
+    X(ares_expand_string)                                                      \
+    X(ares_strerror)                                                           \
+    X(ares_library_init)                                                       \
+    X(ares_library_init_mem)                                                   \
+    X(ares_library_cleanup)                                                    \
+    X(ares_library_initialized)
+#define DNSSHIM_ARES__FN_ENUM(name) DNSSHIM_ARES__FN_##name,
+enum { DNSSHIM_ARES__FUNCTIONS(DNSSHIM_ARES__FN_ENUM) DNSSHIM_ARES__FNS };
+#undef DNSSHIM_ARES__FN_ENUM
+#define DNSSHIM_ARES__FN(name) DNSSHIM_ARES__FN_##name
+
+/* `caller` is an address in the object that called the exported function
+** (its __builtin_return_address(0), taken in that function): the program,
+** a plugin, a Python extension loaded RTLD_LOCAL, or libcares itself.  The
+** c-ares meant is the one that object reaches (dnsrec.c's
+** dnsshim_ares__cares_for: in that object's own dependencies first, where
+** a c-ares loaded RTLD_LOCAL is, then the next definition after this
+** library, then the first in the process), found once per calling object.
+**
+** dnsshim_ares__modern: when that c-ares is 1.28 or later and calls this
+** library's ares_dns_parse itself (dnsrec.c finds out once per c-ares):
+** that c-ares's own definition of function fn (its classic parsers are
+** wrappers over ares_dns_parse there), else NULL.
+**
+** dnsshim_ares__theirs: that c-ares's own definition of fn, whatever its
+** version; when the caller reaches no c-ares dnsrec.c can use (none of
+** 1.22 or later), the next definition after this library
+** (dnsshim_ares__next), else NULL.  For the free functions, ares_strerror
+** and the expand functions' fallback: what is not this library's is that
+** c-ares's. */
+DNSSHIM_ARES__HIDDEN void *dnsshim_ares__modern(int fn, const void *caller);
+DNSSHIM_ARES__HIDDEN void *dnsshim_ares__theirs(int fn, const void *caller);
 
 /* What this library allocates for the caller, from the allocator the
 ** program gave c-ares (memory.c): a zero size is one octet; calloc's
@@ -103,7 +151,8 @@ DNSSHIM_ARES__HIDDEN int dnsshim_ares__own(void *p);
 DNSSHIM_ARES__HIDDEN int dnsshim_ares__disown(const void *p);
 
 /* The next definition of a c-ares function after this library (the real
-** c-ares's, when the program links it too), or NULL (free.c). */
+** c-ares's, when the program links it too), or NULL (free.c): in the
+** process's global scope, which holds no c-ares loaded RTLD_LOCAL. */
 DNSSHIM_ARES__HIDDEN void *dnsshim_ares__next(const char *name);
 
 /* c-ares's ares_datatype values (src/lib/ares_data.h). */

@@ -3,8 +3,12 @@
 **
 ** The free functions recognise this library's allocations (the set of
 ** owned.c for hostents and strings, the mark in the header of
-** ares_free_data's structures) and pass any other pointer on to the next
-** definition: the real c-ares's, when the program links it too.
+** ares_free_data's structures) and pass any other pointer on to the real
+** c-ares's definition: that of the c-ares the caller reaches
+** (dnsshim_ares__theirs: the program's, a plugin's or a Python extension's
+** loaded RTLD_LOCAL, or libcares's own when its code frees a result it
+** made), else the next definition after this library.  Each takes its
+** caller's address itself (__builtin_return_address(0)).
 */
 #define _GNU_SOURCE 1
 #include "ares/dnsshim_ares_internal.h"
@@ -25,11 +29,12 @@ static dnsshim_ares__data *dnsshim_ares__header(void *p)
 
 DNSSHIM_ARES_API void ares_free_hostent(dnsshim_ares_hostent *host)
 {
+    const void *caller = __builtin_return_address(0);
     void (*next)(dnsshim_ares_hostent *);
     if (host == NULL)
         return;
     if (!dnsshim_ares__disown(host)) {
-        *(void **)&next = dnsshim_ares__next("ares_free_hostent");
+        *(void **)&next = dnsshim_ares__theirs(DNSSHIM_ARES__FN(ares_free_hostent), caller);
         if (next != NULL) {
             next(host);
             return;
@@ -41,11 +46,12 @@ DNSSHIM_ARES_API void ares_free_hostent(dnsshim_ares_hostent *host)
 
 DNSSHIM_ARES_API void ares_free_string(void *str)
 {
+    const void *caller = __builtin_return_address(0);
     void (*next)(void *);
     if (str == NULL)
         return;
     if (!dnsshim_ares__disown(str)) {
-        *(void **)&next = dnsshim_ares__next("ares_free_string");
+        *(void **)&next = dnsshim_ares__theirs(DNSSHIM_ARES__FN(ares_free_string), caller);
         if (next != NULL) {
             next(str);
             return;
@@ -56,13 +62,14 @@ DNSSHIM_ARES_API void ares_free_string(void *str)
 
 DNSSHIM_ARES_API void ares_free_data(void *dataptr)
 {
+    const void *caller = __builtin_return_address(0);
     while (dataptr != NULL) {
         dnsshim_ares__data *d = dnsshim_ares__header(dataptr);
         void *next = NULL;
         if (d->mark != DNSSHIM_ARES__MARK) {
             /* Not ours: c-ares's own (ares_get_servers...). */
             void (*next_free)(void *);
-            *(void **)&next_free = dnsshim_ares__next("ares_free_data");
+            *(void **)&next_free = dnsshim_ares__theirs(DNSSHIM_ARES__FN(ares_free_data), caller);
             if (next_free != NULL)
                 next_free(dataptr);
             return;
@@ -114,9 +121,10 @@ DNSSHIM_ARES_API void ares_free_data(void *dataptr)
 /* Text                                                                 */
 
 /* c-ares 1.18's texts, by code (ares_strerror.c); a code beyond them goes
-** to the real c-ares when the program links it too (a newer one knows more). */
+** to the real c-ares the caller reaches (a newer one knows more). */
 DNSSHIM_ARES_API const char *ares_strerror(int code)
 {
+    const void *caller = __builtin_return_address(0);
     const char *(*next)(int);
     static const char *const texts[] = {
         "Successful completion",
@@ -147,6 +155,6 @@ DNSSHIM_ARES_API const char *ares_strerror(int code)
     };
     if (code >= 0 && code < (int)(sizeof texts / sizeof texts[0]))
         return texts[code];
-    *(void **)&next = dnsshim_ares__next("ares_strerror");
+    *(void **)&next = dnsshim_ares__theirs(DNSSHIM_ARES__FN(ares_strerror), caller);
     return next != NULL ? next(code) : "unknown";
 }

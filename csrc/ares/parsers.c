@@ -5,9 +5,11 @@
 ** Each checks its arguments as c-ares does, hands the message to the
 ** Python side (dnsshim_ares__compute, in the bridge: dnspython reads every
 ** byte), and copies what it computed into c-ares's structures
-** (structures.c) without holding the interpreter's lock; or, with c-ares 1.28
-** and later loaded after this library, passes the call to c-ares's own
-** parser, which runs this library's ares_dns_parse (DNSSHIM_ARES__MODERN).
+** (structures.c) without holding the interpreter's lock; or, when the
+** caller reaches c-ares 1.28 or later (loaded after this library, or
+** RTLD_LOCAL as a Python extension's c-ares is), passes the call to that
+** c-ares's own parser, which runs this library's ares_dns_parse
+** (DNSSHIM_ARES__MODERN).
 */
 #include "ares/dnsshim_ares_internal.h"
 
@@ -17,14 +19,17 @@
 
 #define DNSSHIM_ARES__HFIXEDSZ 12
 
-/* With c-ares 1.28 or later loaded after this library, and calling this
-** library's ares_dns_parse itself (dnsrec.c): c-ares's own parser, which
-** is a wrapper over ares_dns_parse there, so that dnspython reads the
-** message and the results are exactly that c-ares's. */
+/* When the caller reaches c-ares 1.28 or later, and that c-ares calls
+** this library's ares_dns_parse itself (dnsrec.c): that c-ares's own
+** parser, which is a wrapper over ares_dns_parse there, so that dnspython
+** reads the message and the results are exactly that c-ares's, freed by
+** its free functions.  The caller is the exported function's own return
+** address: the macro is expanded in that function's body, first. */
 #define DNSSHIM_ARES__MODERN(fn, ...)                                          \
     do {                                                                       \
         __typeof__(fn) *modern_ = NULL;                                        \
-        *(void **)&modern_ = dnsshim_ares__modern(#fn);                        \
+        *(void **)&modern_ = dnsshim_ares__modern(DNSSHIM_ARES__FN(fn),        \
+                                                  __builtin_return_address(0)); \
         if (modern_ != NULL)                                                   \
             return modern_(__VA_ARGS__);                                       \
     } while (0)
@@ -260,7 +265,7 @@ DNSSHIM_ARES_API int ares_parse_soa_reply(const unsigned char *abuf, int alen,
 ** ares_free_string), *enclen the octets the encoding takes. */
 static int dnsshim_ares__expand(int32_t kind, int error, int cut, const unsigned char *encoded,
                                 const unsigned char *abuf, int alen, unsigned char **s,
-                                long *enclen)
+                                long *enclen, const void *caller)
 {
     dnsshim_ares_result r;
     uint64_t token;
@@ -274,14 +279,16 @@ static int dnsshim_ares__expand(int32_t kind, int error, int cut, const unsigned
     if (status == DNSSHIM_ARES_ENOTINITIALIZED) {
         /* The runtime cannot start (libdnsshim logged why).  c-ares's own
         ** resolver checks the question of every answer with these two: the
-        ** real c-ares's answer, where the program links it, keeps the
-        ** resolver matching answers, so that the program hears
+        ** real c-ares's answer (the caller's c-ares), where the program links
+        ** it, keeps the resolver matching answers, so that the program hears
         ** ARES_ENOTINITIALIZED from the parsers at once instead of
         ** ARES_ETIMEOUT after its full timeout.  A program without c-ares
         ** gets the code. */
         int (*next)(const unsigned char *, const unsigned char *, int, unsigned char **, long *);
-        *(void **)&next = dnsshim_ares__next(kind == DNSSHIM_ARES_KIND_EXPAND_NAME
-                                             ? "ares_expand_name" : "ares_expand_string");
+        *(void **)&next = dnsshim_ares__theirs(kind == DNSSHIM_ARES_KIND_EXPAND_NAME
+                                                   ? DNSSHIM_ARES__FN(ares_expand_name)
+                                                   : DNSSHIM_ARES__FN(ares_expand_string),
+                                               caller);
         if (next != NULL)
             return next(encoded, abuf, alen, s, enclen);
     }
@@ -304,7 +311,8 @@ DNSSHIM_ARES_API int ares_expand_name(const unsigned char *encoded, const unsign
                                       int alen, char **s, long *enclen)
 {
     return dnsshim_ares__expand(DNSSHIM_ARES_KIND_EXPAND_NAME, DNSSHIM_ARES_EBADNAME, 0, encoded,
-                                abuf, alen, (unsigned char **)s, enclen);
+                                abuf, alen, (unsigned char **)s, enclen,
+                                __builtin_return_address(0));
 }
 
 DNSSHIM_ARES_API int ares_expand_string(const unsigned char *encoded,
@@ -312,5 +320,5 @@ DNSSHIM_ARES_API int ares_expand_string(const unsigned char *encoded,
                                         unsigned char **s, long *enclen)
 {
     return dnsshim_ares__expand(DNSSHIM_ARES_KIND_EXPAND_STRING, DNSSHIM_ARES_EBADSTR, 1, encoded,
-                                abuf, alen, s, enclen);
+                                abuf, alen, s, enclen, __builtin_return_address(0));
 }
