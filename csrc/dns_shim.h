@@ -103,9 +103,12 @@
 **   found by the same rule, and the program's sys.path and modules left as
 **   they were.
 **
-**   fork().  Forking while no thread is inside the library is fine; the child
-**   keeps using the library normally.  Forking while another thread is inside
-**   a library call is not supported.
+**   fork().  The child keeps using the library normally, also when other
+**   threads were inside library calls at the fork: the forking thread takes
+**   the interpreter's lock for the fork, the child makes CPython's own locks
+**   anew when other threads had used the interpreter (as os.fork() does),
+**   and the pool's interpreters busy in other threads are replaced in the
+**   child (see dns_shim_set_parallelism).
 */
 #ifndef DNS_SHIM_H
 #define DNS_SHIM_H

@@ -175,6 +175,44 @@ static void dns_shim__report_start_failure(const char *why, const char *tracebac
 
 static void dns_shim__start(void);
 
+/* fork() in a process whose interpreter the library started: the forking
+** thread takes the interpreter's lock first, so that no other thread holds
+** it at the fork (one that was parsing would hold it for ever in the child,
+** where that thread does not exist), and gives it back on both sides.  When
+** another thread has a thread state in the interpreter (it called the
+** library, libdnsshim_ares included, and may have been inside a call at the
+** fork), it may also have held one of CPython's own locks (the one over its
+** thread states, taken without the interpreter's lock): the child then runs
+** CPython's after-fork work (PyOS_AfterFork_Child, as os.fork() does), which
+** makes those locks anew and drops the other threads' states (CPython
+** leaves the old locks allocated: under valgrind, a few blocks of such a
+** child's are lost).  Otherwise nothing else is needed: the runtime imports
+** nothing after its start, so no thread holds the import lock.  Registered
+** once the library's own interpreter runs. */
+static PyGILState_STATE dns_shim__fork_gil;
+
+static void dns_shim__fork_prepare(void)
+{
+    dns_shim__fork_gil = PyGILState_Ensure();
+}
+
+static void dns_shim__fork_parent(void)
+{
+    PyGILState_Release(dns_shim__fork_gil);
+}
+
+static void dns_shim__fork_child(void)
+{
+    PyThreadState *me = PyThreadState_Get(), *t;
+    int others = 0;
+    for (t = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me)); t != NULL;
+         t = PyThreadState_Next(t))
+        others += t != me;
+    if (others)
+        PyOS_AfterFork_Child();
+    PyGILState_Release(dns_shim__fork_gil);
+}
+
 /* The start, once: while it runs, a block the host's allocator refuses is
 ** the C library's instead, so that neither CPython (which ends the process
 ** on an allocation that fails before its exception types exist) nor an
@@ -184,9 +222,16 @@ static void dns_shim__init_once(void)
 {
     size_t refused;
 
+    /* One start at a time in the process, the pool's instances' too: an
+    ** import at start-up calls libc functions with static buffers
+    ** (getprotobyname, for dnspython's WKS). */
+    pthread_mutex_lock(&dns_shim__start_lock);
     dns_shim__memory_starting(1);
     dns_shim__start();
     refused = dns_shim__memory_starting(0);
+    pthread_mutex_unlock(&dns_shim__start_lock);
+    if (dns_shim__owns && dns_shim__init_status == DNS_SHIM_OK && refused == 0)
+        pthread_atfork(dns_shim__fork_prepare, dns_shim__fork_parent, dns_shim__fork_child);
     if (refused > 0) {
         dns_shim__start_error[0] = '\0';
         dns_shim__init_status = DNS_SHIM_ERR_NO_MEMORY;
@@ -321,7 +366,7 @@ DNS_SHIM__PRIVATE_API int32_t dns_shim__own_init(void)
 /* Processing                                                           */
 
 int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
-                             const dns_shim_callbacks *callbacks)
+                      const dns_shim_callbacks *callbacks)
 {
     static const uint8_t empty[1] = {0};
     dns_shim__step *steps = NULL;
@@ -342,7 +387,10 @@ int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *que
         buf = empty; /* only with len == 0: checked by the callers */
     n_done = dns_shim__take_finished(done);
     dns_shim__error[0] = '\0';
+    /* What an earlier call of this thread left (a c-ares parse the limit
+    ** refused, whose layer reads no flag) is not this call's. */
     (void)dns_shim__memory_refused();
+    (void)dns_shim__memory_tripped();
     rc = dns_shim__py_process(buf, len, query, callbacks, done, n_done, &steps, &count, &token);
     if (rc != 0 && dns_shim__memory_tripped()) {
         /* The memory limit refused an allocation during this parse: the

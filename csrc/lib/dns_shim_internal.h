@@ -14,6 +14,7 @@
 #ifndef DNS_SHIM_INTERNAL_H
 #define DNS_SHIM_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,10 @@ DNS_SHIM__HIDDEN int dns_shim__size_known(uint32_t size, const uint32_t *known, 
 DNS_SHIM__HIDDEN int32_t dns_shim__unknown_size(const char *what, uint32_t size,
                                                 const uint32_t *known,
                                                 const char *const *releases, size_t n);
+
+/* Held while an interpreter starts, the library's own or a pool's instance:
+** one start at a time in the process (runtime.c; recursive). */
+DNS_SHIM__HIDDEN extern pthread_mutex_t dns_shim__start_lock;
 
 /* The reason for the last failure, this thread's (failure.c). */
 #define DNS_SHIM__ERROR_SIZE 2048

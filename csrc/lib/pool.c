@@ -34,7 +34,8 @@
 ** raised.  An instance that cannot start is never used; the others serve.
 ** After fork() the child keeps the instances that were idle, and the one
 ** the forking thread held; the others were mid-call in threads the child
-** does not have, and are dropped.
+** does not have: their slots take new instances on demand (a firmware
+** object's copies are dropped).
 **
 ** The worker image contains this unit too: the front tells each instance
 ** its parallelism is 1 before anything else, so an instance never reads
@@ -326,11 +327,23 @@ static void dns_shim__pool_parent(void)
 static void dns_shim__pool_child(void)
 {
     unsigned i;
+    /* An instance busy in another thread is that thread's, which the child
+    ** does not have.  From the image, its slot is emptied for a new
+    ** instance, started on demand as any other (the old one stays loaded,
+    ** unused, its memfd open, so that the new one's path is another); a
+    ** firmware object's copy is dropped (it has no other). */
     for (i = 0; i < DNS_SHIM_PARALLELISM_MAX; i++)
         if ((dns_shim__pool[i].state == DNS_SHIM__BUSY ||
              dns_shim__pool[i].state == DNS_SHIM__STARTING) &&
-            &dns_shim__pool[i] != dns_shim__pool_mine)
+            &dns_shim__pool[i] != dns_shim__pool_mine) {
+#ifdef DNS_SHIM__POOL_LINKED
             dns_shim__pool[i].state = DNS_SHIM__DROPPED;
+#else
+            memset(&dns_shim__pool[i], 0, sizeof dns_shim__pool[i]);
+            dns_shim__pool[i].state = DNS_SHIM__EMPTY;
+            dns_shim__pool[i].fd = -1;
+#endif
+        }
     pthread_mutex_init(&dns_shim__pool_lock, NULL);
     pthread_cond_init(&dns_shim__pool_idle, NULL);
 }
@@ -348,7 +361,13 @@ static void dns_shim__pool_register_fork(void)
 static int32_t dns_shim__pool_bring_up(dns_shim__instance *inst, unsigned index, uint32_t n,
                                        int then)
 {
-    int32_t rc = dns_shim__pool_start(inst, index, n);
+    int32_t rc;
+
+    /* One start at a time (dns_shim__start_lock): each instance's own lock
+    ** does not cover the C library's static buffers its imports use. */
+    pthread_mutex_lock(&dns_shim__start_lock);
+    rc = dns_shim__pool_start(inst, index, n);
+    pthread_mutex_unlock(&dns_shim__start_lock);
 
     if (rc != DNS_SHIM_OK)
         dns_shim__log(dns_shim_last_error());

@@ -30,6 +30,11 @@
 /* The runtime                                                          */
 
 pthread_once_t dns_shim__once = PTHREAD_ONCE_INIT;
+/* Held while an interpreter starts, the library's own (dns_shim.c) or an
+** instance of the pool (pool.c): one start at a time.  Recursive: a log
+** handler that calls the library during a start finds it held by its own
+** thread. */
+pthread_mutex_t dns_shim__start_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 int32_t dns_shim__init_status = DNS_SHIM_ERR_INIT;
 int dns_shim__owns = 0;         /* we started the interpreter */
 char dns_shim__root[4096];      /* where the shim package is ("" : on sys.path) */
