@@ -300,3 +300,29 @@ def test_an_allocator_that_fails_later_gets_no_memory_or_the_answer(built, any_p
             seen.add(line)
         assert result.stderr == ""
     assert len(seen) == 2, seen
+
+
+def test_every_variable_the_library_reads_is_read_securely_and_documented():
+    """The C code reads the environment through dns_shim__getenv alone
+    (secure_getenv: nothing in a setuid, setgid or setcap process), and the
+    header's Environment paragraph, which dnsshim(7)'s ENVIRONMENT is made
+    from, names each variable it reads and the secure-execution rule."""
+    import re
+
+    sources = {p: p.read_text() for p in sorted((ROOT / "csrc").rglob("*.c"))
+               if "tools" not in p.parts}
+    for path, text in sources.items():
+        plain = re.findall(r"(?<![\w_])(?:secure_)?getenv\s*\(", text)
+        if path.name == "failure.c":
+            assert plain == ["secure_getenv("], plain
+        else:
+            assert plain == [], (path, plain)
+    read = sorted({name for text in sources.values()
+                   for name in re.findall(r'dns_shim__getenv\("(\w+)"\)', text)})
+    assert read == ["DNS_SHIM_PARALLELISM", "DNS_SHIM_PYTHON"]
+    header = (ROOT / "csrc" / "dns_shim.h").read_text()
+    paragraph = header[header.index("**   Environment."):header.index("**   fork().")]
+    flat = " ".join(line.lstrip("* ").strip() for line in paragraph.splitlines())
+    for name in read:
+        assert name in flat, name
+    assert "Two variables are read" in flat and "secure-execution mode (AT_SECURE" in flat
