@@ -203,8 +203,11 @@ def test_the_hosts_allocator_sees_every_allocation_of_a_parse(fw13, big_small13)
     # CPython 3.13's own, which it allocates with libc's malloc on purpose
     # (path configuration: 7; its runtime's hash tables and the copy of the
     # built-in module table: 9, where 3.11 had 3 locks), and the C
-    # library's (tzset, qsort): nothing of a parse
-    assert int(start.group(3)) <= 30, lines[2]
+    # library's: tzset and qsort, and what the modules every parser type
+    # needs take once, at their import at start-up (the time zone datetime
+    # reads, random's seed): 46 here, as 3.11's 40 with 6 more of CPython's
+    # own; nothing of a parse (below)
+    assert int(start.group(3)) <= 56, lines[2]
     for line, message in zip(lines[3:], (small, big, small), strict=True):
         m = re.fullmatch(rf"{message}: status 0, (\d+) allocations, 0 around it "
                          r"\(cffi 0, strerror 0, libc 0, other 0\)", line)
