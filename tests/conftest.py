@@ -5,10 +5,12 @@ directory, from this checkout, exactly as a developer builds them
 (``python build_ffi.py`` then ``python tests/cprograms.py``).
 """
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import cffi
@@ -168,6 +170,40 @@ def require_program(program: str, package: str) -> str:
     path = shutil.which(program)
     require_tool(program, package, path is not None)
     return path
+
+
+#: The unprivileged user the setuid tests run their programs as.
+NOBODY = 65534
+
+#: What an unprivileged user would set to take over the library in a
+#: privileged program: a Python of their choosing, a pool of their size.
+HOSTILE_ENV = {"DNS_SHIM_PYTHON": "/nonexistent/dnsshim-hostile/bin/python3",
+               "DNS_SHIM_PARALLELISM": "hostile"}
+
+
+@contextlib.contextmanager
+def setuid_root_copy(program: Path):
+    """A setuid-root copy of ``program`` in a folder an unprivileged user can
+    reach (pytest's own are root's alone); skips where that needs a root
+    this test does not have, or setpriv is absent."""
+    if os.geteuid() != 0:
+        pytest.skip("making a setuid-root program needs root")
+    require_program("setpriv", "util-linux")
+    where = Path(tempfile.mkdtemp(prefix="dnsshim-setuid-"))
+    try:
+        os.chmod(where, 0o755)
+        copy = where / program.name
+        shutil.copyfile(program, copy)
+        os.chown(copy, 0, 0)
+        os.chmod(copy, 0o4755)
+        yield copy
+    finally:
+        shutil.rmtree(where)
+
+
+def as_user(user: int, *cmd) -> list:
+    """cmd run as ``user`` (uid and gid), with no supplementary groups."""
+    return ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *map(str, cmd)]
 
 
 def require_cares() -> None:

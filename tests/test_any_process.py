@@ -4,6 +4,8 @@
   read (the library's secure-execution rule, glibc's secure_getenv), for
   libdnsshim and for libdnsshim_ares; the same program without the setuid
   bit reads them, so the test shows the rule, not an absent variable.
+- libdnsshim_ares in /etc/ld.so.preload, in a setuid program written for
+  c-ares alone: the same rule, every program of the namespace preloaded.
 - Any loader: libdnsshim and libdnsshim_ares dlopen()ed RTLD_LOCAL (a plugin
   host, glibc's NSS) start and parse; a backend whose file does not load is
   never reported as a package to install.
@@ -18,9 +20,7 @@
 
 import os
 import shutil
-import stat
 import subprocess
-import tempfile
 from pathlib import Path
 
 import dns.message
@@ -28,7 +28,9 @@ import dns.rrset
 import pytest
 
 from dnsshim_build import pipeline, worker
-from conftest import ROOT, require_program
+from conftest import (HOSTILE_ENV, NOBODY, ROOT, as_user, require_cares, require_program,
+                      setuid_root_copy)
+import cprograms
 from cprograms import STRICT
 from test_parallelism import _library_copy, front  # noqa: F401 (fixture)
 from test_worker import image  # noqa: F401 (fixture)
@@ -58,7 +60,7 @@ def any_process(tmp_path_factory) -> Path:
 def _run(*args, env=None, timeout=600, user=None):
     cmd = [str(a) for a in args]
     if user is not None:
-        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+        cmd = as_user(user, *cmd)
     result = subprocess.run(cmd, capture_output=True, text=True, env={**ENV, **(env or {})},
                             timeout=timeout)
     assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
@@ -113,27 +115,14 @@ def test_a_backend_that_does_not_load_is_not_called_missing(tmp_path):
 # ------------------------------------------------------------------ privileged
 
 
-HOSTILE = {"DNS_SHIM_PYTHON": "/nonexistent/dnsshim-hostile/bin/python3",
-           "DNS_SHIM_PARALLELISM": "hostile"}
+HOSTILE = HOSTILE_ENV
 
 
 @pytest.fixture(scope="module")
 def setuid_program(any_process):
     """any_process, setuid root, in a folder an unprivileged user can reach."""
-    if os.geteuid() != 0:
-        pytest.skip("making a setuid-root program needs root")
-    require_program("setpriv", "util-linux")
-    where = Path(tempfile.mkdtemp(prefix="dnsshim-setuid-"))
-    os.chmod(where, 0o755)
-    program = where / "any_process"
-    shutil.copyfile(any_process, program)
-    os.chown(program, 0, 0)
-    os.chmod(program, 0o4755)
-    yield program
-    shutil.rmtree(where)
-
-
-NOBODY = 65534
+    with setuid_root_copy(any_process) as program:
+        yield program
 
 
 @pytest.mark.parametrize("mode, library, expected", [
@@ -158,6 +147,60 @@ def test_a_setuid_program_reads_no_variable_of_the_library(built, setuid_program
         "stays 1")
     assert (f"the python {HOSTILE['DNS_SHIM_PYTHON']} (from DNS_SHIM_PYTHON) does not exist"
             in plain.stderr)
+
+
+@pytest.fixture(scope="module")
+def preloaded_host(tmp_path_factory):
+    """tests/c/preloaded_host.c: a program linked with -lcares alone,
+    setuid root."""
+    require_cares()
+    cflags, libs = cprograms.cares_flags()
+    out = tmp_path_factory.mktemp("preloaded-host") / "preloaded_host"
+    program = pipeline.compile_program([ROOT / "tests" / "c" / "preloaded_host.c"], out,
+                                       libraries=(), cflags=(*STRICT, *cflags), flags=libs)
+    with setuid_root_copy(program) as setuid:
+        yield setuid
+
+
+def _with_system_preload(library: Path, tmp_path: Path, *cmd) -> list:
+    """cmd in a mount namespace of its own whose /etc is a copy of this
+    machine's with an /etc/ld.so.preload naming ``library``: every program
+    started there, setpriv and the shell included, loads it, as on a
+    machine where README.md's line was run; this machine's /etc is never
+    touched."""
+    require_program("unshare", "util-linux")
+    etc = tmp_path / "etc"
+    shutil.copytree("/etc", etc, symlinks=True)
+    (etc / "ld.so.preload").write_text(f"{library}\n")
+    return ["unshare", "--mount", "sh", "-c", 'mount --bind "$0" /etc && exec "$@"', str(etc),
+            *map(str, cmd)]
+
+
+def test_preloaded_from_etc_into_a_setuid_program_it_reads_no_variable(
+        built, preloaded_host, answer, tmp_path):
+    """libdnsshim_ares in /etc/ld.so.preload, the README's every-program
+    line, and a setuid-root c-ares program run by an unprivileged user with
+    DNS_SHIM_PYTHON and DNS_SHIM_PARALLELISM set: the program's
+    ares_parse_a_reply is the library's, an interpreter ran in the process,
+    the answer is c-ares's, and nothing is logged.  Run by root (no
+    secure-execution mode), the same preload reads both variables: the
+    parallelism is refused as a value and DNS_SHIM_PYTHON's python is tried,
+    by name, and the c-ares layer cannot start (ARES_ENOTINITIALIZED)."""
+    lib = built.dir / pipeline.DNSSHIM_ARES.soname
+    user = _run(*_with_system_preload(lib, tmp_path, *as_user(NOBODY, preloaded_host, answer)),
+                env=HOSTILE)
+    assert user.stdout.splitlines() == ["status 0", f"address {ADDRESS}",
+                                        f"parser {pipeline.DNSSHIM_ARES.soname}", "python 1"]
+    assert user.stderr == ""
+    root = _run(*_with_system_preload(lib, tmp_path / "root", preloaded_host, answer),
+                env=HOSTILE)
+    assert root.stdout.splitlines() == ["status 21", f"parser {pipeline.DNSSHIM_ARES.soname}",
+                                        "python 0"]
+    assert root.stderr.splitlines()[0] == (
+        "dnsshim: DNS_SHIM_PARALLELISM=hostile is not a number from 0 to 64: parallelism "
+        "stays 1")
+    assert (f"the python {HOSTILE['DNS_SHIM_PYTHON']} (from DNS_SHIM_PYTHON) does not exist"
+            in root.stderr)
 
 
 # ------------------------------------------------------------------ the pool

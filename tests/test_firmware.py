@@ -6,7 +6,8 @@ line) gives, byte for byte, what it gives linked with the ordinary library,
 over the vectors, the malformed cases and the corpus, in several option sets;
 again with every Python installation, the virtualenv, pyenv and this source
 tree hidden (a mount namespace) and every file it opens traced; under
-threads, fork and valgrind.  Its symbols: the API alone global, no symbol of
+threads, fork and valgrind; setuid, run by an unprivileged user, it reads
+none of the library's variables.  Its symbols: the API alone global, no symbol of
 the C library defined, so that a program's own malloc and memcpy are called,
 and it links beside a program's own CPython and beside a second copy.  A
 --types build reads the kept types as the full one does and every other
@@ -34,8 +35,9 @@ from pathlib import Path
 import pytest
 
 from dnsshim_build import firmware as firmware_build, pipeline
-from conftest import (BUILD_MODULES, ROOT, available_corpus, require_program, require_tool,
-                      split_log, write_messages)
+from conftest import (BUILD_MODULES, HOSTILE_ENV, NOBODY, ROOT, as_user, available_corpus,
+                      require_program, require_tool, setuid_root_copy, split_log,
+                      write_messages)
 from test_bundle import _hidden_paths, _require_isolation, opened_for_writing, opened_outside
 from test_stress import mix  # noqa: F401 (fixture)
 
@@ -193,6 +195,31 @@ def test_valgrind(programs, messages):
                             capture_output=True, text=True, timeout=1800,
                             env={"PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr[-5000:]
+
+
+def test_a_setuid_program_reads_no_variable_of_the_object(programs, messages):
+    """The C test program linked with the object, setuid root, run by an
+    unprivileged user with DNS_SHIM_PARALLELISM and DNS_SHIM_PYTHON set and
+    CPython's own variables pointing at a folder of the user's: the same
+    output as root's run without them, and nothing logged.  Run by root (no
+    secure-execution mode), the object does read DNS_SHIM_PARALLELISM and
+    refuses the value by name, so the test shows the rule, not an absent
+    variable."""
+    some = [m for m in messages if m.name.startswith(("vector_", "bad_"))][:40]
+    hostile = {**HOSTILE_ENV, "PYTHONPATH": "/tmp", "PYTHONHOME": "/tmp",
+               "PYTHONSTARTUP": "/tmp/x.py", "PYTHONINSPECT": "1"}
+    expected = _run(programs["dnsshim_test"], *some)
+    assert expected.returncode == 0 and expected.stderr == "", expected.stderr[-2000:]
+    with setuid_root_copy(programs["dnsshim_test"]) as program:
+        user = subprocess.run(as_user(NOBODY, program, *some), capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", **hostile}, timeout=1800)
+        assert (user.returncode, user.stderr) == (0, "")
+        assert user.stdout == expected.stdout
+        root = _run(program, *some, env={"PATH": "/usr/bin:/bin", **hostile})
+    assert root.returncode == 0, root.stderr[-2000:]
+    assert root.stderr.splitlines()[0] == (
+        "dnsshim: DNS_SHIM_PARALLELISM=hostile is not a number from 0 to 64: parallelism "
+        "stays 1")
 
 
 # ---- symbols -------------------------------------------------------------------------
