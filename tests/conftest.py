@@ -6,6 +6,7 @@ directory, from this checkout, exactly as a developer builds them
 """
 
 import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -24,6 +25,54 @@ from dnsshim_build import pipeline  # noqa: E402
 import cprograms  # noqa: E402
 
 
+import tiers  # noqa: E402
+
+
+def pytest_addoption(parser):
+    parser.addoption("--loops", choices=("full", "short"),
+                     default=os.environ.get("DNSSHIM_TEST_LOOPS") or "full",
+                     help="the long loops' sizes (mutants, history, threads, soak): full (the "
+                          "default, and CI's) or short, a tenth or less; "
+                          "$DNSSHIM_TEST_LOOPS sets the default")
+
+
+#: The setting of the long loops' sizes (--loops), read by loops().
+_LOOPS = {"size": os.environ.get("DNSSHIM_TEST_LOOPS") or "full"}
+
+
+def pytest_configure(config):
+    _LOOPS["size"] = config.getoption("--loops")
+
+
+def loops(full: int, short: int) -> int:
+    """A long loop's size: ``full`` (the default, and CI's), or ``short``
+    under --loops short.  Read when a test module is imported, after the
+    option is parsed.  A count asserted exactly is asserted at full size
+    only (full_loops())."""
+    return full if full_loops() else short
+
+
+def full_loops() -> bool:
+    return _LOOPS["size"] == "full"
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tiers of tests/tiers.py, as markers: ``quick`` for the quick
+    tier's modules, ``cpython`` for the tests whose subject depends on the
+    CPython running pytest (their module's, less those marked
+    python_independent)."""
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        if module in tiers.QUICK:
+            item.add_marker(pytest.mark.quick)
+        depends = tiers.CPYTHON.get(module)
+        if depends is None:
+            raise pytest.UsageError(f"{module} is not in tests/tiers.py's CPYTHON: say whether "
+                                    "its subject depends on the CPython running pytest")
+        if depends[0] and item.get_closest_marker("python_independent") is None:
+            item.add_marker(pytest.mark.cpython)
+
+
 class Built:
     def __init__(self, out: Path):
         self.dir = out
@@ -33,13 +82,40 @@ class Built:
         self.dump_prog = out / "dnsshim-dump"
 
 
-@pytest.fixture(scope="session")
-def built(tmp_path_factory) -> Built:
-    out = tmp_path_factory.mktemp("build")
+def built_once(tmp_path_factory, name: str, make) -> Path:
+    """A folder ``make(folder)`` fills, once per test session: in a run of
+    several workers (pytest-xdist), the first worker to ask makes it under
+    the run's shared temporary folder while the others wait for it, and
+    every worker gets that folder; alone, it is made in the session's own.
+    The form a fixture builds is then built once, whichever worker's tests
+    need it.  A folder that failed is made again by the next to ask, and
+    fails there too: the failure is reported where it happens."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        where = tmp_path_factory.mktemp(name)
+        make(where)
+        return where
+    shared = tmp_path_factory.getbasetemp().parent
+    where, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(where, ignore_errors=True)
+            where.mkdir()
+            make(where)
+            done.touch()
+    return where
+
+
+def _build(out: Path) -> None:
     subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--out", str(out)],
                    check=True, capture_output=True, text=True)
     cprograms.build(out)
-    return Built(out)
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory) -> Built:
+    """Both libraries and the C programs, built once per session."""
+    return Built(built_once(tmp_path_factory, "build", _build))
 
 
 @pytest.fixture(scope="session")
@@ -136,14 +212,14 @@ def installed(tmp_path_factory):
     """A virtualenv with `pip install .` of this checkout, once per session
     (test_install, test_cmake): pip's verbose output, the build backend's
     included, is in pip-install.log beside it.  Tests only read it."""
-    d = tmp_path_factory.mktemp("installed")
-    venv = d / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    result = subprocess.run([str(venv / "bin" / "pip"), "install", "-v", str(ROOT)],
-                            capture_output=True, text=True, timeout=900, env=USER_ENV)
-    (d / "pip-install.log").write_text(result.stdout + result.stderr)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return venv
+    def make(d):
+        venv = d / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        result = subprocess.run([str(venv / "bin" / "pip"), "install", "-v", str(ROOT)],
+                                capture_output=True, text=True, timeout=900, env=USER_ENV)
+        (d / "pip-install.log").write_text(result.stdout + result.stderr)
+        assert result.returncode == 0, result.stderr[-3000:]
+    return built_once(tmp_path_factory, "installed", make) / "venv"
 
 
 #: pyenv's root, where the tests look for other CPython installations: $PYENV_ROOT, as
@@ -242,7 +318,7 @@ def sanitized_build(tmp_path_factory):
     sanitizer report."""
     import sanitizers
 
-    return sanitizers.build(tmp_path_factory.mktemp("sanitized"))
+    return sanitizers.built(built_once(tmp_path_factory, "sanitized", sanitizers.build))
 
 
 # ---- the build's code, which no installed form carries ----------------------------

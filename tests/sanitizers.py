@@ -157,10 +157,20 @@ def build(out: Path, names=None, root: Path = ROOT) -> Sanitized:
                           capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"the sanitized build failed:\n{done.stdout}{done.stderr}")
-    if names is None:
-        names = PROGRAMS + (ARES_PROGRAMS if cprograms.cares_flags() is not None else ())
-    programs = cprograms.build(out, names, cflags=FLAGS)
+    programs = cprograms.build(out, names or default_programs(), cflags=FLAGS)
     return Sanitized(out, programs, environment())
+
+
+def default_programs() -> tuple:
+    """The programs build() makes by default: PROGRAMS, and ARES_PROGRAMS
+    where c-ares's headers are installed."""
+    return PROGRAMS + (ARES_PROGRAMS if cprograms.cares_flags() is not None else ())
+
+
+def built(out: Path) -> Sanitized:
+    """A default build() already in out (made by another test worker)."""
+    return Sanitized(Path(out), {name: Path(out) / name for name in default_programs()},
+                     environment())
 
 
 def compile_program(sources, output, against: Path, **kwargs) -> Path:

@@ -34,11 +34,12 @@ from pathlib import Path
 import pytest
 
 import expected_status
+from conftest import full_loops, loops
 import fresh_reference as fresh
 import mutator
 from shim.status import Status
 
-SEED, COUNT = 20240601, 20_000
+SEED, COUNT = 20240601, loops(20_000, 2_000)
 
 #: With the corpus: mutants accepted by both, and the status of each bare
 #: FormError (a change moves a count and fails until it is named here).
@@ -66,12 +67,12 @@ def test_twenty_thousand_mutants_through_the_library_from_c(built, verdicts):
     split = collections.Counter(
         expected_status.rejected_status(w, "FormError") for w, ref in zip(wires, refs)
         if ref.get("error") == "FormError" and expected_status.before_dnspython(w) is None)
-    if mutator.corpus_present():
+    if mutator.corpus_present() and full_loops():
         assert accepted == ACCEPTED
         assert dict(split) == FORMERROR_SPLIT
     else:
-        # The test messages alone: about 2.5% of their mutants parse.
-        assert accepted > 400, accepted
+        # The test messages alone, or fewer mutants: about 2.5% of them parse.
+        assert accepted > COUNT // 50, accepted
         assert set(split) <= set(FORMERROR_SPLIT), split
 
 

@@ -41,7 +41,6 @@ import pytest
 import cares_source
 from conftest import available_corpus, require_corpus, require_program
 
-pytestmark = pytest.mark.python_independent
 
 VALGRIND = ["valgrind", "-q", "--error-exitcode=99", "--leak-check=full",
             "--errors-for-leak-kinds=definite,indirect", "--show-leak-kinds=definite,indirect"]

@@ -21,11 +21,8 @@ import os
 import re
 import subprocess
 
-import pytest
-
 import cares_source
 
-pytestmark = pytest.mark.python_independent
 
 #: The tests the filter leaves, and how many it leaves out (the live ones).
 EXPECTED_TESTS = 1199

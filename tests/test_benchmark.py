@@ -12,11 +12,6 @@ import cprograms
 from conftest import ROOT, require_cares
 from test_firmware import firmware, sip  # noqa: F401 (fixtures)
 
-# The subject is the harness (the library is tested on each CPython by the
-# other modules), and it builds the firmware with Debian's python3.11: CI runs
-# it once (pyproject.toml's python_independent marker).
-pytestmark = pytest.mark.python_independent
-
 
 @pytest.fixture(scope="module")
 def smoke(built, tmp_path_factory, request):

@@ -28,7 +28,7 @@ from dnsshim_build import pipeline
 import malformed
 import reference
 import vectors
-from conftest import ROOT, build_code_in, require_program, split_log, write_messages
+from conftest import ROOT, build_code_in, built_once, require_program, split_log, write_messages
 
 TAG = sysconfig.get_python_version()
 
@@ -36,10 +36,11 @@ TAG = sysconfig.get_python_version()
 @pytest.fixture(scope="session")
 def bundle(tmp_path_factory):
     """(original folder, its summary): a stripped bundle of the default level."""
-    where = tmp_path_factory.mktemp("bundle") / "dnsshim"
-    result = subprocess.run([sys.executable, "-m", "shim", "bundle", str(where), "--strip"],
-                            capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert result.returncode == 0, result.stderr
+    def make(folder):
+        result = subprocess.run([sys.executable, "-m", "shim", "bundle", str(folder / "dnsshim"),
+                                 "--strip"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+        assert result.returncode == 0, result.stderr
+    where = built_once(tmp_path_factory, "bundle", make) / "dnsshim"
     summary = json.loads((where / "share" / "dnsshim" / "bundle.json").read_text())
     return where, summary
 

@@ -1,6 +1,6 @@
 """CMake's find_package(dnsshim), from each installation: the package pip
 installed (shim/lib/cmake/dnsshim/, found through dnsshim-config --prefix)
-and a prefix install (python build_ffi.py --prefix); the Debian package's
+and a prefix install (python build_ffi.py --prefix: test_prefix_install's, shared); the Debian package's
 in test_debian.py.
 
 A project asking for ``find_package(dnsshim 1.2 REQUIRED)`` builds the C
@@ -15,7 +15,6 @@ own message.
 
 import os
 import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -24,6 +23,7 @@ from dnsshim_build import pipeline
 import vectors
 from conftest import ROOT, require_cares, require_program
 from test_install import site_packages
+from test_prefix_install import standalone  # noqa: F401 (fixture: the prefix install)
 
 VERSION = pipeline.package_version()
 ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
@@ -65,20 +65,12 @@ def _run(cmd, **kw):
     return subprocess.run(list(map(str, cmd)), capture_output=True, text=True, env=ENV, **kw)
 
 
-@pytest.fixture(scope="module")
-def prefix(tmp_path_factory):
-    where = tmp_path_factory.mktemp("cmake-prefix") / "usr-local"
-    result = _run([sys.executable, ROOT / "build_ffi.py", "--prefix", where])
-    assert result.returncode == 0, result.stderr[-3000:]
-    return where
-
-
 @pytest.fixture(scope="module", params=["package", "prefix"])
 def installation(request):
     """The CMake prefix to search: the pip-installed package's directory (as
     dnsshim-config --prefix says it), or the prefix."""
     if request.param == "prefix":
-        return request.getfixturevalue("prefix")
+        return request.getfixturevalue("standalone")[0]
     venv = request.getfixturevalue("installed")
     answer = _run([venv / "bin" / "dnsshim-config", "--prefix"], cwd="/")
     assert answer.returncode == 0, answer.stderr

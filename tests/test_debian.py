@@ -60,8 +60,6 @@ import malformed
 from conftest import (BUILD_MODULES, ROOT, require_cares, require_program, require_tool, split_log,
                       write_messages)
 
-# The package is built with the release's python3.X, whatever runs pytest.
-pytestmark = pytest.mark.python_independent
 
 PACKAGES = ("libdnsshim1", "libdnsshim-dev", "dnsshim-tools")
 RELEASES = ("12", "13")

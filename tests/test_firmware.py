@@ -36,7 +36,7 @@ import pytest
 
 from dnsshim_build import firmware as firmware_build, pipeline
 from conftest import (BUILD_MODULES, HOSTILE_ENV, NOBODY, ROOT, as_user, available_corpus,
-                      require_program, require_tool, setuid_root_copy, split_log,
+                      built_once, require_program, require_tool, setuid_root_copy, split_log,
                       write_messages)
 from test_bundle import _hidden_paths, _require_isolation, opened_for_writing, opened_outside
 from test_stress import mix  # noqa: F401 (fixture)
@@ -57,14 +57,17 @@ def _require_debian_python(triplet="x86_64-linux-gnu"):
 
 
 def _firmware(tmp_path_factory, name, *options):
+    """The firmware object built with options, once per session (named)."""
     _require_debian_python()
-    where = tmp_path_factory.mktemp(name) / "fw"
-    result = subprocess.run([sys.executable, "-m", "shim", "firmware", str(where), *options],
-                            capture_output=True, text=True, cwd=ROOT, timeout=1800)
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert result.stdout.startswith(f"{where}/lib/libdnsshim_fw.o: ")
-    (where.parent / "stdout").write_text(result.stdout)
-    return where
+
+    def make(folder):
+        where = folder / "fw"
+        result = subprocess.run([sys.executable, "-m", "shim", "firmware", str(where), *options],
+                                capture_output=True, text=True, cwd=ROOT, timeout=1800)
+        assert result.returncode == 0, result.stderr[-4000:]
+        assert result.stdout.startswith(f"{where}/lib/libdnsshim_fw.o: ")
+        (folder / "stdout").write_text(result.stdout)
+    return built_once(tmp_path_factory, name, make) / "fw"
 
 
 @pytest.fixture(scope="session")

@@ -42,7 +42,6 @@ import firmware13
 from conftest import require_program, require_tool, split_log, write_messages
 from pool_output import library_verdicts, pool_lines, verdicts
 
-pytestmark = pytest.mark.python_independent
 
 #: the Python host's own packages, installed with apt in the root (debootstrap
 #: cannot configure python3-pycares in a base)

@@ -32,7 +32,7 @@ import pytest
 import fresh_reference as fresh
 import history
 import reference
-from conftest import ROOT, run_test_prog, split_log
+from conftest import ROOT, loops, run_test_prog, split_log
 
 SEED = 20261203
 
@@ -219,7 +219,7 @@ def test_class9_a_then_in_a_in_one_message(built, tmp_path):
 # ---- bounded state ---------------------------------------------------------
 
 def test_bounded_state_probes_never_change_and_memory_stays_flat(built, tmp_path):
-    count = int(os.environ.get("DNSSHIM_STATE_MESSAGES", "200000"))
+    count = int(os.environ.get("DNSSHIM_STATE_MESSAGES") or loops(200_000, 20_000))
     every = 1000
     wires = history.bounded_messages(count, every)
     path = tmp_path / "bounded.stream"

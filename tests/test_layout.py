@@ -2,7 +2,8 @@
 (dnsshim_build/, build_ffi.py), the build's modules import each other without
 a circle, and the check that no installed form carries the build's code can
 fail (each form's own test module runs it: test_install, test_prefix_install,
-test_bundle, test_firmware, test_debian)."""
+test_bundle, test_firmware, test_debian).  Every test module is in
+tests/tiers.py's table of what depends on the CPython running pytest."""
 
 import ast
 from pathlib import Path
@@ -116,3 +117,20 @@ def test_build_code_in_finds_what_it_must(tmp_path):
 @pytest.mark.parametrize("module", sorted(BUILD_MODULES - {"build_ffi"}))
 def test_each_build_module_lives_in_the_build(module):
     assert (ROOT / "dnsshim_build" / f"{module}.py").is_file()
+
+
+def test_every_test_module_says_whether_its_subject_is_the_cpython():
+    """tests/tiers.py's CPYTHON names every test module, each with a reason
+    (conftest refuses to collect a module it does not name); the quick tier
+    names modules that exist; and .ci/run's second pass selects by that
+    table, not by a list of what to leave out."""
+    import tiers
+
+    modules = {p.stem for p in (ROOT / "tests").glob("test_*.py")}
+    assert set(tiers.CPYTHON) == modules
+    assert all(isinstance(depends, bool) and len(why) > 10
+               for depends, why in tiers.CPYTHON.values())
+    assert tiers.QUICK <= modules
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ".venv-3.13/bin/python -m pytest -m cpython\n" in ci
+    assert "not python_independent" not in ci

@@ -44,7 +44,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fuzz"))
 import libfuzzer  # noqa: E402
 import sanitizers  # noqa: E402
 
-pytestmark = pytest.mark.python_independent
 
 #: What libFuzzer names the files of its findings.
 FINDINGS = ("crash-", "leak-", "timeout-", "oom-")

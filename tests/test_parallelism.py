@@ -53,7 +53,6 @@ from test_firmware import _firmware, _link, firmware  # noqa: F401 (fixture)
 from test_stress import mix  # noqa: F401 (fixture)
 from test_worker import history_sets, image, messages, pool  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.python_independent
 
 ENV = {"PATH": "/usr/bin:/bin"}
 

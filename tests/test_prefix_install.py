@@ -62,7 +62,7 @@ def _venv(where):
     return pip, f"dnspython=={dns.version.version}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def standalone(tmp_path_factory):
     """(prefix, what the prefix held before, the refusal): installed from a
     copy of the checkout and a virtualenv, both deleted since."""

@@ -62,7 +62,6 @@ import cares_source
 from conftest import require_download, require_tool
 from test_bind import serving
 
-pytestmark = pytest.mark.python_independent
 
 ZONE = r"""$TTL 300
 @          IN SOA   ns.example.test. hostmaster.example.test. 2026120401 3600 900 604800 300

@@ -40,9 +40,6 @@ from cprograms import STRICT
 from test_stress import mix  # noqa: F401 (fixture)
 from test_worker import image  # noqa: F401 (fixture)
 
-# TSan instruments this project's C, not the CPython that runs pytest: CI
-# runs this once (pyproject.toml's python_independent marker).
-pytestmark = pytest.mark.python_independent
 
 #: How the libraries and the programs are compiled and linked.
 FLAGS = ("-fsanitize=thread", "-fno-omit-frame-pointer", "-g")

@@ -21,7 +21,6 @@ import pytest
 from conftest import USER_ENV, ROOT, require_program
 from test_install import source_copy
 
-pytestmark = pytest.mark.python_independent
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

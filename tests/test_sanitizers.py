@@ -26,10 +26,6 @@ from test_ares import CASES as ARES_CASES
 from test_ares import _ims_messages
 from test_stress import mix  # noqa: F401 - the stress tests' messages, a fixture
 
-# The sanitizers instrument this project's C, not the CPython that runs
-# pytest: CI runs this once (pyproject.toml's python_independent marker).
-pytestmark = pytest.mark.python_independent
-
 
 @pytest.fixture(scope="module")
 def san(sanitized_build):
@@ -428,7 +424,6 @@ def test_both_libraries_threads(ares):
     assert result.returncode == 0, result.stdout[-3000:]
     assert "ok 8 threads x 50 parses, 0 different" in result.stdout
     assert result.stdout.rstrip().endswith("0 failed")
-
 
 
 def test_ares_dns_parse_against_c_ares_134(san, built, cares134, ares_dnsrec, mutants, tmp_path):

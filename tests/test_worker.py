@@ -31,12 +31,11 @@ import subprocess
 import pytest
 
 from dnsshim_build import pipeline, worker
-from conftest import ROOT, require_program, write_messages
+from conftest import ROOT, built_once, require_program, write_messages
 from cprograms import STRICT
 from pool_output import library_verdicts, pool_lines, verdicts
 from test_firmware import _require_debian_python
 
-pytestmark = pytest.mark.python_independent
 
 #: What the image may leave for the C library and the loader to define: weak
 #: hooks of gcc's start files that nothing provides in a normal process.
@@ -48,7 +47,8 @@ def image(tmp_path_factory):
     """The image as the install builds it (worker.build): the firmware
     object with libdnsshim_ares's module, linked."""
     _require_debian_python()
-    return worker.build(tmp_path_factory.mktemp("worker") / worker.NAME)
+    return built_once(tmp_path_factory, "worker",
+                      lambda folder: worker.build(folder / worker.NAME)) / worker.NAME
 
 
 @pytest.fixture(scope="module")
