@@ -187,8 +187,17 @@ static void dns_shim__start(void);
 ** makes those locks anew and drops the other threads' states (CPython
 ** leaves the old locks allocated: under valgrind, a few blocks of such a
 ** child's are lost).  Otherwise nothing else is needed: the runtime imports
-** nothing after its start, so no thread holds the import lock.  Registered
-** once the library's own interpreter runs. */
+** nothing after its start, so no thread holds the import lock.
+**
+** In the child the forking thread keeps its thread state for the child's
+** life, even one made for the fork alone.  A thread that left the
+** interpreter just before the fork (its state taken off the list, the
+** interpreter's lock given back) may not yet have reset the interpreter's
+** built-in first thread state, which CPython hands to the next thread to
+** come when the list is empty: in the child that reset never comes, and a
+** list left empty would make the next call's thread state that stale one
+** ("Fatal Python error: init_threadstate: thread state already
+** initialized").  Registered once the library's own interpreter runs. */
 static PyGILState_STATE dns_shim__fork_gil;
 
 static void dns_shim__fork_prepare(void)
@@ -210,6 +219,7 @@ static void dns_shim__fork_child(void)
         others += t != me;
     if (others)
         PyOS_AfterFork_Child();
+    (void)PyGILState_Ensure(); /* never released: the list is never empty */
     PyGILState_Release(dns_shim__fork_gil);
 }
 
