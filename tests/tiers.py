@@ -86,9 +86,11 @@ CPYTHON = {
 
 #: The quick tier: each module whole.  Together they touch every area of
 #: the library: the decoder, the glue, the tables, the header, the layout,
-#: the statuses, and the C ABI on the vectors and the malformed set through
-#: one build (test_library).
+#: the statuses, the C ABI on the vectors and the malformed set through one
+#: build (test_library), the failure details, the Python API and what the
+#: runtime imports at start.
 QUICK = frozenset({
-    "test_abi_layout", "test_decode", "test_glue", "test_header", "test_kinds",
-    "test_layout", "test_library", "test_rdtable", "test_status",
+    "test_abi_layout", "test_api", "test_decode", "test_glue", "test_header", "test_kinds",
+    "test_last_error", "test_layout", "test_library", "test_rdtable", "test_startup",
+    "test_status",
 })
