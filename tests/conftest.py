@@ -215,6 +215,18 @@ def installed(tmp_path_factory):
     (test_install, test_cmake): pip's verbose output, the build backend's
     included, is in pip-install.log beside it.  Tests only read it."""
     def make(d):
+        # The install builds the worker image from cffi's source, which pip's
+        # isolated build environment cannot download (it has no pip): it is
+        # fetched first, into the cache where the firmware's build fetches it,
+        # so that whether the package holds an image does not depend on
+        # whether a firmware test ran before (in another worker, say).
+        from dnsshim_build import firmware
+
+        try:
+            firmware.cffi_source(Path(os.environ.get("XDG_CACHE_HOME")
+                                      or Path.home() / ".cache") / "dnsshim")
+        except firmware.FirmwareError:
+            pass  # the install then says why it has no image, and the tests check that
         venv = d / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         result = subprocess.run([str(venv / "bin" / "pip"), "install", "-v", str(ROOT)],
