@@ -32,13 +32,14 @@ from shim import config
 
 def dnsshim_dump() -> int:
     """The dnsshim-dump command: the C program installed in the package, or,
-    where it is not (the source tree without a built library), the same output
-    from Python."""
+    where it is not (the source tree without a built library), the same from
+    Python under the same name: its output, usage errors and exit statuses
+    (--check then says the C program is missing)."""
     program = Path(__file__).resolve().parent / "bin" / "dnsshim-dump"
     if program.exists():
         os.execv(program, [str(program), *sys.argv[1:]])
     from shim.dump import main as dump_main
-    return dump_main(sys.argv[1:])
+    return dump_main(sys.argv[1:], prog="dnsshim-dump")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,9 @@ The convention of curl-config and pkg-config: ``cc app.c $(dnsshim-config
 pkg-config --cflags --libs dnsshim``.  Several options print their answers
 on one line, in the order given.  ``--ares`` makes --cflags, --libs and
 --static-libs answer for libdnsshim_ares (the c-ares layer, pkg-config's
-``dnsshim-ares``) instead.  The answers are the .pc files' own.
+``dnsshim-ares``) instead; alone it says so (the other answers are the
+same for both libraries: ``--libdir`` is the folder of
+``libdnsshim_ares.so.1`` too).  The answers are the .pc files' own.
 
 Installed by ``python build_ffi.py --prefix`` (and the Debian package), it
 answers for that installation.  Otherwise it answers for the libdnsshim
@@ -58,6 +60,10 @@ OPTIONS = (
     ("valgrind-suppressions", "the valgrind suppressions file for a program using the library"),
     ("version", "the library's version"),
 )
+
+
+#: The options --ares changes: they answer for libdnsshim_ares instead.
+ARES_OPTIONS = ("cflags", "libs", "static-libs")
 
 
 def system_dirs() -> tuple:
@@ -302,13 +308,19 @@ def run(args: argparse.Namespace, p: argparse.ArgumentParser,
     """Print the answers to the options given, on one line (or --check), for
     installation (default: the one :func:`find_installation` finds)."""
     alone = [name for name in ("check", "uninstall") if getattr(args, name, False)]
+    if alone and (args.what or args.ares or len(alone) > 1):
+        p.print_usage(sys.stderr)
+        print(f"{p.prog}: --{alone[0]} goes alone", file=sys.stderr)
+        return 2
+    if args.ares and not args.what and not alone:
+        p.print_usage(sys.stderr)
+        print(f"{p.prog}: --ares needs {', '.join(f'--{o}' for o in ARES_OPTIONS[:-1])} or "
+              f"--{ARES_OPTIONS[-1]}: it makes them answer for libdnsshim_ares, the c-ares "
+              "layer", file=sys.stderr)
+        return 2
     if not args.what and not alone:
         p.print_usage(sys.stderr)
         print(f"{p.prog}: give at least one option (--help lists them)", file=sys.stderr)
-        return 2
-    if alone and (args.what or len(alone) > 1):
-        p.print_usage(sys.stderr)
-        print(f"{p.prog}: --{alone[0]} goes alone", file=sys.stderr)
         return 2
     try:
         installation = installation or find_installation()

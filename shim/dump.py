@@ -3,11 +3,20 @@
     python -m shim dump [-x] [--sections answer,authority,additional] [--json]
                         [--expect-id N --expect-name NAME [--expect-type T] [--expect-class C]
                          [--match-case] [--expect-cookie HEX16]] FILE...
+    python -m shim dump --check
 
 The output is the C tool's, byte for byte (the tests compare them), from
 :func:`shim.parse_response`: no C, no cffi.  With ``--expect-*`` each
 message must answer that query (``parse_response(wire, expect=Query(...))``,
 dns_shim_process_reply in C), or is rejected with ERR_MISMATCH.
+
+The command line is the C tool's too, word for word: its usage errors (one
+line naming the error, then the usage), --help, and exit statuses (0; 1
+when a message was rejected; 2 on a usage error or a FILE that cannot be
+read, or with -x is no hex text).  The ``dnsshim-dump`` command runs this
+module under that name where the package holds no C program.  --check is
+the C program's (it starts the library's runtime): run when the package
+holds it.
 
 EDNS options are printed in the OPT PSEUDOSECTION as dig prints them
 (``; EDE: 18 (Prohibited): (text)``, ``; COOKIE: <client><server>``,
@@ -18,8 +27,8 @@ only from ``--expect-cookie``: then a response that is printed has echoed it
 (else it is rejected) and gets `` (good)``; without it, no verdict is printed.
 """
 
-import argparse
 import json
+import os
 import re
 import sys
 from ipaddress import IPv4Address, IPv6Address
@@ -234,25 +243,62 @@ def as_json(name, response, status, sections, reason="") -> str:
     return json.dumps(obj) + "\n"
 
 
+class _Unreadable(Exception):
+    """A FILE that gives no message: the line after "PATH: " (the C tool's
+    read_message, tool_util.h, says the same)."""
+
+
+_HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
+
+
+def _hex(data: bytes) -> bytes:
+    """The octets hex text spells: hex digits, white space and "#" comments
+    to the end of the line, as the C tool reads it."""
+    out, half, comment = bytearray(), None, False
+    for c in data:
+        if comment:
+            comment = c != 0x0A
+        elif c == 0x23:
+            comment = True
+        elif c in _HEX_DIGITS:
+            if half is None:
+                half = int(chr(c), 16)
+            else:
+                out.append(half * 16 + int(chr(c), 16))
+                half = None
+        elif c not in b" \t\n\v\f\r":
+            raise _Unreadable(f"not hex: '{chr(c)}'" if 0x21 <= c <= 0x7E
+                              else f"not hex: octet 0x{c:02x}")
+    if half is not None:
+        raise _Unreadable("odd number of hex digits")
+    return bytes(out)
+
+
 def _read(path: str, hex_text: bool) -> bytes:
-    data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
-    if hex_text:
-        text_ = re.sub(rb"#[^\n]*", b"", data)
-        data = bytes.fromhex(re.sub(rb"\s+", b"", text_).decode("ascii"))
-    return data
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+    except OSError as e:
+        raise _Unreadable(e.strerror or str(e)) from None
+    return _hex(data) if hex_text else data
 
 
 def _mnemonic(table: dict, prefix: str):
-    """A parser of a type (or class): a number, a mnemonic of the table, or
-    the generic TYPEnnn (CLASSnnn) form, as the C tool reads it."""
-    def parse(text: str) -> int:
+    """A parser of a type (or class): a number, a mnemonic of the table (any
+    case), or the generic TYPEnnn (CLASSnnn) form, as the C tool reads it;
+    None if the text is none of them."""
+    def parse(text: str):
+        upper = text.upper() if text.isascii() else text
         for number, name in table.items():
-            if name == text.upper():
+            if name == upper:
                 return number
-        digits = text[len(prefix):] if text.upper().startswith(prefix) else text
-        if digits.isdigit() and int(digits) <= 0xFFFF:
+        digits = text[len(prefix):] if upper.startswith(prefix) else text
+        if re.fullmatch(r"[0-9]+", digits) and int(digits) <= 0xFFFF:
             return int(digits)
-        raise ValueError(text)
+        return None
     return parse
 
 
@@ -260,78 +306,212 @@ _rrtype = _mnemonic(TYPE_NAMES, "TYPE")
 _rrclass = _mnemonic(CLASS_NAMES, "CLASS")
 
 
-def _u16(text: str) -> int:
-    """A 16-bit number, decimal or 0x hex, as the C tool reads it."""
+def _u16(text: str):
+    """A 16-bit number, decimal or 0x hex, as the C tool reads it; None if not."""
     if re.fullmatch(r"0[xX][0-9a-fA-F]+", text):
         value = int(text, 16)
     elif re.fullmatch(r"[0-9]+", text):
         value = int(text, 10)
     else:
-        raise ValueError(text)
-    if value > 0xFFFF:
-        raise ValueError(text)
-    return value
+        return None
+    return value if value <= 0xFFFF else None
 
 
-def _cookie(text: str) -> bytes:
-    if not re.fullmatch(r"[0-9a-fA-F]{16}", text):
-        raise ValueError(text)
-    return bytes.fromhex(text)
+def _cookie(text: str):
+    return bytes.fromhex(text) if re.fullmatch(r"[0-9a-fA-F]{16}", text) else None
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m shim dump", description=__doc__.splitlines()[0])
-    parser.add_argument("-x", dest="hex", action="store_true", help="the files hold hex text")
-    parser.add_argument("--sections", default="answer,authority,additional")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--expect-id", type=_u16, help="the query's ID (with --expect-name)")
-    parser.add_argument("--expect-name", help="the query's name (with --expect-id)")
-    parser.add_argument("--expect-type", type=_rrtype, help="the query's type (default A)")
-    parser.add_argument("--expect-class", type=_rrclass, help="the query's class (default IN)")
-    parser.add_argument("--match-case", action="store_true", help="compare the name's case too")
-    parser.add_argument("--expect-cookie", type=_cookie, help="the client cookie sent (16 hex)")
-    parser.add_argument("files", nargs="+", metavar="FILE")
-    args = parser.parse_args(argv)
+def _sections(text: str):
+    """--sections' list, as the C tool reads it: words separated by commas
+    (empty ones ignored), at least one; the mask, or None."""
+    mask = 0
+    for word in text.split(","):
+        if word and word not in SECTION_WORDS:
+            return None
+        mask |= SECTION_WORDS[word] if word else 0
+    return mask or None
+
+
+def usage_text(prog: str) -> str:
+    """The usage, the C tool's (prog: the command's name)."""
+    return (f"usage: {prog} [-x] [--sections answer,authority,additional] [--json]\n"
+            "       [--expect-id N --expect-name NAME [--expect-type T] [--expect-class C]\n"
+            "        [--match-case] [--expect-cookie HEX16]] FILE...\n"
+            f"       {prog} --check\n"
+            '       ("-" reads standard input)\n')
+
+
+#: --help after the usage: the C tool's text.
+HELP = """
+Print DNS responses as libdnsshim parses them: dig-like text, or one JSON
+object per message with --json.
+
+  -x                  the files hold hex text (whitespace and # comments allowed)
+  --sections LIST     which sections to print (default: all three)
+  --json              one JSON object per message, per line
+  --expect-id N       each message must answer the query with this ID...
+  --expect-name NAME  ...and this name (both required with any --expect-*)
+  --expect-type T     its type: a number, a mnemonic or TYPEnnn (default A)
+  --expect-class C    its class (default IN)
+  --match-case        compare the name octet for octet (DNS 0x20)
+  --expect-cookie HEX the 8-octet client cookie sent, as 16 hex digits
+  --check             start the runtime, say what it runs on, whether
+                      parallelism is available, and parse a sample
+  --help              this text
+
+A rejected message's reason is on stdout, and on stderr unless stderr is
+where stdout goes (a terminal, 2>&1).
+
+Exit status: 0 when every message parsed; 1 when a message was rejected, or
+--check found that the runtime does not work; 2 on a usage error or a FILE
+that cannot be read (or, with -x, is no hex text), whatever the other files
+gave.
+"""
+
+
+class _UsageError(Exception):
+    """What is wrong with the command line, in the C tool's words."""
+
+
+#: The options that take a value (the next argument).
+_TAKES = ("--expect-id", "--expect-name", "--expect-type", "--expect-class", "--expect-cookie",
+          "--sections")
+
+
+def _options(argv: list) -> tuple:
+    """(the options, the FILEs) of a command line, as the C tool reads it:
+    options before the first FILE ("-" is a FILE), each error named.
+
+    :raises _UsageError: with the C tool's line."""
+    opts = {"hex": False, "json": False, "sections": _sections("answer,authority,additional"),
+            "id": None,
+            "name": None, "type": 1, "class": 1, "match_case": False, "cookie": None}
+    expecting = None  # the first --expect-* option (or --match-case)
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        option = argv[i]
+        takes = option in _TAKES
+        if takes and i + 1 >= len(argv):
+            raise _UsageError(f"{option} needs a value")
+        arg = argv[i + 1] if takes else None
+        i += 2 if takes else 1
+        if (option.startswith("--expect-") or option == "--match-case") and expecting is None:
+            expecting = option
+        if option == "-x":
+            opts["hex"] = True
+        elif option == "--json":
+            opts["json"] = True
+        elif option == "--expect-id":
+            opts["id"] = _u16(arg)
+            if opts["id"] is None:
+                raise _UsageError(f"--expect-id: '{arg}' is not a number from 0 to 65535 "
+                                  "(decimal or 0x hex)")
+        elif option == "--expect-name":
+            opts["name"] = arg
+        elif option == "--expect-type":
+            opts["type"] = _rrtype(arg)
+            if opts["type"] is None:
+                raise _UsageError(f"--expect-type: '{arg}' is not a type (a number, a mnemonic "
+                                  "or TYPEnnn)")
+        elif option == "--expect-class":
+            opts["class"] = _rrclass(arg)
+            if opts["class"] is None:
+                raise _UsageError(f"--expect-class: '{arg}' is not a class (a number, a "
+                                  "mnemonic or CLASSnnn)")
+        elif option == "--match-case":
+            opts["match_case"] = True
+        elif option == "--expect-cookie":
+            opts["cookie"] = _cookie(arg)
+            if opts["cookie"] is None:
+                raise _UsageError(f"--expect-cookie: '{arg}' is not 16 hex digits")
+        elif option == "--sections" or option.startswith("--sections="):
+            words = arg if takes else option[len("--sections="):]
+            opts["sections"] = _sections(words)
+            if opts["sections"] is None:
+                raise _UsageError(f"--sections: '{words}' is not a list of answer, authority "
+                                  "and additional")
+        elif option in ("--help", "--check"):
+            raise _UsageError(f"{option} goes alone")
+        else:
+            raise _UsageError(f"unknown option '{option}'")
+    if expecting is not None and (opts["id"] is None or opts["name"] is None):
+        missing = ("--expect-name" if opts["id"] is not None else "--expect-id"
+                   if opts["name"] is not None else "--expect-id and --expect-name")
+        raise _UsageError(f"{expecting} needs {missing}")
+    if i >= len(argv):
+        raise _UsageError("no FILE given")
+    opts["query"] = None if expecting is None else Query(
+        opts["id"], opts["name"], opts["type"], opts["class"], opts["match_case"], opts["cookie"])
+    return opts, argv[i:]
+
+
+def _stderr_is_stdout() -> bool:
+    """Whether stderr goes where stdout goes (the same terminal, file or
+    pipe: 2>&1): a rejection's reason, already in stdout, is then not
+    repeated on stderr."""
     try:
-        sections = 0
-        for word in args.sections.split(","):
-            sections |= SECTION_WORDS[word]
-    except KeyError:
-        parser.error(f"--sections: {args.sections!r}")
-    query = None
-    if args.match_case or any(v is not None for v in (
-            args.expect_id, args.expect_name, args.expect_type, args.expect_class,
-            args.expect_cookie)):
-        if args.expect_id is None or args.expect_name is None:
-            parser.error("--expect-id and --expect-name are required with any --expect- option")
-        query = Query(args.expect_id, args.expect_name,
-                      1 if args.expect_type is None else args.expect_type,
-                      1 if args.expect_class is None else args.expect_class,
-                      args.match_case, args.expect_cookie)
-    failed = 0
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
+
+
+def check() -> int:
+    """--check: the C program's (it starts the library's runtime, which this
+    form does not use), run when the package holds it; its exit status."""
+    import subprocess
+    from pathlib import Path
+
+    program = Path(__file__).resolve().parent / "bin" / "dnsshim-dump"
+    if not program.is_file():
+        print(f"check: {program} is missing: this installation is incomplete; reinstall it")
+        return 1
+    sys.stdout.flush()
+    return subprocess.run([str(program), "--check"]).returncode
+
+
+def main(argv=None, prog: str = "python -m shim dump") -> int:
+    """The dump: the C tool's output, usage errors and exit statuses (0; 1,
+    a message rejected; 2, a usage error or a FILE that cannot be read).
+    prog: the name its usage shows (dnsshim-dump where it stands in for the
+    C program)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv == ["--help"]:
+        sys.stdout.write(usage_text(prog) + HELP)
+        return 0
+    if argv == ["--check"]:
+        return check()
+    try:
+        opts, files = _options(argv)
+    except _UsageError as e:
+        sys.stderr.write(f"{prog}: {e}\n" + usage_text(prog))
+        return 2
+    status = 0
+    once = _stderr_is_stdout()
     out = sys.stdout
-    for path in args.files:
+    for path in files:
         try:
-            wire = _read(path, args.hex)
-        except (OSError, ValueError) as e:
+            wire = _read(path, opts["hex"])
+        except _Unreadable as e:  # a file, not a message
             print(f"{path}: {e}", file=sys.stderr)
-            failed = 1
+            status = 2
             continue
         try:
-            response, status, reason = parse_response(wire, expect=query), 0, ""
+            response, rc, reason = parse_response(wire, expect=opts["query"]), 0, ""
         except DnsShimError as e:
-            response, status, reason = None, int(e.status), e.reason
-        if args.json:
-            out.write(as_json(path, response, status, sections, reason))
+            response, rc, reason = None, int(e.status), e.reason
+        if opts["json"]:
+            out.write(as_json(path, response, rc, opts["sections"], reason))
         else:
-            out.write(f";; {path}, {len(wire)} bytes\n")
+            out.write(f";; {path}, {len(wire)} byte{'' if len(wire) == 1 else 's'}\n")
             if response is not None:
-                out.write(text(response, sections, args.expect_cookie is not None))
+                out.write(text(response, opts["sections"], opts["cookie"] is not None))
             else:
-                out.write(f";; rejected: {rejection(status, reason)}\n")
+                out.write(f";; rejected: {rejection(rc, reason)}\n")
             out.write("\n")
-        if status:
-            print(f"{path}: {rejection(status, reason)}", file=sys.stderr)
-            failed = 1
+        if rc:
+            if not once:
+                print(f"{path}: {rejection(rc, reason)}", file=sys.stderr)
+            status = status or 1
     out.flush()
-    return failed
+    return status

@@ -51,7 +51,7 @@ TEXTS = {
     Status.ERR_BAD_EDNS: "malformed, misplaced or repeated OPT record",
     Status.ERR_FORMAT: "malformed message structure",
     Status.ERR_CALLBACK: "a callback stopped processing",
-    Status.ERR_BAD_ARGUMENT: "invalid argument (a callbacks set, a query or its qname)",
+    Status.ERR_BAD_ARGUMENT: "invalid argument or call (dns_shim_last_error says which)",
     Status.ERR_NO_MEMORY: "out of memory",
     Status.ERR_INIT: "the embedded Python runtime could not start",
     Status.ERR_INTERNAL: "internal error in the DNS shim",

@@ -9,6 +9,7 @@ import dataclasses
 import inspect
 import ipaddress
 import json
+import shutil
 import subprocess
 import sys
 import typing
@@ -286,3 +287,153 @@ def test_dump_usage_errors(built):
     assert subprocess.run([str(built.dump_prog)], capture_output=True).returncode == 2
     assert subprocess.run([str(built.dump_prog), "--sections", "bogus", "x"],
                           capture_output=True).returncode == 2
+
+
+# ---- dnsshim-dump's command line: the C program and its Python fallback ------------
+
+#: dnsshim-dump's usage, as both forms print it (the program's name, never its path).
+DUMP_USAGE = (
+    "usage: dnsshim-dump [-x] [--sections answer,authority,additional] [--json]\n"
+    "       [--expect-id N --expect-name NAME [--expect-type T] [--expect-class C]\n"
+    "        [--match-case] [--expect-cookie HEX16]] FILE...\n"
+    "       dnsshim-dump --check\n"
+    '       ("-" reads standard input)\n')
+
+
+@pytest.fixture(scope="module")
+def fallback(tmp_path_factory):
+    """The dnsshim-dump command where the package holds no C program (the
+    console script's shim.__main__.dnsshim_dump, its Python form): a copy of
+    the shim package without bin/, lib/ and include/. Returns the command's
+    start, to which the arguments are added."""
+    where = tmp_path_factory.mktemp("fallback")
+    shutil.copytree(ROOT / "shim", where / "shim",
+                    ignore=shutil.ignore_patterns("bin", "lib", "include", "__pycache__"))
+    return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(where)!r}); "
+            "from shim.__main__ import dnsshim_dump; sys.exit(dnsshim_dump())"]
+
+
+def _both(built, fallback, args, cwd, stderr=subprocess.PIPE):
+    """(exit status, stdout, stderr) of the C program and of its fallback."""
+    out = []
+    for command in ([str(built.dump_prog)], fallback):
+        r = subprocess.run([*command, *args], stdout=subprocess.PIPE, stderr=stderr, text=True,
+                           cwd=cwd, stdin=subprocess.DEVNULL)
+        out.append((r.returncode, r.stdout, r.stderr))
+    return out
+
+
+@pytest.mark.parametrize("args, why", [
+    (["--bogus"], "unknown option '--bogus'"),
+    (["--bogus", "good.bin"], "unknown option '--bogus'"),
+    (["--expect-id", "5", "good.bin"], "--expect-id needs --expect-name"),
+    (["--expect-name", "example.com", "good.bin"], "--expect-name needs --expect-id"),
+    (["--match-case", "good.bin"], "--match-case needs --expect-id and --expect-name"),
+    (["--expect-type", "AAAA", "--expect-id", "5", "good.bin"],
+     "--expect-type needs --expect-name"),
+    (["--expect-id"], "--expect-id needs a value"),
+    (["--expect-id", "65536", "--expect-name", "x", "good.bin"],
+     "--expect-id: '65536' is not a number from 0 to 65535 (decimal or 0x hex)"),
+    (["--expect-type", "BOGUS", "good.bin"],
+     "--expect-type: 'BOGUS' is not a type (a number, a mnemonic or TYPEnnn)"),
+    (["--expect-class", "CLASS", "good.bin"],
+     "--expect-class: 'CLASS' is not a class (a number, a mnemonic or CLASSnnn)"),
+    (["--expect-cookie", "0102", "good.bin"], "--expect-cookie: '0102' is not 16 hex digits"),
+    (["--sections", "bogus", "good.bin"],
+     "--sections: 'bogus' is not a list of answer, authority and additional"),
+    (["--sections=,", "good.bin"], "--sections: ',' is not a list of answer, authority and "
+                                   "additional"),
+    (["--check", "good.bin"], "--check goes alone"),
+    (["--help", "good.bin"], "--help goes alone"),
+    ([], "no FILE given"),
+    (["-x", "--json"], "no FILE given"),
+])
+def test_dump_usage_error_names_what_is_wrong(built, fallback, tmp_path, args, why):
+    """One line naming the error, then the usage under the program's name,
+    exit status 2: the C program and its Python form alike; python -m shim
+    dump says the same under its own name."""
+    (tmp_path / "good.bin").write_bytes(malformed.GOOD)
+    expected = (2, "", f"dnsshim-dump: {why}\n{DUMP_USAGE}")
+    assert _both(built, fallback, args, tmp_path) == [expected, expected]
+    module = subprocess.run([sys.executable, "-m", "shim", "dump", *args], capture_output=True,
+                            text=True, cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert (module.returncode, module.stdout, module.stderr) == (
+        2, "", f"python -m shim dump: {why}\n"
+               + DUMP_USAGE.replace("dnsshim-dump", "python -m shim dump"))
+
+
+def test_dump_help_documents_the_exit_statuses(built, fallback, tmp_path):
+    c, py = _both(built, fallback, ["--help"], tmp_path)
+    assert c == py
+    assert c[0] == 0 and c[1].startswith(DUMP_USAGE) and c[2] == ""
+    assert c[1].endswith(
+        "\n\nExit status: 0 when every message parsed; 1 when a message was rejected, or\n"
+        "--check found that the runtime does not work; 2 on a usage error or a FILE\n"
+        "that cannot be read (or, with -x, is no hex text), whatever the other files\n"
+        "gave.\n")
+
+
+def _rejected(wire: bytes) -> str:
+    """What both dump tools say of a message the library rejects."""
+    from shim.dump import rejection
+    from shim.status import DnsShimError
+
+    with pytest.raises(DnsShimError) as e:
+        shim.parse_response(wire)
+    return rejection(int(e.value.status), e.value.reason)
+
+
+def test_dump_exit_status_tells_an_unreadable_file_from_a_rejected_message(
+        built, fallback, tmp_path):
+    """0: every message parsed; 1: a message rejected; 2: a FILE that
+    cannot be read, or, with -x, is no hex text, whatever the others gave."""
+    (tmp_path / "good.bin").write_bytes(malformed.GOOD)
+    bad = malformed.CASES["pointer_loop_of_two"][0]
+    (tmp_path / "bad.bin").write_bytes(bad)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "z.hex").write_text("12 34 zz\n")
+    (tmp_path / "odd.hex").write_text("# a comment: zz\n123\n")
+    rejected = f"bad.bin: {_rejected(bad)}\n"
+    for args, status, stderr in (
+            (["good.bin"], 0, ""),
+            (["bad.bin"], 1, rejected),
+            (["missing.bin"], 2, "missing.bin: No such file or directory\n"),
+            (["folder"], 2, "folder: Is a directory\n"),
+            (["-x", "z.hex"], 2, "z.hex: not hex: 'z'\n"),
+            (["-x", "odd.hex"], 2, "odd.hex: odd number of hex digits\n"),
+            (["good.bin", "bad.bin", "missing.bin"], 2,
+             rejected + "missing.bin: No such file or directory\n"),
+            (["missing.bin", "good.bin", "bad.bin"], 2,
+             "missing.bin: No such file or directory\n" + rejected)):
+        c, py = _both(built, fallback, args, tmp_path)
+        assert c == py, args
+        assert (c[0], c[2]) == (status, stderr), args
+
+
+def test_dump_prints_an_empty_files_reason_once(built, fallback, tmp_path):
+    """Where stderr is stdout (a terminal, 2>&1) the reason on stdout is
+    not repeated on stderr; apart, stderr has it too."""
+    (tmp_path / "empty.bin").write_bytes(b"")
+    line = _rejected(b"")
+    assert line.startswith("message shorter than the 12-byte DNS header (-3): 0 octets")
+    block = f";; empty.bin, 0 bytes\n;; rejected: {line}\n\n"
+    together = _both(built, fallback, ["empty.bin"], tmp_path, stderr=subprocess.STDOUT)
+    assert together == [(1, block, None)] * 2
+    apart = _both(built, fallback, ["empty.bin"], tmp_path)
+    assert apart == [(1, block, f"empty.bin: {line}\n")] * 2
+    as_json = _both(built, fallback, ["--json", "empty.bin"], tmp_path, stderr=subprocess.STDOUT)
+    assert as_json[0] == as_json[1] and as_json[0][1].count("0 octets") == 1
+    assert json.loads(as_json[0][1])["detail"].startswith("0 octets")
+
+
+def test_dump_check_says_whether_parallelism_is_available(built):
+    """--check's parallelism line: the build's folder holds no worker image
+    (build_ffi.py --out builds none), which is no failure: exit status 0."""
+    result = subprocess.run([str(built.dump_prog), "--check"], capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin"}, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    parallelism = [line for line in lines if line.startswith("parallelism: ")]
+    assert len(parallelism) == 1 and lines[-2] == parallelism[0], lines
+    assert parallelism[0].startswith("parallelism: unavailable: ")
+    assert lines[-1] == "check: ok: a sample response parsed (www.example.com A 192.0.2.1)"

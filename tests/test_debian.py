@@ -774,6 +774,9 @@ def test_dnsshim_config_answers_as_pkg_config(installed):
     assert out("dnsshim-config --ares --libs") == out("pkg-config --libs dnsshim-ares")
     assert out("dnsshim-config --libs") == ["-ldnsshim"]
     assert out("dnsshim-config --version") == [pipeline.package_version()]
+    # README.md's LD_PRELOAD=$(dnsshim-config --libdir)/libdnsshim_ares.so.1 (the preload
+    # test uses that folder)
+    assert out("dnsshim-config --libdir") == [LIBDIR]
 
 
 # ---- a Python program in the root as the library's host ---------------------------------

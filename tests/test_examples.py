@@ -62,13 +62,21 @@ RUNS = [
     ("parallel", ["2"], "ims", 0, "parallel"),
     ("ares_classic", [], "every_type", 0, "SRV 1 2 5060 sip.example\n"),
     ("ares_classic", [], "pointer_loop", 1, "error: Misformatted domain name\n"),
-    ("firmware", [], "every_type", 0, "an-a.example A 192.0.2.1\n"),
+    # every record of any reply, all three sections; a line when no address came
+    ("firmware", [], "ims", 0, "".join(f"{o}{IMS} {t}\n" for o, t in [
+        ("", "TYPE35, 60 octets"), ("", "TYPE35, 60 octets"),
+        ("_sip._tcp.", "TYPE33, 48 octets"), ("_sip._tcp.", "TYPE33, 48 octets"),
+        ("_sip._udp.", "TYPE33, 48 octets"), ("pcscf1.", "AAAA 2001:db8:1::10"),
+        ("pcscf1.", "AAAA 2001:db8:1::11"), ("pcscf2.", "AAAA 2001:db8:2::10"),
+        ("pcscf1.", "A 192.0.2.10")])),
+    ("firmware", [], "nxdomain", 0,
+     "example.com TYPE6, 60 octets\nno address: the reply has no A or AAAA record\n"),
     ("firmware", [], "pointer_loop", 1,
      "error: malformed domain name or compression pointer\n"),
 ]
 
 MESSAGES = {"ims": vectors.wire("ims"), "every_type": vectors.wire("every_type"),
-            "good": malformed.GOOD,
+            "nxdomain": vectors.wire("nxdomain"), "good": malformed.GOOD,
             "pointer_loop": malformed.CASES["pointer_loop_of_two"][0]}
 
 

@@ -615,3 +615,84 @@ def test_dnsshim_config_answers_for_the_c_ares_layer(installed):
     lib = site_packages(installed) / "shim" / "lib"
     assert config(installed, "--ares", "--static-libs").stdout.split()[:3] == [
         str(lib / "libdnsshim_ares.a"), str(lib / "libdnsshim.a"), "-ldl"]
+
+
+def test_dnsshim_config_ares_alone_says_what_it_needs(installed):
+    """--ares changes --cflags, --libs and --static-libs: alone it says so
+    (python -m shim too, wherever run), and it does not go with --check."""
+    need = ("--ares needs --cflags, --libs or --static-libs: it makes them answer for "
+            "libdnsshim_ares, the c-ares layer")
+    for command, prog in (([str(installed / "bin" / "dnsshim-config")], "dnsshim-config"),
+                          ([str(installed / "bin" / "python"), "-m", "shim"], "python -m shim")):
+        for options, why in ((["--ares"], need), (["--ares", "--check"], "--check goes alone")):
+            result = subprocess.run([*command, *options], capture_output=True, text=True,
+                                    cwd="/", env=MINIMAL_ENV)
+            assert (result.returncode, result.stdout) == (2, ""), options
+            assert result.stderr.startswith(f"usage: {prog} "), result.stderr
+            assert result.stderr.splitlines()[-1] == f"{prog}: {why}", result.stderr
+    assert config(installed, "--ares", "--libdir").stdout == config(installed, "--libdir").stdout
+
+
+def test_dnsshim_config_check_says_whether_parallelism_is_available(installed):
+    """--check (the installation's dnsshim-dump --check) has a line on
+    parallelism: the worker image beside the library where the install built
+    one, else the library's reason; either way the installation works."""
+    from dnsshim_build import worker
+
+    lib = site_packages(installed) / "shim" / "lib"
+    check = subprocess.run([str(installed / "bin" / "dnsshim-config"), "--check"],
+                           capture_output=True, text=True, env=MINIMAL_ENV, cwd="/", timeout=600)
+    assert check.returncode == 0, check.stdout + check.stderr
+    lines = check.stdout.splitlines()
+    assert lines[-1] == "check: ok: a sample response parsed (www.example.com A 192.0.2.1)"
+    assert [line for line in lines if line.startswith("parallelism: ")] == [lines[-2]]
+    if not worker.unavailable():
+        assert lines[-2] == f"parallelism: available (worker image {lib / worker.NAME})"
+    else:
+        assert lines[-2].startswith("parallelism: unavailable: ")
+
+
+#: preloaded_host's lines for malformed.GOOD (example.com A 192.0.2.1) when
+#: libdnsshim_ares answered its c-ares calls.
+PRELOADED = ["status 0", "address 192.0.2.1", f"parser {pipeline.DNSSHIM_ARES.soname}",
+             "python 1"]
+
+
+def preload_from_libdir(bin_dir, where):
+    """tests/c/preloaded_host.c (a program linked with -lcares alone) built
+    in where and run there on malformed.GOOD as README.md says,
+    ``LD_PRELOAD=$(dnsshim-config --libdir)/libdnsshim_ares.so.1 ./app``, with
+    bin_dir (the installation's dnsshim-config) first on PATH; the result."""
+    import cprograms
+    from cprograms import STRICT
+
+    require_cares()
+    cflags, libs = cprograms.cares_flags()
+    pipeline.compile_program([ROOT / "tests" / "c" / "preloaded_host.c"], where / "app",
+                             libraries=(), cflags=(*STRICT, *cflags), flags=libs)
+    (where / "good.bin").write_bytes(malformed.GOOD)
+    alone = subprocess.run(["./app", "good.bin"], capture_output=True, text=True, cwd=where,
+                           env=MINIMAL_ENV, timeout=120)
+    assert alone.stdout.splitlines()[2:] == ["parser libcares.so.2", "python none"], alone
+    return subprocess.run(
+        ["sh", "-c", "LD_PRELOAD=$(dnsshim-config --libdir)/libdnsshim_ares.so.1 ./app good.bin"],
+        capture_output=True, text=True, cwd=where, timeout=120,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+
+
+def test_libdir_holds_the_c_ares_layer_for_ld_preload(installed, tmp_path):
+    """pip install .: dnsshim-config --libdir is the folder of
+    libdnsshim_ares.so.1, and the README's preload line makes a c-ares
+    program's parser the library's."""
+    libdir = config(installed, "--libdir").stdout.strip()
+    assert libdir == str(site_packages(installed) / "shim" / "lib")
+    assert os.path.isfile(os.path.join(libdir, pipeline.DNSSHIM_ARES.soname))
+    result = preload_from_libdir(installed / "bin", tmp_path)
+    assert (result.returncode, result.stdout.splitlines(), result.stderr) == (0, PRELOADED, "")
+
+
+def test_libdir_of_an_editable_install_holds_the_c_ares_layer(editable, tmp_path):
+    venv, clone = editable
+    assert config(venv, "--libdir").stdout.strip() == str(clone / "shim" / "lib")
+    result = preload_from_libdir(venv / "bin", tmp_path)
+    assert (result.returncode, result.stdout.splitlines()) == (0, PRELOADED), result.stderr

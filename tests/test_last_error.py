@@ -128,9 +128,11 @@ def test_python_api_says_the_same_for_its_own_argument_checks():
     assert str(info.value) == API_TEXTS["length 70000"]
 
 
-def test_strerror_of_bad_argument_names_what_it_covers():
-    assert strerror(Status.ERR_BAD_ARGUMENT) == ("invalid argument (a callbacks set, a query or "
-                                                 "its qname)")
+def test_strerror_of_bad_argument_is_true_for_every_function_that_returns_it():
+    """Not only the parsing calls return it (dns_shim_set_parallelism(65)
+    does): the text points to the detail, which names the argument."""
+    assert strerror(Status.ERR_BAD_ARGUMENT) == ("invalid argument or call (dns_shim_last_error "
+                                                 "says which)")
 
 
 @pytest.mark.parametrize("json", [False, True])

@@ -170,6 +170,16 @@ def test_dnsshim_config_answers_what_pkg_config_answers(standalone):
                                             "(www.example.com A 192.0.2.1)"
 
 
+def test_libdir_holds_the_c_ares_layer_for_ld_preload(standalone, tmp_path):
+    """The prefix's dnsshim-config --libdir is the folder of
+    libdnsshim_ares.so.1: README.md's preload line works with it."""
+    from test_install import PRELOADED, preload_from_libdir
+
+    prefix = standalone[0]
+    result = preload_from_libdir(prefix / "bin", tmp_path)
+    assert (result.returncode, result.stdout.splitlines(), result.stderr) == (0, PRELOADED, "")
+
+
 def test_the_manual_is_installed(standalone):
     require_program("man", "man-db")
     prefix = standalone[0]

@@ -4,6 +4,7 @@
 **   dnsshim-dump [-x] [--sections answer,authority,additional] [--json]
 **                [--expect-id N --expect-name NAME [--expect-type T]
 **                 [--expect-class C] [--match-case] [--expect-cookie HEX16]] FILE...
+**   dnsshim-dump --check
 **
 **   -x          the files hold hex text (whitespace and # comments allowed)
 **   -           as a FILE: standard input
@@ -15,6 +16,9 @@
 **               its ID and name (both required), type and class (a number,
 **               a mnemonic or TYPEnnn/CLASSnnn; default A and IN),
 **               --match-case (DNS 0x20), the client cookie sent
+**   --check     start the runtime as any program does and say what it runs
+**               on, whether parallelism is available (the library's worker
+**               image) and whether a sample response parses
 **
 ** EDNS options are printed in the OPT PSEUDOSECTION as dig prints them:
 ** "; EDE: 18 (Prohibited): (text)", "; COOKIE: <client><server>",
@@ -26,9 +30,17 @@
 **
 ** A small, complete example of a C program using the library: it registers
 ** its callbacks once, hands each message to process_dns_response, and never
-** reads the message bytes itself.  Exits 1 if any message was rejected (with
-** dns_shim_strerror's text on stderr), 2 on a usage error.  `python -m shim
-** dump` prints the same, byte for byte, through the Python API.
+** reads the message bytes itself.  A rejected message gets a ";; rejected:"
+** line (in JSON, "error" and "detail"), and the same reason on stderr unless
+** stderr is where stdout goes (a terminal, 2>&1): each reason is shown once.
+**
+** Exit status, as grep's and diff's: 0 when every message parsed; 1 when a
+** message was rejected, or --check found that the runtime does not work; 2
+** on a usage error (one line naming it, then the usage, on stderr) or a
+** FILE that cannot be read (or, with -x, is no hex text), whatever the
+** other files gave.  `python -m shim dump` (shim/dump.py, the dnsshim-dump
+** command where the package holds no C program) prints the same, byte for
+** byte, through the Python API, usage errors and exit statuses included.
 */
 #define _GNU_SOURCE 1 /* dladdr */
 #include "dns_shim.h"
@@ -38,11 +50,16 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+
+/* The program's name in its usage and messages, whatever path ran it. */
+#define PROG "dnsshim-dump"
 
 static int json = 0;
 static int cookie_checked = 0;
@@ -521,42 +538,52 @@ static int32_t on_other(void *ctx, const dns_shim_raw *r)
     return 0;
 }
 
+/* --sections' list: words separated by commas (empty ones ignored), each
+** answer, authority or additional, at least one.  0, or -1. */
 static int parse_sections(const char *text, uint32_t *mask)
 {
-    char copy[256], *word, *save = NULL;
     *mask = 0;
-    snprintf(copy, sizeof copy, "%s", text);
-    for (word = strtok_r(copy, ",", &save); word; word = strtok_r(NULL, ",", &save)) {
-        if (strcmp(word, "answer") == 0)
+    while (*text) {
+        size_t n = strcspn(text, ",");
+        if (n == 6 && strncmp(text, "answer", n) == 0)
             *mask |= DNS_SHIM_SECTION_ANSWER;
-        else if (strcmp(word, "authority") == 0)
+        else if (n == 9 && strncmp(text, "authority", n) == 0)
             *mask |= DNS_SHIM_SECTION_AUTHORITY;
-        else if (strcmp(word, "additional") == 0)
+        else if (n == 10 && strncmp(text, "additional", n) == 0)
             *mask |= DNS_SHIM_SECTION_ADDITIONAL;
-        else
+        else if (n != 0)
             return -1;
+        text += n + (text[n] == ',');
     }
     return *mask ? 0 : -1;
 }
 
-static void print_usage(FILE *out, const char *argv0)
+static void print_usage(FILE *out)
 {
-    fprintf(out, "usage: %s [-x] [--sections answer,authority,additional] [--json]\n"
-                 "       [--expect-id N --expect-name NAME [--expect-type T] [--expect-class C]\n"
-                 "        [--match-case] [--expect-cookie HEX16]] FILE...\n"
-                 "       %s --check\n"
-                 "       (\"-\" reads standard input)\n", argv0, argv0);
+    fputs("usage: " PROG " [-x] [--sections answer,authority,additional] [--json]\n"
+          "       [--expect-id N --expect-name NAME [--expect-type T] [--expect-class C]\n"
+          "        [--match-case] [--expect-cookie HEX16]] FILE...\n"
+          "       " PROG " --check\n"
+          "       (\"-\" reads standard input)\n", out);
 }
 
-static int usage(const char *argv0)
+/* A usage error: one line naming what is wrong, then the usage, on stderr;
+** the exit status, 2. */
+static int usage(const char *format, ...)
 {
-    print_usage(stderr, argv0);
+    va_list ap;
+    fputs(PROG ": ", stderr);
+    va_start(ap, format);
+    vfprintf(stderr, format, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    print_usage(stderr);
     return 2;
 }
 
-static int help(const char *argv0)
+static int help(void)
 {
-    print_usage(stdout, argv0);
+    print_usage(stdout);
     printf("\nPrint DNS responses as libdnsshim parses them: dig-like text, or one JSON\n"
            "object per message with --json.\n\n"
            "  -x                  the files hold hex text (whitespace and # comments allowed)\n"
@@ -568,10 +595,15 @@ static int help(const char *argv0)
            "  --expect-class C    its class (default IN)\n"
            "  --match-case        compare the name octet for octet (DNS 0x20)\n"
            "  --expect-cookie HEX the 8-octet client cookie sent, as 16 hex digits\n"
-           "  --check             start the runtime, say what it runs on and parse a sample\n"
+           "  --check             start the runtime, say what it runs on, whether\n"
+           "                      parallelism is available, and parse a sample\n"
            "  --help              this text\n\n"
-           "Exit status: 0; 1 if a message was rejected (its reason on stderr) or, with\n"
-           "--check, the runtime does not work; 2 on a usage error.\n");
+           "A rejected message's reason is on stdout, and on stderr unless stderr is\n"
+           "where stdout goes (a terminal, 2>&1).\n\n"
+           "Exit status: 0 when every message parsed; 1 when a message was rejected, or\n"
+           "--check found that the runtime does not work; 2 on a usage error or a FILE\n"
+           "that cannot be read (or, with -x, is no hex text), whatever the other files\n"
+           "gave.\n");
     return 0;
 }
 
@@ -606,8 +638,51 @@ static void print_log(void *ctx, int32_t level, const char *message)
            message);
 }
 
+/* Where the library looks for the worker image, relative to its own folder
+** (links resolved): the library's DNS_SHIM_WORKER_DIR (shim/layout.py's
+** Form.worker_from_lib), given to this program by a build that knows the
+** install form; "" (beside it) by default. */
+#ifndef DNS_SHIM_WORKER_DIR
+#  define DNS_SHIM_WORKER_DIR ""
+#endif
+
+/* --check's parallelism line: whether the library takes parallelism 2
+** (dns_shim_set_parallelism), then back to 1, the default, before any
+** call could start an interpreter of the pool.  "parallelism: available
+** (worker image PATH)", PATH where the library looks for the image (when
+** this program cannot find it there: "parallelism: available"), or
+** "parallelism: unavailable: REASON", the library's reason
+** (dns_shim_last_error, its status's name left out).  Either way a working
+** installation: a library without the image runs one interpreter. */
+static void check_parallelism(void)
+{
+    Dl_info info;
+    struct stat st;
+    char *real = NULL, image[4096];
+    const char *slash = NULL;
+    int32_t rc = dns_shim_set_parallelism(2);
+    int found = 0;
+    if (rc != DNS_SHIM_OK) {
+        printf("parallelism: unavailable: %s\n", reason()[0] ? reason() : dns_shim_strerror(rc));
+        return;
+    }
+    dns_shim_set_parallelism(1);
+    if (dladdr((void *)&dns_shim_set_parallelism, &info) != 0 && info.dli_fname != NULL &&
+        (real = realpath(info.dli_fname, NULL)) != NULL && (slash = strrchr(real, '/')) != NULL)
+        found = snprintf(image, sizeof image, "%.*s/%s%slibdnsshim_worker.so",
+                         (int)(slash - real), real, DNS_SHIM_WORKER_DIR,
+                         DNS_SHIM_WORKER_DIR[0] ? "/" : "") < (int)sizeof image &&
+                stat(image, &st) == 0 && S_ISREG(st.st_mode);
+    free(real);
+    if (found)
+        printf("parallelism: available (worker image %s)\n", image);
+    else
+        printf("parallelism: available\n");
+}
+
 /* --check: the runtime, started as any program starts it; what it runs on
-** (the library's info line); a parse of a small response.  0 when it works. */
+** (the library's info line); whether parallelism is available (informative:
+** not a failure); a parse of a small response.  0 when it works. */
 static int check(void)
 {
     /* A response with one A record: www.example.com A 192.0.2.1. */
@@ -652,21 +727,22 @@ static int check(void)
                (int)rc, reason());
         return 1;
     }
+    check_parallelism();
     printf("check: ok: a sample response parsed (www.example.com A 192.0.2.1)\n");
     return 0;
 }
 
-/* A 16-bit number, decimal or 0x hex; -1 if not. */
+/* A 16-bit number, decimal or 0x hex, digits only; -1 if not. */
 static long parse_u16(const char *text)
 {
     int base = text[0] == '0' && (text[1] == 'x' || text[1] == 'X') ? 16 : 10;
     const char *digits = base == 16 ? text + 2 : text;
-    char *end;
+    size_t n = strspn(digits, base == 16 ? "0123456789abcdefABCDEF" : "0123456789");
     unsigned long v;
-    if (!(base == 16 ? isxdigit((unsigned char)digits[0]) : isdigit((unsigned char)digits[0])))
+    if (n == 0 || digits[n] != '\0')
         return -1;
-    v = strtoul(digits, &end, base);
-    return *end || v > 0xFFFF ? -1 : (long)v;
+    v = strtoul(digits, NULL, base);
+    return v > 0xFFFF ? -1 : (long)v;
 }
 
 /* A type or class: a number, a mnemonic of the table, TYPEnnn/CLASSnnn. */
@@ -693,12 +769,23 @@ static long parse_mnemonic(const char *text, int is_type)
     }
 }
 
+/* Whether stderr goes where stdout goes (the same terminal, file or pipe:
+** 2>&1): a rejection's reason, already in stdout, is then not repeated on
+** stderr. */
+static int stderr_is_stdout(void)
+{
+    struct stat out, err;
+    return fstat(1, &out) == 0 && fstat(2, &err) == 0 && out.st_dev == err.st_dev &&
+           out.st_ino == err.st_ino;
+}
+
 int main(int argc, char **argv)
 {
     dns_shim_callbacks cb;
     dns_shim_query query;
     uint8_t cookie[8];
-    int i, hex = 0, failed = 0, files = 0, expecting = 0, have_id = 0;
+    int i, hex = 0, status = 0, files = 0, have_id = 0, once;
+    const char *expecting = NULL; /* the first --expect-* option (or --match-case) */
     long value;
     uint32_t sections = DNS_SHIM_SECTION_ANSWER | DNS_SHIM_SECTION_AUTHORITY |
                         DNS_SHIM_SECTION_ADDITIONAL;
@@ -707,40 +794,70 @@ int main(int argc, char **argv)
     query.struct_size = sizeof query;
     query.qtype = query.qclass = 1;
     if (argc == 2 && strcmp(argv[1], "--help") == 0)
-        return help(argv[0]);
+        return help();
     if (argc == 2 && strcmp(argv[1], "--check") == 0)
         return check();
+    /* The options, before the first FILE: each error named (shim/dump.py's
+    ** parser says the same, word for word). */
     for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
-        const char *arg = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(argv[i], "-x") == 0)
+        const char *option = argv[i], *arg = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = strcmp(option, "--expect-id") == 0 || strcmp(option, "--expect-name") == 0 ||
+                    strcmp(option, "--expect-type") == 0 ||
+                    strcmp(option, "--expect-class") == 0 ||
+                    strcmp(option, "--expect-cookie") == 0 || strcmp(option, "--sections") == 0;
+        if (takes && arg == NULL)
+            return usage("%s needs a value", option);
+        if (takes)
+            i++;
+        if ((strncmp(option, "--expect-", 9) == 0 || strcmp(option, "--match-case") == 0) &&
+            expecting == NULL)
+            expecting = option;
+        if (strcmp(option, "-x") == 0)
             hex = 1;
-        else if (strcmp(argv[i], "--expect-id") == 0 && arg && (value = parse_u16(arg)) >= 0)
-            query.id = (uint16_t)value, have_id = expecting = 1, i++;
-        else if (strcmp(argv[i], "--expect-name") == 0 && arg)
-            query.qname = arg, expecting = 1, i++;
-        else if (strcmp(argv[i], "--expect-type") == 0 && arg &&
-                 (value = parse_mnemonic(arg, 1)) >= 0)
-            query.qtype = (uint16_t)value, expecting = 1, i++;
-        else if (strcmp(argv[i], "--expect-class") == 0 && arg &&
-                 (value = parse_mnemonic(arg, 0)) >= 0)
-            query.qclass = (uint16_t)value, expecting = 1, i++;
-        else if (strcmp(argv[i], "--match-case") == 0)
-            query.flags |= DNS_SHIM_MATCH_CASE, expecting = 1;
-        else if (strcmp(argv[i], "--expect-cookie") == 0 && arg && parse_cookie(arg, cookie) == 0)
-            query.cookie_client = cookie, cookie_checked = expecting = 1, i++;
-        else if (strcmp(argv[i], "--json") == 0)
+        else if (strcmp(option, "--json") == 0)
             json = 1;
-        else if (strcmp(argv[i], "--sections") == 0 && i + 1 < argc) {
-            if (parse_sections(argv[++i], &sections) != 0)
-                return usage(argv[0]);
-        } else if (strncmp(argv[i], "--sections=", 11) == 0) {
-            if (parse_sections(argv[i] + 11, &sections) != 0)
-                return usage(argv[0]);
-        } else
-            return usage(argv[0]);
+        else if (strcmp(option, "--expect-id") == 0) {
+            if ((value = parse_u16(arg)) < 0)
+                return usage("--expect-id: '%s' is not a number from 0 to 65535 (decimal or 0x "
+                             "hex)", arg);
+            query.id = (uint16_t)value, have_id = 1;
+        } else if (strcmp(option, "--expect-name") == 0)
+            query.qname = arg;
+        else if (strcmp(option, "--expect-type") == 0) {
+            if ((value = parse_mnemonic(arg, 1)) < 0)
+                return usage("--expect-type: '%s' is not a type (a number, a mnemonic or "
+                             "TYPEnnn)", arg);
+            query.qtype = (uint16_t)value;
+        } else if (strcmp(option, "--expect-class") == 0) {
+            if ((value = parse_mnemonic(arg, 0)) < 0)
+                return usage("--expect-class: '%s' is not a class (a number, a mnemonic or "
+                             "CLASSnnn)", arg);
+            query.qclass = (uint16_t)value;
+        } else if (strcmp(option, "--match-case") == 0)
+            query.flags |= DNS_SHIM_MATCH_CASE;
+        else if (strcmp(option, "--expect-cookie") == 0) {
+            if (parse_cookie(arg, cookie) != 0)
+                return usage("--expect-cookie: '%s' is not 16 hex digits", arg);
+            query.cookie_client = cookie, cookie_checked = 1;
+        } else if (strcmp(option, "--sections") == 0 || strncmp(option, "--sections=", 11) == 0) {
+            const char *list = takes ? arg : option + 11;
+            if (parse_sections(list, &sections) != 0)
+                return usage("--sections: '%s' is not a list of answer, authority and "
+                             "additional", list);
+        } else if (strcmp(option, "--help") == 0 || strcmp(option, "--check") == 0)
+            return usage("%s goes alone", option);
+        else
+            return usage("unknown option '%s'", option);
     }
-    if (i >= argc || (expecting && (!have_id || query.qname == NULL)))
-        return usage(argv[0]);
+    /* Any --expect-* (or --match-case) makes a query: its ID and name are
+    ** both needed. */
+    if (expecting != NULL && (!have_id || query.qname == NULL))
+        return usage("%s needs %s", expecting,
+                     have_id ? "--expect-name" : query.qname != NULL ? "--expect-id"
+                                                                     : "--expect-id and "
+                                                                       "--expect-name");
+    if (i >= argc)
+        return usage("no FILE given");
     memset(&cb, 0, sizeof cb);
     cb.struct_size = sizeof cb;
     cb.sections = sections;
@@ -754,12 +871,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "dns_shim_register_callbacks failed\n");
         return 1;
     }
+    once = stderr_is_stdout();
     for (; i < argc; i++, files++) {
         long len = 0;
         unsigned char *msg = read_message(argv[i], hex, &len);
         int32_t rc;
-        if (msg == NULL) {
-            failed = 1;
+        if (msg == NULL) { /* its line is on stderr: a file, not a message */
+            status = 2;
             continue;
         }
         if (json) {
@@ -799,11 +917,12 @@ int main(int argc, char **argv)
             printf("\n");
         }
         if (rc != DNS_SHIM_OK) {
-            fprintf(stderr, "%s: %s (%" PRId32 ")%s%s\n", argv[i], dns_shim_strerror(rc), rc,
-                    reason()[0] ? ": " : "", reason());
-            failed = 1;
+            if (!once)
+                fprintf(stderr, "%s: %s (%" PRId32 ")%s%s\n", argv[i], dns_shim_strerror(rc),
+                        rc, reason()[0] ? ": " : "", reason());
+            status = status ? status : 1;
         }
     }
     dns_shim_register_callbacks(NULL);
-    return failed;
+    return status;
 }

@@ -30,7 +30,12 @@ static inline long rss_kib(void)
 /* Reads all of `path` ("-" for stdin) into a malloc'd buffer; with `hex`,
 ** the file holds hex digits (whitespace and '#' comments to end of line
 ** allowed) and the buffer gets the bytes they spell.  Returns the buffer
-** (free it) and sets *len, or returns NULL with a message on stderr. */
+** (free it) and sets *len, or returns NULL with one line on stderr, "PATH:
+** " then why: strerror's text (the file cannot be opened or read), "out of
+** memory", "not hex: 'g'" (the first character that is neither a hex digit,
+** white space nor in a comment; "not hex: octet 0xNN" when it is not
+** printable) or "odd number of hex digits".  (shim/dump.py's reader says
+** the same.) */
 static inline unsigned char *read_message(const char *path, int hex, long *len)
 {
     /* Whether f is ours to close (gcc -fanalyzer cannot tell from f != stdin
@@ -87,7 +92,10 @@ static inline unsigned char *read_message(const char *path, int hex, long *len)
                     half = -1;
                 }
             } else if (!isspace(c)) {
-                fprintf(stderr, "%s: not hex: '%c'\n", path, c);
+                if (isgraph(c))
+                    fprintf(stderr, "%s: not hex: '%c'\n", path, c);
+                else
+                    fprintf(stderr, "%s: not hex: octet 0x%02x\n", path, (unsigned)c);
                 free(buf);
                 buf = NULL;
                 goto out;
