@@ -321,6 +321,15 @@ def debian_arch(triplet: str) -> str:
 # ------------------------------------------------------------ the sources
 
 
+def backend_source(cffi_src: Path) -> Path:
+    """_cffi_backend.c in cffi's unpacked source: src/c/ since cffi 1.16,
+    c/ before (Debian 12's python3-cffi is 1.15.1)."""
+    for where in (cffi_src / "src" / "c", cffi_src / "c"):
+        if (where / "_cffi_backend.c").is_file():
+            return where / "_cffi_backend.c"
+    return cffi_src / "src" / "c" / "_cffi_backend.c"
+
+
 def cffi_source(cache: Path) -> Path:
     """cffi's source distribution of the running cffi's version (its
     _cffi_backend.c becomes a built-in module of the object), downloaded
@@ -329,17 +338,20 @@ def cffi_source(cache: Path) -> Path:
     import tarfile
 
     folder = cache / f"cffi-{cffi.__version__}"
-    if (folder / "src" / "c" / "_cffi_backend.c").is_file():
+    if backend_source(folder).is_file():
         return folder
     cache.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                             "--no-binary", ":all:", "-d", str(cache),
-                             f"cffi=={cffi.__version__}"], capture_output=True, text=True)
+    # A distribution's build puts the (checked) archive there itself: no network.
     sdists = sorted(cache.glob(f"cffi-{cffi.__version__}.tar.gz"))
-    if result.returncode != 0 or not sdists:
+    if not sdists:
+        result = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                                 "--no-binary", ":all:", "-d", str(cache),
+                                 f"cffi=={cffi.__version__}"], capture_output=True, text=True)
+        sdists = sorted(cache.glob(f"cffi-{cffi.__version__}.tar.gz"))
+    if not sdists:
         raise FirmwareError(f"cffi {cffi.__version__}'s source distribution could not be "
                             f"downloaded (pip download cffi=={cffi.__version__} --no-binary "
-                            f":all:): {result.stderr.strip().splitlines()[-1:] or ''}")
+                            f":all:): {(result.stderr.strip().splitlines() or [''])[-1]}")
     with tarfile.open(sdists[0]) as tar:
         if hasattr(tarfile, "data_filter"):
             tar.extractall(cache, filter="data")
@@ -422,7 +434,7 @@ def runtime_objects(pipeline, tc: Toolchain, cffi_src: Path, work: Path, types, 
     firmware = pipeline.CSRC / "firmware"
     flags = unit_flags(pipeline, tc, types, optimize, search_path)
     module = pipeline.emit(pipeline.DNSSHIM, work, verbose)
-    backend_c = cffi_src / "src" / "c" / "_cffi_backend.c"
+    backend_c = backend_source(cffi_src)
     backend_flags = ["-fPIC", "-O2", "-g", "-fvisibility=hidden", "-pthread", "-DFFI_BUILDING=1",
                      "-DUSE__THREAD", "-DHAVE_SYNC_SYNCHRONIZE", "-w",
                      "-include", str(firmware / "cffi_alloc.h"), *[f"-I{d}" for d in tc.includes]]

@@ -9,6 +9,9 @@ shim/layout.py's prefix form places each part::
 
     DIR/libdnsshim.so.1, libdnsshim.so, libdnsshim.a      the library
     DIR/libdnsshim_ares.so.1, libdnsshim_ares.so, .a       the c-ares layer
+    DIR/dnsshim/libdnsshim_worker.so                       the worker image
+        (parallelism above 1, dnsshim_build/worker.py), or, where it could
+        not be built, DIR/dnsshim/libdnsshim_worker.unavailable saying why
     DIR/pkgconfig/dnsshim.pc, dnsshim-ares.pc
     DIR/cmake/dnsshim/dnsshimConfig.cmake, dnsshimConfigVersion.cmake
     DIR/dnsshim/python/                                    the Python side: the
@@ -34,7 +37,9 @@ written, for packagers: the files work once moved to their place.
 ``--system`` is a distribution's install (the Debian package, debian/rules):
 no run path to a system directory, no manifest (the package manager keeps
 one), nothing compiled in the Python side (the package's scripts compile it)
-and no private copy of cffi's backend (the distribution's is a dependency).
+and no private copy of cffi's backend (the distribution's is a dependency;
+the worker image has its own inside, built from the cffi source that the
+distribution's build provides, debian/rules).
 
 ``--uninstall`` removes exactly what the manifest lists, then the folders
 the installs created, once empty.  Everything is built in a staging folder
@@ -234,8 +239,14 @@ def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
     lib = layout.staged(layout.libdir, root)
     pipeline.build(lib, pipeline.Mode.PREFIX, verbose=verbose, private=str(layout.private),
                     system=layout.system)
-    if not layout.system:  # a distribution builds without the network (cffi's source)
-        worker.build_into(lib, verbose)
+    # A distribution's packages must have it (its build puts cffi's source in
+    # the cache first, debian/rules); elsewhere, where it cannot be built,
+    # the install says why and goes on.
+    try:
+        worker.build_into(layout.staged(layout.part("worker"), root), verbose,
+                          required=layout.system)
+    except worker.FirmwareError as e:
+        raise InstallError(f"cannot install: {e}") from None
     include = layout.staged(layout.includedir, root)
     include.mkdir(parents=True)
     shutil.copyfile(pipeline.HEADER, include / pipeline.HEADER.name)
@@ -243,8 +254,11 @@ def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
     bindir.mkdir(parents=True)
     rpath = "" if pipeline.system_library_dir(layout.libdir) else \
         f"$ORIGIN/{_relative(layout.libdir, layout.bindir)}"
+    # (told where the form keeps the worker image, for --check's line)
     dump = pipeline.compile_program([pipeline.TOOLS / "dnsshim-dump.c"], bindir / "dnsshim-dump",
-                                     against=lib, rpath=rpath, verbose=verbose)
+                                     against=lib, rpath=rpath, verbose=verbose,
+                                     cflags=[f'-DDNS_SHIM_WORKER_DIR='
+                                             f'"{layout.form.worker_from_lib()}"'])
     launcher = bindir / "dnsshim-config"
     launcher.write_text(LAUNCHER.format(
         python=pipeline.base_python(), private=_relative(layout.private, layout.prefix),

@@ -34,8 +34,11 @@ CPython (Debian's python3, ``firmware.default_version``; the image is
 self-contained, so it need not be the CPython the library embeds): Debian's
 libpython3.X-pic.a (libpython3.X-dev) and libffi_pic.a (libffi-dev), and
 cffi's source distribution, downloaded once.
-Where it cannot, they say why in one line and the library keeps one
-interpreter (``dns_shim_set_parallelism`` says DNS_SHIM_ERR_UNSUPPORTED).
+Where it cannot, they say why in one line, write the same line beside the
+library (``NOTE``), and the library keeps one interpreter
+(``dns_shim_set_parallelism`` says DNS_SHIM_ERR_UNSUPPORTED, quoting the
+note).  The Debian packages build it too (``--system``), from cffi's source
+that debian/rules puts in the cache, offline.
 ``tests/test_worker.py`` checks the image, ``tests/test_parallelism.py`` the
 library's front; ``tests/c/pool_instances.c`` is a pool of the image's own
 used by the tests and the benchmark.
@@ -43,18 +46,25 @@ used by the tests and the benchmark.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from dnsshim_build import pipeline
+from shim import layout as forms
 from dnsshim_build.firmware import (LIBS, POOL_PRIVATE, FirmwareError, Toolchain, _run,
                                     default_version, firmware, native_triplet, nm_symbols,
                                     object_path)
 
-#: The image's file name, beside the library (csrc/lib/dns_shim_internal.h's
-#: DNS_SHIM_WORKER_IMAGE, where the library's front looks).
-NAME = "libdnsshim_worker.so"
+#: The image's file name (csrc/lib/dns_shim_internal.h's DNS_SHIM_WORKER_IMAGE),
+#: beside the library or in its form's worker folder (shim/layout.py's
+#: Form.worker_from_lib, DNS_SHIM_WORKER_DIR), where the library's front looks.
+NAME = forms.WORKER_IMAGE
+#: Where the image is not, beside the library: why it was not built, one line
+#: (csrc/lib/dns_shim_internal.h's DNS_SHIM_WORKER_NOTE), which the
+#: library's refusal of parallelism above 1 quotes.
+NOTE = "libdnsshim_worker.unavailable"
 
 
 #: The image's own export list, beside the library's: the entry points the
@@ -70,16 +80,18 @@ PRIVATE = (*POOL_PRIVATE, *ARES_ENTRIES)
 
 
 def link(fw_object: Path, out: Path, cc: str = "gcc", verbose: bool = False,
-         objcopy: str = "objcopy") -> Path:
-    """The worker image from a firmware object (``python -m shim firmware``)."""
+         objcopy: str = "objcopy", debug: bool = False) -> Path:
+    """The worker image from a firmware object (``python -m shim firmware``);
+    its debugging information kept with debug (a distribution's build,
+    whose tools move it into a debug package), else left out."""
     fw_object, out = Path(fw_object), Path(out)
     opened = out.with_name(out.name + ".o")
     _run([objcopy, *[f"--globalize-symbol={name}" for name in PRIVATE], fw_object, opened],
          verbose)
     try:
         _run([cc, "-shared", "-o", out, "-Wl,--whole-archive", opened,
-              "-Wl,--no-whole-archive", "-Wl,--strip-debug", "-Wl,-Bsymbolic", "-Wl,-z,now",
-              "-Wl,-z,noexecstack",
+              "-Wl,--no-whole-archive", *([] if debug else ["-Wl,--strip-debug"]),
+              "-Wl,-Bsymbolic", "-Wl,-z,now", "-Wl,-z,noexecstack",
               f"-Wl,--version-script={pipeline.DNSSHIM.exports}",
               f"-Wl,--version-script={EXPORTS}", *LIBS.split()], verbose)
     finally:
@@ -105,27 +117,47 @@ def unavailable(version: str = "") -> str:
     return ""
 
 
-def build(out: Path, version: str = "", verbose: bool = False) -> Path:
+def build(out: Path, version: str = "", verbose: bool = False, debug: bool = False) -> Path:
     """The image embedding Debian's CPython version (default: the
     system's), written to out: the firmware object with libdnsshim_ares's
     module (firmware(..., ares=True)), linked.  Raises FirmwareError."""
     with tempfile.TemporaryDirectory(prefix="dnsshim-worker-") as tmp:
         firmware(Path(tmp) / "firmware", python=version or default_version(), verbose=verbose,
                  ares=True)
-        return link(object_path(Path(tmp) / "firmware"), Path(out), verbose=verbose)
+        return link(object_path(Path(tmp) / "firmware"), Path(out), verbose=verbose,
+                    debug=debug)
 
 
-def build_into(lib: Path, verbose: bool = False) -> Path | None:
+def build_into(lib: Path, verbose: bool = False, required: bool = False) -> Path | None:
     """The image embedding the system's CPython, written into lib (beside the
     library, where its front looks); None, with one line on stderr saying
-    why, where it cannot be built."""
+    why, and the same line in lib's NOTE, where it cannot be built (or, when
+    required, a distribution's build: FirmwareError; its image keeps its
+    debugging information for the distribution's debug package).
+
+    An image or note an earlier build left in lib (a build folder that pip
+    or setuptools reuses) is removed first: an image is never shipped that
+    this build did not make."""
+    lib = Path(lib)
+    lib.mkdir(parents=True, exist_ok=True)
+    (lib / NAME).unlink(missing_ok=True)
+    (lib / NOTE).unlink(missing_ok=True)
     version = default_version()
     why = unavailable(version)
     if not why:
         try:
-            return build(Path(lib) / NAME, version, verbose)
+            return build(lib / NAME, version, verbose, debug=required)
         except FirmwareError as e:
             why = str(e)
+        except (subprocess.CalledProcessError, OSError) as e:
+            # a step that should not fail here: said, not hidden (-v shows
+            # the step's own output)
+            why = f"the image's build failed: {e}"
+    why = " ".join(why.split())
+    (lib / NAME).unlink(missing_ok=True)  # a link that failed halfway
+    if required:
+        raise FirmwareError(f"the worker image, which this build must ship: {why}")
+    (lib / NOTE).write_text(why + "\n", encoding="utf-8")
     print(f"dnsshim: no worker image, parallelism above 1 will be refused "
           f"(DNS_SHIM_ERR_UNSUPPORTED): {why}", file=sys.stderr)
     return None

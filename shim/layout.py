@@ -58,6 +58,7 @@ STANDARD = {
     "pkgconfig": "{libdir}/pkgconfig",     # dnsshim.pc, dnsshim-ares.pc
     "cmake": "{libdir}/cmake/dnsshim",     # dnsshimConfig.cmake
     "python": "{libdir}/dnsshim/python",   # the Python side: shim, dnspython, cffi's backend
+    "worker": "{libdir}/dnsshim",          # libdnsshim_worker.so, private to the libraries
     "modules": "{libdir}/python{tag}",     # a bundle's compiled modules
     "bin": "bin",                          # dnsshim-dump, dnsshim-config
     "data": "share/dnsshim",               # libdnsshim.supp, a manifest or report
@@ -116,6 +117,16 @@ class Form:
             return os.path.relpath(self.relative("modules", tag), self.relative("lib"))
         return ""
 
+    def worker_from_lib(self) -> str:
+        """Where the library looks for the worker image (parallelism above 1),
+        relative to its own directory: "" (beside it) unless the form has a
+        ``worker`` part, a private folder (an image has no SONAME, and a
+        distribution keeps such objects out of the public library
+        directory)."""
+        if not self.has("worker"):
+            return ""
+        return os.path.relpath(self.relative("worker"), self.relative("lib"))
+
     def c_defines(self, shared: bool = True) -> dict:
         """What the C runtime is told of this form's layout
         (csrc/lib/dns_shim_runtime.h lists the names): how its shared
@@ -131,10 +142,16 @@ class Form:
             defines["DNS_SHIM_PACKAGE_LIBDIR"] = f'"{PACKAGE_NAME}/{self.relative("lib")}"'
         if finds is Finds.PRIVATE:
             defines["DNS_SHIM_PRIVATE_DIR"] = f'"{self.python_from_lib()}"'
+        if shared and self.has("worker"):
+            defines["DNS_SHIM_WORKER_DIR"] = f'"{self.worker_from_lib()}"'
         if finds is Finds.BUNDLE:
             defines["DNS_SHIM_BUNDLE_LIBDIR"] = f'"{self.relative("lib")}"'
         return defines
 
+
+#: The worker image's file name (dnsshim_build/worker.py's NAME; the library
+#: looks for it in its form's worker folder, Form.worker_from_lib).
+WORKER_IMAGE = "libdnsshim_worker.so"
 
 #: The Python package's name: a package install's root is its directory.
 PACKAGE_NAME = "shim"
@@ -153,13 +170,14 @@ PACKAGE = Form("package", Finds.PACKAGE,
 #: ``python build_ffi.py --prefix PREFIX [--libdir DIR]``: a C library's
 #: install, standing alone; its Python side is private to it.
 PREFIX = Form("prefix", Finds.PRIVATE,
-              ("include", "lib", "pkgconfig", "cmake", "python", "bin", "data", "man", "doc",
-               "examples"))
+              ("include", "lib", "pkgconfig", "cmake", "python", "worker", "bin", "data", "man",
+               "doc", "examples"))
 
 #: The Debian packages (debian/rules): the prefix install into /usr, the
 #: libraries in the multiarch directory, split by :data:`DEBIAN_PACKAGES`.
 DEBIAN = Form("debian", Finds.PRIVATE,
-              ("include", "lib", "pkgconfig", "cmake", "python", "bin", "data", "man"),
+              ("include", "lib", "pkgconfig", "cmake", "python", "worker", "bin", "data",
+               "man"),
               libdir="lib/${DEB_HOST_MULTIARCH}", built_as="prefix")
 
 #: ``python -m shim bundle DIR``: a relocatable folder with its own CPython.
@@ -178,7 +196,7 @@ FORMS = {form.name: form for form in (SOURCE_TREE, PACKAGE, PREFIX, DEBIAN, BUND
 #: (libNAME.so.MAJOR); ``link``: the development links (libNAME.so);
 #: ``archive``: the static archives; man pages by section.
 DEBIAN_PACKAGES = {
-    "libdnsshim1": ("soname", "python"),
+    "libdnsshim1": ("soname", "worker", "python"),
     "libdnsshim-dev": ("include", "link", "archive", "pkgconfig", "cmake", "data", "man3", "man7"),
     "dnsshim-tools": ("bin", "man1"),
 }
@@ -201,6 +219,7 @@ def debian_install_lines(libraries, headers=("dns_shim.h",), tools=("dnsshim-dum
         "link": [under("lib", link) for _, _, link, _ in libraries],
         "archive": [under("lib", archive) for _, _, _, archive in libraries],
         "python": [under("python")],
+        "worker": [under("worker", WORKER_IMAGE)],
         "include": [under("include", h) for h in headers],
         "pkgconfig": [under("pkgconfig", f"{pc}.pc") for pc in (pc_names or ())],
         "cmake": [under("cmake")],

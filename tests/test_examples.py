@@ -114,13 +114,14 @@ def _run_here(command, stdin: bytes) -> tuple:
 def parallel_output(no_image_in=None) -> str:
     """What ``parallel ims.bin 2`` prints: with the worker image beside the
     library, or, where no_image_in (the library's folder) has none, with one
-    interpreter and the reason."""
+    interpreter and the reason the install left there."""
+    from dnsshim_build import worker
+
     first = "parallelism 2\n" if no_image_in is None else (
         "one interpreter: not supported by this installation\n"
         f"(DNS_SHIM_ERR_UNSUPPORTED: parallelism above 1 needs the worker image "
-        f"{no_image_in}/libdnsshim_worker.so, which this installation does not have: pip "
-        "install . and build_ffi.py --prefix build it where Debian's python3-dev and "
-        "libffi-dev are installed)\n")
+        f"{no_image_in}/libdnsshim_worker.so, which the install could not build: "
+        f"{worker.unavailable()})\n")
     return first + "2 threads, 200 calls each: 4 addresses every time\n"
 
 
@@ -208,7 +209,7 @@ def test_examples_from_a_prefix_install(standalone, messages, tmp_path, tool):
     prefix = standalone[0]
     folder = _copy(prefix / "share" / "doc" / "dnsshim" / "examples", tmp_path / "examples")
     programs = _programs()
-    missing = _no_image_in(prefix / "lib")
+    missing = _no_image_in(prefix / "lib" / "dnsshim")
     if tool == "make":
         _make(folder, prefix / "lib" / "pkgconfig", *programs)
         check_runs(folder, messages, programs, no_image_in=missing)

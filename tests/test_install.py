@@ -95,17 +95,22 @@ def test_package_ships_types_and_license(installed):
 
 def test_the_package_has_the_worker_image_where_this_machine_builds_it(installed):
     """Beside the library where the firmware build can run here (parallelism
-    above 1 then works); else one line in the build's output saying why."""
+    above 1 then works), from an empty cache: pip's isolated build downloads
+    cffi's source itself.  Else one line in the build's output saying why,
+    and the same line beside the library, which the library quotes."""
     from dnsshim_build import worker
 
-    image = site_packages(installed) / "shim" / "lib" / worker.NAME
+    lib = site_packages(installed) / "shim" / "lib"
     why = worker.unavailable()
     if not why:
-        assert image.is_file()
-        defined, _ = worker.dynamic_symbols(image)
+        assert (lib / worker.NAME).is_file()
+        assert not (lib / worker.NOTE).exists()
+        defined, _ = worker.dynamic_symbols(lib / worker.NAME)
         assert "dns_shim_set_parallelism@@DNSSHIM_1.3" in defined
+        assert list((installed.parent / "cache" / "dnsshim").glob("cffi-*.tar.gz"))
     else:
-        assert not image.exists()
+        assert not (lib / worker.NAME).exists()
+        assert (lib / worker.NOTE).read_text() == why + "\n"
         output = backend_output((installed.parent / "pip-install.log").read_text())
         assert any(line.strip() == "dnsshim: no worker image, parallelism above 1 will be "
                    f"refused (DNS_SHIM_ERR_UNSUPPORTED): {why}" for line in output), output

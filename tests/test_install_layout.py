@@ -85,7 +85,7 @@ def test_the_c_runtime_is_told_its_form_s_layout(mode):
         "package": {"DNS_SHIM_IN_PACKAGE": 1, "DNS_SHIM_BUNDLE": 0, "DNS_SHIM_FIRMWARE": 0,
                     "DNS_SHIM_PACKAGE_LIBDIR": '"shim/lib"'},
         "prefix": {"DNS_SHIM_IN_PACKAGE": 0, "DNS_SHIM_BUNDLE": 0, "DNS_SHIM_FIRMWARE": 0,
-                   "DNS_SHIM_PRIVATE_DIR": '"dnsshim/python"'},
+                   "DNS_SHIM_PRIVATE_DIR": '"dnsshim/python"', "DNS_SHIM_WORKER_DIR": '"dnsshim"'},
         "bundle": {"DNS_SHIM_IN_PACKAGE": 0, "DNS_SHIM_BUNDLE": 1, "DNS_SHIM_FIRMWARE": 0,
                    "DNS_SHIM_BUNDLE_LIBDIR": '"lib"'},
         "firmware": {"DNS_SHIM_IN_PACKAGE": 0, "DNS_SHIM_BUNDLE": 0, "DNS_SHIM_FIRMWARE": 1},
@@ -98,7 +98,8 @@ def test_a_new_form_is_one_entry():
     """A form with its libraries in lib64 and its Python side elsewhere:
     the prefix installer, dnsshim-config and the C defines all follow."""
     form = layout.Form("lib64", layout.Finds.PRIVATE, layout.PREFIX.parts, libdir="lib64",
-                       moved={"python": "{libdir}/dnsshim-private"})
+                       moved={"python": "{libdir}/dnsshim-private",
+                              "worker": "{libdir}/dnsshim-private/image"})
     where = install.Layout.of("/opt/x", form=form)
     assert where.libdir == Path("/opt/x/lib64")
     assert where.private == Path("/opt/x/lib64/dnsshim-private")
@@ -106,7 +107,9 @@ def test_a_new_form_is_one_entry():
     assert where.manifest == Path("/opt/x/share/dnsshim/install-manifest")
     assert form.c_defines() == {"DNS_SHIM_IN_PACKAGE": 0, "DNS_SHIM_BUNDLE": 0,
                                 "DNS_SHIM_FIRMWARE": 0,
-                                "DNS_SHIM_PRIVATE_DIR": '"dnsshim-private"'}
+                                "DNS_SHIM_PRIVATE_DIR": '"dnsshim-private"',
+                                "DNS_SHIM_WORKER_DIR": '"dnsshim-private/image"'}
+    assert where.part("worker") == Path("/opt/x/lib64/dnsshim-private/image")
     found = config.Installation(Path("/opt/x"), form=form)
     assert (found.libdir, found.pkgconfig_dir, found.includedir, found.suppressions) == (
         Path("/opt/x/lib64"), Path("/opt/x/lib64/pkgconfig"), Path("/opt/x/include"),

@@ -186,6 +186,37 @@ def test_without_the_image_more_than_one_is_refused_with_the_path_and_the_fix(bu
         f"python3-dev and libffi-dev are installed")
 
 
+@pytest.mark.parametrize("note, quoted", [
+    ("cffi 2.1.1's source distribution could not be downloaded\n",
+     "cffi 2.1.1's source distribution could not be downloaded"),
+    # its first line only, every octet not printable ASCII made '?'
+    ("libffi_pic.a \x1b[31mis not\tinstalled \xc3\xa9\nsecond line\n",
+     "libffi_pic.a ?[31mis not?installed ??"),
+])
+def test_without_the_image_the_refusal_quotes_why_the_install_built_none(built, pool, messages,
+                                                                          tmp_path, note,
+                                                                          quoted):
+    """Where the install could not build the image it leaves its reason
+    beside the library (worker.NOTE); the refusal says it instead of the
+    general advice."""
+    lib = Path(os.path.realpath(_library_copy(built, tmp_path, None)))
+    assert f'#define DNS_SHIM_WORKER_NOTE "{worker.NOTE}"\n' in \
+        (pipeline.CSRC / "lib" / "dns_shim_internal.h").read_text()
+    (tmp_path / worker.NOTE).write_bytes(note.encode("latin-1"))
+    result = _run(pool, "--library", lib, 2, 1, messages[0], code=1)
+    assert result.stderr.splitlines()[-1] == (
+        f"FAIL dns_shim_set_parallelism(2): DNS_SHIM_ERR_UNSUPPORTED: parallelism above 1 "
+        f"needs the worker image {lib.parent}/{worker.NAME}, which the install could not "
+        f"build: {quoted}")
+    # an empty note is none: the general advice
+    (tmp_path / worker.NOTE).write_bytes(b"")
+    result = _run(pool, "--library", lib, 2, 1, messages[0], code=1)
+    assert result.stderr.splitlines()[-1].endswith("which this installation does not have: "
+                                                   "pip install . and build_ffi.py --prefix "
+                                                   "build it where Debian's python3-dev and "
+                                                   "libffi-dev are installed")
+
+
 def test_more_than_the_most_is_a_bad_argument_and_changes_nothing(abi):
     ffi, lib = abi
     assert "#define DNS_SHIM_PARALLELISM_MAX 64\n" in pipeline.HEADER.read_text()

@@ -95,6 +95,31 @@ def test_the_python_side_holds_no_build_code(standalone):
     assert build_code_in(prefix) == []
 
 
+def test_the_worker_image_is_in_the_private_folder(standalone):
+    """Parallelism's image (where this machine builds it, else the note
+    saying why) in lib/dnsshim/, beside the Python side, not among the
+    public libraries: it has no SONAME, and nothing links it."""
+    from dnsshim_build import worker
+
+    prefix = standalone[0]
+    private = prefix / "lib" / "dnsshim"
+    assert not (prefix / "lib" / worker.NAME).exists()
+    assert not (prefix / "lib" / worker.NOTE).exists()
+    why = worker.unavailable()
+    check = subprocess.run([str(prefix / "bin" / "dnsshim-dump"), "--check"],
+                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert check.returncode == 0, check.stderr
+    line = next(l for l in check.stdout.splitlines() if l.startswith("parallelism: "))
+    if not why:
+        assert (private / worker.NAME).is_file() and not (private / worker.NOTE).exists()
+        assert line == f"parallelism: available (worker image {private / worker.NAME})"
+    else:
+        assert (private / worker.NOTE).read_text() == why + "\n"
+        assert line == (f"parallelism: unavailable: DNS_SHIM_ERR_UNSUPPORTED: parallelism "
+                        f"above 1 needs the worker image {private / worker.NAME}, which the "
+                        f"install could not build: {why}")
+
+
 def test_refuses_without_what_the_runtime_needs(standalone):
     prefix, before, refused, venv = standalone
     assert refused.returncode == 1

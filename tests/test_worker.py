@@ -194,3 +194,43 @@ def test_valgrind_with_four_threads_over_two_instances(image, pool, messages):
                             env={"PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stderr[-5000:]
     assert result.stdout.splitlines()[-1] == "instances 2 distinct 2"
+
+
+def test_an_install_that_cannot_build_the_image_leaves_none_and_says_why(tmp_path, monkeypatch,
+                                                                        capsys):
+    """build_into, where the build cannot run: an image an earlier build left
+    in the folder (a reused build/ directory) is removed, never shipped, and
+    the reason is printed in one line and written beside the library, where
+    the library's refusal quotes it (test_parallelism)."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / worker.NAME).write_bytes(b"an older version's image")
+    monkeypatch.setattr(worker, "unavailable", lambda version="": "libffi_pic.a is not\n  there")
+    assert worker.build_into(lib) is None
+    assert sorted(p.name for p in lib.iterdir()) == [worker.NOTE]
+    assert (lib / worker.NOTE).read_text() == "libffi_pic.a is not there\n"
+    assert capsys.readouterr().err == ("dnsshim: no worker image, parallelism above 1 will be "
+                                       "refused (DNS_SHIM_ERR_UNSUPPORTED): libffi_pic.a is "
+                                       "not there\n")
+
+
+def test_an_install_that_builds_the_image_leaves_no_note(tmp_path, monkeypatch):
+    """... and where it can, an earlier build's note goes (the build itself
+    replaced by a stub that writes the image: the real build is image's)."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / worker.NOTE).write_text("an earlier build's reason\n")
+    (lib / worker.NAME).write_bytes(b"an older version's image")
+    seen = []
+
+    def build(out, version="", verbose=False, debug=False):
+        seen.append(out.exists())
+        out.write_bytes(b"this build's image")
+        return out
+
+    monkeypatch.setattr(worker, "unavailable", lambda version="": "")
+    monkeypatch.setattr(worker, "build", build)
+    assert worker.build_into(lib) == lib / worker.NAME
+    assert seen == [False]  # the old image was gone before the build
+    assert sorted(p.name for p in lib.iterdir()) == [worker.NAME]
+    assert (lib / worker.NAME).read_bytes() == b"this build's image"

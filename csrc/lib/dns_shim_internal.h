@@ -112,9 +112,17 @@ DNS_SHIM__HIDDEN int dns_shim__memory_host(dns_shim_allocator *out);
 #endif
 DNS_SHIM__WORKER_ENTRY int32_t dns_shim__pool_account(size_t *held);
 
-/* Parallelism (pool.c).  The worker image's file name, beside the library
-** (dnsshim_build/worker.py's NAME). */
+/* Parallelism (pool.c).  The worker image's file name (dnsshim_build/
+** worker.py's NAME), in DNS_SHIM_WORKER_DIR: a folder relative to the
+** library's own, "" for beside it (the install form's, shim/layout.py's
+** Form.worker_from_lib; dns_shim_runtime.h lists the layout's defines). */
 #define DNS_SHIM_WORKER_IMAGE "libdnsshim_worker.so"
+#ifndef DNS_SHIM_WORKER_DIR
+#  define DNS_SHIM_WORKER_DIR ""
+#endif
+/* Beside the library where the install could not build the image: why, one
+** line (worker.py's NOTE), quoted by the refusal of parallelism above 1. */
+#define DNS_SHIM_WORKER_NOTE "libdnsshim_worker.unavailable"
 /* What dns_shim__pool_run returns when parallelism went back to 1: the
 ** caller parses in its own interpreter.  Never a status. */
 #define DNS_SHIM__POOL_SINGLE 1

@@ -28,6 +28,9 @@
 **                            to this file's own directory, "dnsshim/python";
 **                            DNS_SHIM_DEFAULT_ROOT is its installed path,
 **                            which the static archive uses
+**   DNS_SHIM_WORKER_DIR      the worker image's folder relative to this
+**                            file's own directory, "dnsshim" for a prefix
+**                            install; "" (the default): beside it
 **   DNS_SHIM_BUNDLE          1 for a self-contained folder (python -m shim
 **                            bundle): this file is <bundle>/<libdir>/
 **                            libdnsshim.so.N and the interpreter runs from

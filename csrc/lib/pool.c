@@ -128,21 +128,61 @@ static int32_t dns_shim__pool_load(dns_shim__instance *inst, unsigned index, uin
 
 #else /* the worker image */
 
-/* The worker image's path: beside the file this code is in (the shared
-** library, or the program a static archive was linked into), its links
-** resolved.  Returns 0, or -1 with the reason for this thread
-** (DNS_SHIM_ERR_UNSUPPORTED). */
+/* The install's note beside the image's path (DNS_SHIM_WORKER_NOTE): why
+** it built no image, its first line, into why (printable ASCII; other
+** octets become '?').  "" when there is no note. */
+static void dns_shim__pool_note(const char *image, char *why, size_t size)
+{
+    char path[PATH_MAX];
+    const char *slash = strrchr(image, '/');
+    ssize_t got = -1;
+    size_t i;
+    int fd;
+
+    why[0] = '\0';
+    if (slash == NULL || size < 2 ||
+        snprintf(path, sizeof path, "%.*s/%s", (int)(slash - image), image,
+                 DNS_SHIM_WORKER_NOTE) >= (int)sizeof path)
+        return;
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return;
+    do
+        got = read(fd, why, size - 1);
+    while (got < 0 && errno == EINTR);
+    close(fd);
+    if (got <= 0) {
+        why[0] = '\0';
+        return;
+    }
+    why[got] = '\0';
+    for (i = 0; why[i] != '\0'; i++) {
+        if (why[i] == '\n' || why[i] == '\r') {
+            why[i] = '\0';
+            break;
+        }
+        if ((unsigned char)why[i] < 0x20 || (unsigned char)why[i] > 0x7e)
+            why[i] = '?';
+    }
+}
+
+/* The worker image's path: in DNS_SHIM_WORKER_DIR (a prefix install's
+** private folder) or beside the file this code is in (the shared library,
+** or the program a static archive was linked into), its links resolved.  Returns 0, or -1 with the reason for this thread
+** (DNS_SHIM_ERR_UNSUPPORTED): the install's note where it left one. */
 static int dns_shim__pool_image(char *path, size_t size)
 {
     Dl_info info;
     char *real = NULL;
     const char *slash = NULL;
+    char why[512];
     struct stat st;
     int written = -1;
 
     if (dladdr((void *)&dns_shim__pool_image, &info) != 0 && info.dli_fname != NULL &&
         (real = realpath(info.dli_fname, NULL)) != NULL && (slash = strrchr(real, '/')) != NULL)
-        written = snprintf(path, size, "%.*s/%s", (int)(slash - real), real,
+        written = snprintf(path, size, "%.*s/%s%s%s", (int)(slash - real), real,
+                           DNS_SHIM_WORKER_DIR, DNS_SHIM_WORKER_DIR[0] ? "/" : "",
                            DNS_SHIM_WORKER_IMAGE);
     free(real);
     if (written < 0 || (size_t)written >= size) {
@@ -151,10 +191,15 @@ static int dns_shim__pool_image(char *path, size_t size)
         return -1;
     }
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-        dns_shim__fail(DNS_SHIM_ERR_UNSUPPORTED, "parallelism above 1 needs the worker image "
-                       "%s, which this installation does not have: pip install . and "
-                       "build_ffi.py --prefix build it where Debian's python3-dev and "
-                       "libffi-dev are installed", path);
+        dns_shim__pool_note(path, why, sizeof why);
+        if (why[0] != '\0')
+            dns_shim__fail(DNS_SHIM_ERR_UNSUPPORTED, "parallelism above 1 needs the worker "
+                           "image %s, which the install could not build: %s", path, why);
+        else
+            dns_shim__fail(DNS_SHIM_ERR_UNSUPPORTED, "parallelism above 1 needs the worker "
+                           "image %s, which this installation does not have: pip install . "
+                           "and build_ffi.py --prefix build it where Debian's python3-dev and "
+                           "libffi-dev are installed", path);
         return -1;
     }
     return 0;
