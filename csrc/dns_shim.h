@@ -35,7 +35,8 @@
 **   then, for dns_shim_process_reply, the ID (DNS_SHIM_ERR_MISMATCH), then
 **   the first defect met while reading the message in wire order, then, for
 **   dns_shim_process_reply, the question and the COOKIE
-**   (DNS_SHIM_ERR_MISMATCH).
+**   (DNS_SHIM_ERR_MISMATCH).  Where dnspython raises a generic FormError,
+**   the library still names the class of the defect.
 **
 **   Pointers handed to callbacks.  Every pointer inside a struct passed to a
 **   callback (names, byte strings, the struct itself) is owned by the library
@@ -53,55 +54,94 @@
 **   Byte strings.  dns_shim_bytes is binary safe: use len, not strlen.  For
 **   convenience data[len] is always a NUL byte.
 **
+**   Differences from dnspython.  Where the library's verdict on a message
+**   differs from that of dnspython's dns.message.from_wire, it is on
+**   purpose: the QR bit clear is rejected (DNS_SHIM_ERR_NOT_RESPONSE); TSIG
+**   is accepted unverified (its TTL 0, as dnspython keeps it); over 65535
+**   bytes is DNS_SHIM_ERR_BAD_LENGTH.  Like dnspython, it accepts compression
+**   pointers inside SRV targets and NAPTR replacements (checked like any
+**   other), and RDATA-less UPDATE records have TTL 0.
+**
 **   Versions.  Each function is bound to the symbol version of the release
-**   that added it (DNSSHIM_1.0, DNSSHIM_1.1, ...; see "Versioning" at the
-**   end of this header).
+**   that added it (DNSSHIM_1.0, DNSSHIM_1.1, ...; see VERSIONING below).
+**   The library exports these functions, cffi's module init and, in the
+**   node DNSSHIM_PRIVATE, the entry libdnsshim_ares parses through (no
+**   program may call it), and nothing else: it never interposes a symbol of
+**   its host.  It is linked -z nodelete: a host that dlclose()s it leaves it
+**   mapped.
 **
 **   Threads.  Every function may be called from any thread, concurrently.
-**   Parsing runs under the embedded interpreter's global lock, so calls from
-**   several threads are serialised while they are inside the parser (more
-**   threads do not parse faster); the callbacks are called from C after the
-**   parse, without that lock.  A callback may call dns_shim_process()
-**   (re-entry) and dns_shim_register_callbacks().
+**   By default the library runs one interpreter, and parsing runs under its
+**   global lock: calls from several threads take turns while they are
+**   inside the parser.  With dns_shim_set_parallelism(n), where the
+**   installation has the worker image, up to n calls parse at once, each in
+**   a private interpreter, so that parsing scales with the threads.  Either
+**   way the callbacks are called from C after the parse, in the calling
+**   thread, without an interpreter's lock.  A callback may call
+**   dns_shim_process() (re-entry) and dns_shim_register_callbacks().
 **
-**   The runtime.  The first call that needs it starts an embedded CPython (the
-**   one the library was built with: see DNS_SHIM_PYTHON below), imports the
-**   parser, and keeps it for the life of the process.  If that fails, that call
-**   and every later one return DNS_SHIM_ERR_INIT and the reason is logged
-**   (stderr unless dns_shim_set_log_handler says otherwise).  Call
-**   dns_shim_init() at start-up to pay this cost (tens of milliseconds) up
-**   front and learn about a failure early.
+**   The runtime.  The first call that needs it starts an embedded CPython
+**   (the one the library was built with: see "The Python it runs" below),
+**   imports the parser, and keeps it for the life of the process.  If that
+**   fails, that call and every later one return DNS_SHIM_ERR_INIT and the
+**   reason is logged (stderr unless dns_shim_set_log_handler says
+**   otherwise).  Call dns_shim_init() at start-up to pay this cost (tens of
+**   milliseconds) up front and learn about a failure early.
 **
-**   Environment.  The library ignores PYTHONHOME, PYTHONPATH and every other
-**   PYTHON* variable when it starts its own interpreter, so the program's
-**   environment cannot change which Python parses its messages.  Two
-**   variables are read: DNS_SHIM_PARALLELISM (see dns_shim_set_parallelism)
-**   and DNS_SHIM_PYTHON, the path of a python executable (a virtualenv's
-**   bin/python, say) whose installation and site-packages to use, of the
-**   CPython version the library embeds.  In a process the kernel runs in
-**   secure-execution mode (AT_SECURE: a setuid or setgid program, one with
-**   file capabilities) neither is read, as glibc's secure_getenv has it: the
-**   environment is then the unprivileged user's, and the library behaves as
-**   with both unset, whoever set them (a program that needs another Python
-**   or more interpreters there says so with its own calls).  Nothing else of
-**   the environment, and no file the user chose, is read in such a process.
-**   The library starts whether it was linked, preloaded or dlopen()ed, with
-**   RTLD_LOCAL too (a plugin host, glibc's NSS): it makes the libpython it
-**   runs global, as in a python process, so that the extension modules the
-**   runtime imports find it.  Without DNS_SHIM_PYTHON, a library installed
-**   inside the shim Python package uses the Python installation it sits in
-**   (found from its own path); the library of a bundle (python -m shim
-**   bundle) uses the bundle it sits in, <bundle>/lib/pythonX.Y, and nothing
-**   else (no site-packages), and refuses to start (DNS_SHIM_ERR_INIT, with
-**   the reason logged) when it is not inside one; any other uses the one
-**   pinned at build time.  The installation's site directories are on the
-**   interpreter's path, with the folders their .pth files name, but it runs
-**   no site module: no .pth import line and no sitecustomize of the
-**   installation runs in it, and no home directory is looked up.  When the
+**   The Python it runs.  The library runs the CPython minor version it was
+**   built with, from one installation: the one DNS_SHIM_PYTHON names when it
+**   is set (see "Environment" below); else, for a library installed inside
+**   the shim Python package, the Python installation it sits in; for a
+**   prefix install or the Debian packages, the installation the build was
+**   based on, found from the library's own path; for the library of a
+**   bundle (python -m shim bundle), the bundle it sits in,
+**   <bundle>/lib/pythonX.Y, and nothing else (no site-packages), and it
+**   refuses to start (DNS_SHIM_ERR_INIT, with the reason logged) when it is
+**   not inside one; for any other (a source tree's build), the one pinned
+**   at build time.  A firmware object's interpreter is its own: it reads
+**   no installation.  The library's own dnspython and cffi backend load
+**   with that installation, and so do the compiled standard modules it
+**   lacks: Debian builds _socket, _struct, math... into its libpython, so a
+**   library built with another CPython of the same minor version (a pyenv
+**   build, say) takes them from the installation it was built with.  The
+**   installation's site directories are on the interpreter's path, with
+**   the folders their .pth files name, but it runs no site module: no .pth
+**   import line and no sitecustomize of the installation runs in it, and no
+**   home directory is looked up.  The library starts whether it was linked,
+**   preloaded or dlopen()ed, with RTLD_LOCAL too (a plugin host, glibc's
+**   NSS): it makes the libpython it runs global, as in a python process, so
+**   that the extension modules the runtime imports find it.  When the
 **   library is loaded into a process that already runs Python, it runs in
 **   that interpreter as a guest: its own private copy of its Python side,
 **   found by the same rule, and the program's sys.path and modules left as
-**   they were.
+**   they were; so it does from the package, a prefix, the bundle and the
+**   Debian packages alike.
+**
+**   Environment.  The library ignores PYTHONHOME, PYTHONPATH and every
+**   other PYTHON* variable when it starts its own interpreter, so the
+**   program's environment cannot change which Python parses its messages.
+**   It reads the two variables below, and no other.  In a process the
+**   kernel runs in secure-execution mode (AT_SECURE: a setuid or setgid
+**   program, one with file capabilities) it reads neither, as glibc's
+**   secure_getenv has it: the environment is then the unprivileged user's,
+**   and the library behaves as with both unset, whoever set them (a program
+**   that needs another Python or more interpreters there says so with its
+**   own calls).  Nothing else of the environment, and no file the user
+**   chose, is read in such a process.
+**
+**   DNS_SHIM_PYTHON: the path of a python executable (a virtualenv's
+**     bin/python, say) whose installation and site-packages the runtime
+**     uses (see "The Python it runs" above), of the CPython minor version the
+**     library embeds: another minor version is refused (DNS_SHIM_ERR_INIT,
+**     with a message that names both), and so is a program that is not a
+**     python.  A firmware object does not read it.
+**   DNS_SHIM_PARALLELISM: the parallelism n, for programs that cannot be
+**     changed (see dns_shim_set_parallelism): read once, at the first call
+**     that parses or starts the library, unless the program called
+**     dns_shim_set_parallelism before.  A value the library cannot take
+**     (not a number from 0 to DNS_SHIM_PARALLELISM_MAX, or above 1 where
+**     the installation has no worker image) is logged as a warning, and n
+**     stays 1.
 **
 **   fork().  The child keeps using the library normally, also when other
 **   threads were inside library calls at the fork: the forking thread takes
@@ -202,15 +242,23 @@ typedef enum dns_shim_status {
     DNS_SHIM_ERR_FORMAT = -10,
     /* A callback returned non-zero; dispatch stopped right there. */
     DNS_SHIM_ERR_CALLBACK = -11,
-    /* The callbacks struct is NULL where one is required, its struct_size is
-    ** not one this library knows, or its sections mask has unknown bits; the
-    ** query of dns_shim_process_reply is NULL, its struct_size unknown, its
-    ** flags have unknown bits, or its qname is NULL or not a name; an
-    ** allocator or a memory limit the library cannot take now; a parallelism
-    ** above the most the library runs (64).  dns_shim_last_error says
-    ** which. */
+    /* An argument the function cannot take, or a call it cannot take now;
+    ** dns_shim_last_error says which.  Each function's own page says what
+    ** it refuses.  By function: dns_shim_process, a callbacks set that is
+    ** NULL; dns_shim_process, dns_shim_process_reply and
+    ** dns_shim_register_callbacks, a callbacks set whose struct_size is not
+    ** one this library knows or whose sections mask has unknown bits;
+    ** dns_shim_process_reply, a query that is NULL, of an unknown
+    ** struct_size or with unknown flags bits, or whose qname is NULL or not
+    ** a name; dns_shim_set_allocator, an allocator of an unknown struct_size
+    ** or without a required function, or any once the runtime has started;
+    ** dns_shim_set_memory_limit, a limit other than 0 where the runtime is
+    ** a Python program's interpreter; dns_shim_set_parallelism, n above
+    ** DNS_SHIM_PARALLELISM_MAX (64). */
     DNS_SHIM_ERR_BAD_ARGUMENT = -12,
-    /* Memory ran out inside the library. */
+    /* Memory ran out inside the library: the host's allocator or the C
+    ** library refused a block, or (1.2) a parse would take the runtime above
+    ** the limit dns_shim_set_memory_limit set. */
     DNS_SHIM_ERR_NO_MEMORY = -13,
     /* The embedded Python runtime or its packages could not start. */
     DNS_SHIM_ERR_INIT = -14,
@@ -225,8 +273,10 @@ typedef enum dns_shim_status {
     ** whose client part differs.  No callback is called. */
     DNS_SHIM_ERR_MISMATCH = -16,
     /* (1.3) This installation cannot do what was asked: a parallelism above
-    ** 1 without the worker image beside the library.  dns_shim_last_error
-    ** names the file and how to get it. */
+    ** 1 without the worker image beside the library, or above the
+    ** interpreters a firmware object was built with.  dns_shim_last_error
+    ** names the file and the packages that build it, or the option
+    ** (--parallelism). */
     DNS_SHIM_ERR_UNSUPPORTED = -17
 } dns_shim_status;
 
@@ -497,7 +547,10 @@ DNS_SHIM_API int32_t process_dns_response(uint8_t *dns_response, int32_t respons
 ** struct_size or sections bit (the registered set is then left unchanged).
 ** Never starts the runtime.  Calls in progress keep the set they started with.
 **
-** @returns DNS_SHIM_OK DNS_SHIM_ERR_BAD_ARGUMENT
+** @returns DNS_SHIM_OK
+** @returns DNS_SHIM_ERR_BAD_ARGUMENT: the callbacks set is not NULL and
+**   its struct_size is not one this library knows, or its sections mask
+**   has unknown bits; the registered set is left unchanged.
 ** @example resolver.c
 */
 DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callbacks);
@@ -514,7 +567,9 @@ DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callb
 ** @returns DNS_SHIM_OK DNS_SHIM_ERR_NULL_BUFFER DNS_SHIM_ERR_BAD_LENGTH DNS_SHIM_ERR_SHORT_HEADER
 ** @returns DNS_SHIM_ERR_TRUNCATED DNS_SHIM_ERR_TRAILING_DATA DNS_SHIM_ERR_BAD_NAME DNS_SHIM_ERR_BAD_RDATA
 ** @returns DNS_SHIM_ERR_NOT_RESPONSE DNS_SHIM_ERR_BAD_EDNS DNS_SHIM_ERR_FORMAT DNS_SHIM_ERR_CALLBACK
-** @returns DNS_SHIM_ERR_BAD_ARGUMENT
+** @returns DNS_SHIM_ERR_BAD_ARGUMENT: the callbacks set is NULL, its
+**   struct_size is not one this library knows, or its sections mask has
+**   unknown bits.
 ** @returns DNS_SHIM_ERR_NO_MEMORY DNS_SHIM_ERR_INIT DNS_SHIM_ERR_INTERNAL
 ** @example per_call.c
 */
@@ -530,10 +585,11 @@ DNS_SHIM_API int32_t dns_shim_process(const uint8_t *dns_response, int32_t respo
 **   for dns_shim_callbacks.
 ** id, qtype, qclass: as sent.
 ** qname: the name as sent, NUL-terminated, in the presentation form the
-**   library delivers names in (see Names above: "\." for a dot inside a
-**   label, \DDD for other octets, ASCII only), a final dot optional, the
-**   root ".".  Not NULL, not "" nor "@".  Compared as DNS compares names,
-**   ASCII letters without case, unless flags has DNS_SHIM_MATCH_CASE.
+**   library delivers names in (see "Names" in dnsshim(7), CONVENTIONS: "\."
+**   for a dot inside a label, \DDD for other octets, ASCII only), a final
+**   dot optional, the root ".".  Not NULL, not "" nor "@".  Compared as DNS
+**   compares names, ASCII letters without case, unless flags has
+**   DNS_SHIM_MATCH_CASE.
 ** flags: DNS_SHIM_MATCH_CASE, or 0.  Other bits: DNS_SHIM_ERR_BAD_ARGUMENT.
 ** cookie_client: NULL, or the 8 octets of the client cookie the query's
 **   COOKIE option carried (RFC 7873): the response must then carry exactly
@@ -585,7 +641,12 @@ typedef struct dns_shim_query {
 ** @returns DNS_SHIM_OK DNS_SHIM_ERR_NULL_BUFFER DNS_SHIM_ERR_BAD_LENGTH DNS_SHIM_ERR_SHORT_HEADER
 ** @returns DNS_SHIM_ERR_TRUNCATED DNS_SHIM_ERR_TRAILING_DATA DNS_SHIM_ERR_BAD_NAME DNS_SHIM_ERR_BAD_RDATA
 ** @returns DNS_SHIM_ERR_NOT_RESPONSE DNS_SHIM_ERR_BAD_EDNS DNS_SHIM_ERR_FORMAT DNS_SHIM_ERR_CALLBACK
-** @returns DNS_SHIM_ERR_BAD_ARGUMENT
+** @returns DNS_SHIM_ERR_BAD_ARGUMENT: the query is NULL, its struct_size
+**   is not one this library knows, its flags have bits other than
+**   DNS_SHIM_MATCH_CASE, or its qname is NULL or not a name (the syntax is
+**   checked once the runtime runs, still before the message); or the
+**   callbacks set is not NULL and its struct_size is not one this library
+**   knows, or its sections mask has unknown bits.
 ** @returns DNS_SHIM_ERR_NO_MEMORY DNS_SHIM_ERR_INIT DNS_SHIM_ERR_INTERNAL
 ** @returns DNS_SHIM_ERR_MISMATCH
 ** @example reply_check.c
@@ -603,7 +664,9 @@ DNS_SHIM_API int32_t dns_shim_process_reply(const uint8_t *dns_response, int32_t
 ** or DNS_SHIM_ERR_NO_MEMORY when the host's allocator refused the runtime
 ** memory while it started (dns_shim_set_allocator).
 **
-** @returns DNS_SHIM_OK DNS_SHIM_ERR_INIT DNS_SHIM_ERR_NO_MEMORY
+** @returns DNS_SHIM_OK DNS_SHIM_ERR_INIT
+** @returns DNS_SHIM_ERR_NO_MEMORY: the host's allocator refused the
+**   runtime memory while it started (see dns_shim_set_allocator).
 ** @example startup.c
 */
 DNS_SHIM_API int32_t dns_shim_init(void);
@@ -619,7 +682,7 @@ DNS_SHIM_API const char *dns_shim_strerror(int32_t status);
 
 /*
 ** dns_shim_version: the library's version, "MAJOR.MINOR.PATCH", followed by
-** the CPython it embeds, e.g. "1.2.0 (CPython 3.11)".  Static text.  Never
+** the CPython it embeds, e.g. "1.3.0 (CPython 3.11)".  Static text.  Never
 ** starts the runtime.  A library embeds one CPython minor version: pointed
 ** at another (DNS_SHIM_PYTHON), it refuses to start with DNS_SHIM_ERR_INIT
 ** and a message that names both.
@@ -636,8 +699,10 @@ typedef enum dns_shim_log_level {
                               ** what was tried and the fix); an internal
                               ** error (with its Python traceback) */
     DNS_SHIM_LOG_WARNING = 4, /* a Python warning raised inside the library;
-                              ** the runtime runs on another patch release
-                              ** of its CPython than it was built with */
+                              ** the runtime runs on another installation
+                              ** or patch release of its CPython minor
+                              ** version than it was built with (it goes
+                              ** on) */
     DNS_SHIM_LOG_INFO = 6,    /* once started: what it runs on, each part
                               ** with where it comes from */
     DNS_SHIM_LOG_DEBUG = 7    /* the traceback behind a start-up failure */
@@ -684,15 +749,15 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
 **
 ** the same detail the Python API's exception carries for the same input.
 ** process_dns_response, dns_shim_process, dns_shim_process_reply,
-** dns_shim_register_callbacks, dns_shim_init, dns_shim_set_allocator and
-** dns_shim_set_memory_limit set it for the calling thread: "" after a call
-** that returned DNS_SHIM_OK, the reason after one that failed; the other
-** functions leave it as it is.  What a callback's own calls into the library
+** dns_shim_register_callbacks, dns_shim_init, dns_shim_set_allocator,
+** dns_shim_set_memory_limit and dns_shim_set_parallelism set it for the
+** calling thread: "" after a call that returned DNS_SHIM_OK, the reason
+** after one that failed; the other functions leave it as it is.  What a callback's own calls into the library
 ** set is replaced when the call that made the callback returns: it says
 ** that call's outcome.  Returns thread-local text, never NULL,
 ** NUL-terminated UTF-8 (at most 2047 octets, cut before the first character
 ** that does not fit whole), valid until this thread's next call of one of
-** those seven; copy it to keep it.  Never starts the runtime.  For people
+** those eight; copy it to keep it.  Never starts the runtime.  For people
 ** and logs, not to be parsed: the status is what a program decides on.
 **
 ** @example per_call.c
@@ -749,7 +814,11 @@ typedef struct dns_shim_allocator {
 ** started, the interpreter of a Python program the library is loaded into
 ** included (that program's allocator is its own).
 **
-** @returns DNS_SHIM_OK DNS_SHIM_ERR_BAD_ARGUMENT
+** @returns DNS_SHIM_OK
+** @returns DNS_SHIM_ERR_BAD_ARGUMENT: the allocator's struct_size is not
+**   one this library knows, or its malloc, realloc or free is NULL; or the
+**   runtime has started (the interpreter of a Python program the library is
+**   loaded into included).  Nothing is changed.
 ** @example startup.c
 */
 DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator);
@@ -786,7 +855,9 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 ** program's memory is its own; a limit set before is dropped there, with a
 ** warning in the log).
 **
-** @returns DNS_SHIM_OK DNS_SHIM_ERR_BAD_ARGUMENT
+** @returns DNS_SHIM_OK
+** @returns DNS_SHIM_ERR_BAD_ARGUMENT: the limit is not 0 and the runtime is
+**   the interpreter of a Python program the library is loaded into.
 ** @example startup.c
 */
 DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
@@ -797,12 +868,14 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
 ** threads.  0 and 1 are one interpreter, the default: every call takes its lock while
 ** it parses (callbacks run without it).  With n > 1 each interpreter is an
 ** instance of the worker image, libdnsshim_worker.so, which is installed
-** beside the library where it could be built (Debian's libpython3.X-dev and
-** libffi-dev were there when the library was built): its own CPython,
-** dnspython and cffi's backend, nothing shared with another instance, with
-** the library's own interpreter or with a Python program the library is
-** loaded into.  No Python file is opened by an instance and no symbol of
-** one is visible to the program.
+** beside the library where it could be built: pip install . and a prefix
+** install build it where Debian's libpython3.X-dev and libffi-dev are
+** installed (the image embeds Debian's CPython, whichever CPython the
+** library embeds), downloading cffi's source once; the bundle has none.
+** Each instance has its own CPython, dnspython and cffi's backend, nothing
+** shared with another instance, with the library's own interpreter or with
+** a Python program the library is loaded into.  No Python file is opened
+** by an instance and no symbol of one is visible to the program.
 **
 ** The interpreters start when calls need them (a call that finds every
 ** running one busy starts another, up to n), or all at once with
@@ -816,7 +889,8 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
 ** the allocator and the memory limit are the program's, for the whole pool:
 ** the limit counts every interpreter's memory together, so it must leave
 ** room for n started interpreters.  An interpreter that cannot start is
-** reported (DNS_SHIM_ERR_INIT, logged) and never used; the others serve.
+** reported (DNS_SHIM_ERR_INIT; the log's first line names the image and
+** the fix) and never used; the others serve.
 **
 ** It may be called at any time, from any thread.  Raising n takes effect
 ** for the next call; lowering it stops handing calls to the interpreters
@@ -841,11 +915,15 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
 **
 ** Returns DNS_SHIM_OK; DNS_SHIM_ERR_BAD_ARGUMENT for n above
 ** DNS_SHIM_PARALLELISM_MAX; DNS_SHIM_ERR_UNSUPPORTED for n > 1 where the
-** worker image is not beside the library (the bundle, an installation built
-** without Debian's libpython3.X-dev, a firmware object built without
-** --parallelism), or for n above a firmware object's N; n is then unchanged.
+** worker image is not beside the library (the bundle, an installation
+** built without Debian's libpython3.X-dev, a firmware object built without
+** --parallelism), or for n above a firmware object's N; n is then
+** unchanged.
 **
-** @returns DNS_SHIM_OK DNS_SHIM_ERR_BAD_ARGUMENT DNS_SHIM_ERR_UNSUPPORTED
+** @returns DNS_SHIM_OK
+** @returns DNS_SHIM_ERR_BAD_ARGUMENT: the parallelism asked for is above
+**   DNS_SHIM_PARALLELISM_MAX (64); n is unchanged.
+** @returns DNS_SHIM_ERR_UNSUPPORTED
 ** @example parallel.c
 */
 #define DNS_SHIM_PARALLELISM_MAX 64
@@ -869,9 +947,7 @@ DNS_SHIM_API int32_t dns_shim_set_parallelism(uint32_t n);
 **   results, but for what each release says it reclassified.  1.1: malformed
 **   OPT option data is DNS_SHIM_ERR_BAD_EDNS where 1.0 said
 **   DNS_SHIM_ERR_BAD_RDATA (or, wrongly, DNS_SHIM_ERR_BAD_NAME for option
-**   data cut short with another option after it).  1.2: no status changed;
-**   dns_shim_strerror's text for DNS_SHIM_ERR_BAD_ARGUMENT names all it
-**   covers.
+**   data cut short with another option after it).  1.2: no status changed.
 **
 **   A program that calls a function of a later release needs that release.
 **   Against a library with version nodes that lacks the node (DNSSHIM_1.2,

@@ -9,17 +9,24 @@ from a source tree; :func:`pages` from the texts themselves.
   parameters, RETURN VALUE, VERSIONS, EXAMPLES, SEE ALSO), from the comment
   right above the declaration, so a function added to the header gets its
   page; the comment's ``@returns`` lines list the statuses it can return
-  (RETURN VALUE gives each with its value and the status table's meaning),
-  its ``@example FILE`` lines the program of ``examples/`` its EXAMPLES shows;
-  ``dnsshim_ares.3`` for the c-ares layer, from its export list
-  (``csrc/ares/libdnsshim_ares.map``) and the README's section
-  "## libdnsshim_ares" (without its references to files of the source
-  tree), with c-ares's codes as RETURN VALUE and examples/ares_classic.c.
-* Section 7: ``dnsshim.7``: the header's conventions (its top comment), a
-  table of the status codes (``enum dns_shim_status``), the log levels, the
-  versioning rules (its bottom comment), every other data type.
+  (RETURN VALUE gives each with its value and the status table's meaning, or
+  the function's own cause: ``@returns STATUS: cause``), its
+  ``@example FILE`` lines the program of ``examples/`` its EXAMPLES shows;
+  ``dnsshim_ares.3`` for the c-ares layer, from its Markdown source
+  (``csrc/ares/dnsshim_ares.3.md``: a SYNOPSIS of c-ares's prototypes,
+  which must declare exactly what the export list
+  ``csrc/ares/libdnsshim_ares.map`` exports, in its order, then its other
+  sections), with examples/ares_classic.c.
+* Section 7: ``dnsshim.7``: the header's conventions (its top comment; its
+  "Environment." paragraph and the list of variables after it make
+  ENVIRONMENT), a table of the status codes (``enum dns_shim_status``), the
+  log levels, the versioning rules (its bottom comment), every other data
+  type, then the sections of ``csrc/dnsshim.7.md`` (record types,
+  installations, diagnostics).
 * Section 1: one page per tool, from its ``--help`` text (argparse's or a
-  hand-written usage text).
+  hand-written usage text), with the sections of
+  ``csrc/tools/NAME.1.md`` where there is one (dnsshim-config's
+  EXAMPLES).
 
 Each function's symbol version comes from ``csrc/lib/libdnsshim.map``; a
 "(1.1)" marker in its comment that disagrees with the map is an error.
@@ -29,7 +36,7 @@ reproducible), no blank line and no trailing whitespace, and renders without
 a warning from ``man --warnings`` or ``groff -ww``.  The header is read by
 :mod:`dnsshim_build.header` and the version scripts by dnsshim_build.pipeline,
 the build's own readers; otherwise standard library only.  :mod:`dnsshim_build.man_roff` writes the
-roff, :mod:`dnsshim_build.man_markdown` converts the README's Markdown.
+roff, :mod:`dnsshim_build.man_markdown` converts the Markdown sources.
 
 ``python -m dnsshim_build.man --out DIR [--tool NAME=HELPFILE]`` writes the pages of
 this source tree into ``DIR/manN/``, to look at them.
@@ -49,7 +56,7 @@ __all__ = ["write_pages", "pages", "pages_from_tree"]
 from dnsshim_build import header as header_reader
 from dnsshim_build import pipeline
 from dnsshim_build.header import Declaration, Header, join_lines, release_marker
-from dnsshim_build.man_markdown import markdown_section, markdown_to_roff
+from dnsshim_build.man_markdown import markdown_sections, markdown_sections_roff, markdown_to_roff
 from dnsshim_build.man_roff import (Inline, code_block, esc, finish, line_safe, quote_arg, sentence_lines,
                            split_top, title_lines, wrap_decl)
 
@@ -58,8 +65,13 @@ INCLUDE = "dns_shim.h"
 #: A function comment's tags, one a line, after its prose:
 #: ``@example FILE`` (FILE of examples/, shown in EXAMPLES) and
 #: ``@returns STATUS...`` (the statuses it can return, listed in RETURN VALUE
-#: with the meaning the status table gives each).
+#: with the meaning the status table gives each), or ``@returns STATUS: what
+#: makes this function return it`` (continued on the lines indented below
+#: it), which the page gives instead of the status table's meaning: a status
+#: several functions return for causes of their own (DNS_SHIM_ERR_BAD_ARGUMENT)
+#: says on each function's page only what that function refuses.
 TAG = re.compile(r"^@(example|returns)\s+(.*)$")
+CAUSE = re.compile(r"^(DNS_SHIM_\w+):\s*(.*)$")
 
 #: Where the installations put examples/ (shim/layout.py's "examples" part).
 EXAMPLES_DIR = "share/doc/dnsshim/examples"
@@ -67,19 +79,35 @@ EXAMPLES_DIR = "share/doc/dnsshim/examples"
 DEBIAN_EXAMPLES_DIR = "/usr/share/doc/libdnsshim-dev/examples"
 
 
-def split_tags(comment: list) -> tuple:
-    """(the comment without its tag lines, [example file...], [status...])."""
+def split_tags(comment: list, causes: dict | None = None) -> tuple:
+    """(the comment without its tag lines, [example file...], [status...]);
+    causes, when given, gets {status: the function's own cause} of its
+    ``@returns STATUS: cause`` tags."""
     text, examples, statuses = [], [], []
+    cause = None                  # the lines of the cause being read
     for line in comment:
+        if cause is not None and line.startswith((" ", "\t")) and line.strip():
+            cause.append(line.strip())
+            continue
+        cause = None
         m = TAG.match(line.strip())
         if m is None:
             text.append(line)
         elif m.group(1) == "example":
             examples += m.group(2).split()
+        elif CAUSE.match(m.group(2)):
+            name, first = CAUSE.match(m.group(2)).groups()
+            statuses.append(name)
+            cause = [first]
+            if causes is not None:
+                causes[name] = cause
         else:
             statuses += m.group(2).replace(",", " ").split()
     while text and not text[-1].strip():
         text.pop()
+    if causes is not None:
+        for name, lines in causes.items():
+            causes[name] = join_lines(lines)
     return text, examples, statuses
 
 
@@ -110,17 +138,20 @@ def examples_section(files: list, examples: dict, inline: Inline, library: str) 
     return out
 
 
-def statuses_section(statuses: list, enum: Declaration, values: dict, inline: Inline) -> list:
-    """Each status a function can return, its value and what produces it
-    (the comment of its enumerator in the header's status table)."""
+def statuses_section(statuses: list, enum: Declaration, values: dict, inline: Inline,
+                     causes: dict | None = None) -> list:
+    """Each status a function can return, its value and what produces it:
+    the function's own cause (causes, from ``@returns STATUS: cause``), else
+    the comment of its enumerator in the header's status table."""
     members = {m.name: m for m in enum.members}
     out = [".PP", "It returns one of these statuses (the values of",
            ".BR dns_shim_status ),", "and no other value:"]
     for name in statuses:
         if name not in members:
             raise ValueError(f"@returns {name}: not a status of enum dns_shim_status")
+        text = (causes or {}).get(name) or members[name].comment
         out += [".TP", f"\\fB{esc(name, code=True)}\\fP ({esc(str(values[name]), code=True)})"]
-        out += [line_safe(inline(s)) for s in sentence_lines(members[name].comment)]
+        out += [line_safe(inline(s)) for s in sentence_lines(text[:1].upper() + text[1:])]
     return out
 
 
@@ -212,8 +243,10 @@ def classify(lines: list, sections: bool = False) -> list:
     return out
 
 
-def render_blocks(bs: list, inline: Inline, params=()) -> list:
-    """roff lines for Blocks (headings and sections not handled here)."""
+def render_blocks(bs: list, inline: Inline, params=(), item_font: str | None = None) -> list:
+    """roff lines for Blocks (headings and sections not handled here); a
+    definition list's names in item_font, else italic for parameters (or
+    when params is empty), bold for anything else."""
     out = []
     for b in bs:
         if b.kind in ("para", "section"):
@@ -224,7 +257,8 @@ def render_blocks(bs: list, inline: Inline, params=()) -> list:
         elif b.kind == "items":
             for names, text in b.items:
                 out.append(".TP")
-                font = "I" if (not params or all(n in params for n in names.split(", "))) else "B"
+                font = item_font or ("I" if (not params or all(n in params for n in names.split(", ")))
+                                     else "B")
                 out.append(", ".join(f"\\f{font}{esc(n)}\\fP" for n in names.split(", ")))
                 out += [line_safe(inline(s)) for s in sentence_lines(text)]
     return out
@@ -316,7 +350,8 @@ def function_page(header: Header, chunk: Declaration, version: str, node: str,
                   statuses: dict | None = None) -> str:
     name = chunk.names[0]
     inline = Inline(functions)
-    comment, example_files, returns = split_tags(chunk.comment)
+    causes = {}
+    comment, example_files, returns = split_tags(chunk.comment, causes)
     all_blocks = blocks(comment)
     first = join_lines(all_blocks[0]) if all_blocks else ""
     bs = classify([l for b in all_blocks[1:] for l in b + [""]])
@@ -377,7 +412,7 @@ def function_page(header: Header, chunk: Declaration, version: str, node: str,
         out += ["See", ".BR DESCRIPTION ."]
     if returns:
         out += statuses_section(returns, header.declaration("dns_shim_status"), statuses or {},
-                                inline)
+                                inline, causes)
 
     out.append(".SH VERSIONS")
     release = node.rsplit("_", 1)[-1]
@@ -417,9 +452,11 @@ def _member_list(enum: Declaration, inline: Inline) -> list:
 
 
 def overview_page(header: Header, version: str, functions: list, summaries: dict,
-                  extra_see_also=(), statuses: dict | None = None) -> str:
+                  extra_see_also=(), statuses: dict | None = None,
+                  supplement: str | None = None) -> str:
     """dnsshim.7; ``statuses``: the values of the header's enum
-    dns_shim_status (Header.enum)."""
+    dns_shim_status (Header.enum); ``supplement``: Markdown whose ``## ``
+    sections follow ENVIRONMENT (csrc/dnsshim.7.md)."""
     inline = Inline(functions)
     out = title_lines("dnsshim", "7", version)
 
@@ -444,13 +481,21 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
 
     status_enum = header.declaration("dns_shim_status")
     log_enum = header.declaration("dns_shim_log_level")
-    environment = []
+    # the conventions' "Environment." paragraph, and the blocks after it up
+    # to the next paragraph with a title (its list of variables), make the
+    # ENVIRONMENT section
+    environment, in_environment = [], False
     for b in rest:
+        if b.kind not in ("heading", "section") and in_environment:
+            environment += render_blocks([b], inline, item_font="B")
+            continue
+        in_environment = False
         if b.kind == "heading":
             out.append(f".SH {b.title}")
         elif b.kind == "section":
             if b.title.lower() == "environment":
                 environment = render_blocks([Block("para", text=b.text)], inline)
+                in_environment = True
                 out += [".SS Environment", "See", ".B ENVIRONMENT", "below."]
                 continue
             out.append(f".SS {quote_arg(b.title)}")
@@ -496,7 +541,10 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
             out += _type_section(c, inline, title)
 
     if environment:
-        out += [".SH ENVIRONMENT"] + environment[1:] if environment[0] == ".PP" else environment
+        out += [".SH ENVIRONMENT"] + environment
+    if supplement:
+        out += markdown_sections_roff(supplement, Inline(functions, backtick_font="B",
+                                                          markdown=True))
     out += _see_also([(f, "3") for f in functions] + list(extra_see_also))
     return finish(out)
 
@@ -504,64 +552,60 @@ def overview_page(header: Header, version: str, functions: list, summaries: dict
 # --- the c-ares layer --------------------------------------------------------
 
 
-#: What the README says of the source tree, which no installation carries:
-#: a parenthesis naming a file of the repository, a sentence about one.
-_REPOSITORY_PATH = r"`?(?:csrc|tests|dnsshim_build|debian)/[\w./-]*`?(?:'s)?|README\.md"
-_REPOSITORY_PAREN = re.compile(rf"\s?\((?:[^()]|\([^()]*\))*?(?:{_REPOSITORY_PATH})"
-                               rf"(?:[^()]|\([^()]*\))*?\)")
-_REPOSITORY_SENTENCE = re.compile(rf"(?:(?<=[.:] )|^)[^.:\n]*(?:{_REPOSITORY_PATH})[^.]*?\.(?:\s|$)",
-                                  re.M)
+def c_synopsis(code: list) -> tuple:
+    """([#include line...], [prototype...]) of a SYNOPSIS code block: each
+    prototype one line, up to its ';', its whitespace collapsed."""
+    includes = [l.strip() for l in code if l.strip().startswith("#include")]
+    text = re.sub(r"/\*.*?\*/", " ", "\n".join(l for l in code if not l.strip().startswith("#")),
+                  flags=re.S)
+    prototypes = [re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", " ".join(p.split()))) + ";"
+                  for p in text.split(";") if p.strip()]
+    return includes, prototypes
 
 
-def without_repository_paths(markdown: str) -> str:
-    """The README's text for a manual page: its references to files of the
-    source tree (which a page's reader does not have) dropped."""
-    text = _REPOSITORY_PAREN.sub("", markdown)
-    text = re.sub(rf"^([^\n]*?) ?(?:{_REPOSITORY_PATH})( asserts)", r"\1\2", text, flags=re.M)
-    return _REPOSITORY_SENTENCE.sub("", text)
+def prototype_name(prototype: str) -> str:
+    """The function a C prototype declares."""
+    return re.search(r"(\w+)\s*\(", prototype).group(1)
 
 
-#: dnsshim_ares(3)'s RETURN VALUE: c-ares's codes, as the README's
-#: subsections on the layer give them.
-ARES_RETURN = (
-    "The ares_parse_*_reply functions, ares_expand_name, ares_expand_string and "
-    "ares_dns_parse return ARES_SUCCESS (0) or one of c-ares's error codes, as c-ares does: "
-    "ARES_EBADRESP for a malformed message (and for an unexpected failure, logged), "
-    "ARES_EBADNAME for a bad name where c-ares reads one with ares_expand_name, "
-    "ARES_EBADSTR for a bad character-string (ares_expand_string), "
-    "ARES_ENODATA where c-ares gives it (no record of the type in the answer section), "
-    "ARES_EFORMERR from ares_dns_parse for an opcode c-ares does not know, "
-    "ARES_EBADQUERY for a NULL output pointer, "
-    "ARES_ENOMEM when memory runs out, and ARES_ENOTINITIALIZED when the runtime cannot "
-    "start (logged once).  ares_strerror returns static text; the free functions return "
-    "no value.")
+def _split_synopsis(body: str) -> tuple:
+    """(code lines, Markdown after the code) of a SYNOPSIS section's body:
+    one fenced block of C, then prose (the link line)."""
+    m = re.search(r"^```\w*\n(.*?)^```[ \t]*\n?", body, re.M | re.S)
+    if m is None:
+        raise ValueError("the SYNOPSIS has no fenced block of C prototypes")
+    return m.group(1).split("\n"), body[m.end():]
 
 
-def ares_page(map_text: str, readme: str, version: str, description: str | None,
-              functions: list, heading: str = "libdnsshim_ares",
-              examples: dict | None = None) -> str:
+def ares_page(map_text: str, source: str, version: str, description: str | None,
+              functions: list, examples: dict | None = None) -> str:
+    """dnsshim_ares.3 from its Markdown source (csrc/ares/dnsshim_ares.3.md):
+    its SYNOPSIS, the prototype of every symbol the export list (map_text)
+    names, in its order, with c-ares's headers; then its other sections;
+    then examples/ares_classic.c and SEE ALSO."""
     symbols = [s for names in pipeline.export_nodes(map_text).values() for s in names]
-    title, body = markdown_section(readme, heading)
-    body = without_repository_paths(body)
+    sections = dict(markdown_sections(source))
+    if "SYNOPSIS" not in sections:
+        raise ValueError("dnsshim_ares.3's source has no ## SYNOPSIS")
+    code, after = _split_synopsis(sections["SYNOPSIS"])
+    includes, prototypes = c_synopsis(code)
+    declared = [prototype_name(p) for p in prototypes]
+    if declared != symbols:
+        raise ValueError(f"dnsshim_ares.3's SYNOPSIS declares {declared}, the export list "
+                         f"exports {symbols} (the same, in its order)")
     inline = Inline(list(functions) + symbols, backtick_font="B", markdown=True)
-    summary = description or title.split(":", 1)[-1].strip()
     out = title_lines("dnsshim_ares", "3", version)
-    out += _name_section(["dnsshim_ares", "libdnsshim_ares"], summary)
-    out += [".SH SYNOPSIS", ".nf", ".B #include <ares.h>", ".PP"]
-    out += [f"\\fB{esc(s, code=True)}\\fP()" for s in symbols]
-    out += [".fi", ".PP", "Link with", ".I \\-ldnsshim_ares",
-            "(before", ".I \\-lcares",
-            "when the program also links c-ares)."]
-    out += [".SH DESCRIPTION", "The library exports exactly the symbols above, with c-ares's",
-            "prototypes, and unversioned, as c-ares's own are:",
-            "c-ares's classic parsers and their helpers (c-ares 1.18 and 1.19),",
-            "and \\fBares_dns_parse\\fP for c-ares 1.28 and later",
-            "(see", ".B \"ares_dns_parse: c-ares 1.28 and later\"", "below)."]
-    out += markdown_to_roff(body, inline)
-    out += [".SH RETURN VALUE"] + [line_safe(inline(s)) for s in sentence_lines(ARES_RETURN)]
+    out += _name_section(["dnsshim_ares", "libdnsshim_ares"],
+                         description or "c-ares's classic reply parsers")
+    out += [".SH SYNOPSIS", ".nf"] + [f".B {esc(i, code=True)}" for i in includes]
+    for prototype in prototypes:
+        out += [".PP"] + _synopsis_prototype(prototype)
+    out += [".fi"] + markdown_to_roff(after, inline)
+    out += markdown_sections_roff(source, inline, skip=("SYNOPSIS",))
     if examples and "ares_classic.c" in examples:
         out += examples_section(["ares_classic.c"], examples, inline, "dnsshim-ares")
-    out += _see_also([("dnsshim", "7"), ("process_dns_response", "3")]
+    out += _see_also([("dnsshim", "7"), ("process_dns_response", "3"),
+                      ("dns_shim_set_parallelism", "3")]
                      + [(s, "3") for s in symbols if s.startswith("ares_parse_")][:1])
     return finish(out)
 
@@ -692,8 +736,14 @@ def _option_items(block: list) -> list:
     return [(spec, join_lines(text)) for spec, text in items]
 
 
-def tool_page(name: str, help_text: str, version: str, others=()) -> str:
+def tool_page(name: str, help_text: str, version: str, others=(),
+              supplement: str | None = None) -> str:
+    """A tool's page from its --help text; supplement: Markdown whose ``## ``
+    sections (EXAMPLES...) follow the help's (csrc/tools/NAME.1.md), but
+    its DESCRIPTION, which goes on from the help's description."""
     h = parse_help(name, help_text)
+    more = Inline(backtick_font="B", markdown=True)
+    supplement_description = dict(markdown_sections(supplement or "")).get("DESCRIPTION", "")
     inline = Inline()
     desc = list(h["description"])
     summary = ""
@@ -716,6 +766,7 @@ def tool_page(name: str, help_text: str, version: str, others=()) -> str:
     for n in h["notes"]:
         out += [".PP"] + [line_safe(inline(s))
                           for s in sentence_lines(n[:1].upper() + n[1:] + ".")]
+    out += markdown_to_roff(supplement_description, more)
     exit_status, rest = [], []
     for a in h["after"]:
         (exit_status if re.match(r"(?i)exit status", a) else rest).append(a)
@@ -736,6 +787,8 @@ def tool_page(name: str, help_text: str, version: str, others=()) -> str:
         out.append(".SH NOTES")
         for a in rest:
             out += [".PP"] + [line_safe(inline(s)) for s in sentence_lines(a)]
+    if supplement:
+        out += markdown_sections_roff(supplement, more, skip=("DESCRIPTION",))
     out += _see_also([(o, "1") for o in others if o != name] + [("dnsshim", "7")])
     return finish(out)
 
@@ -752,18 +805,23 @@ def _default_nodes(header: Header) -> tuple:
 
 
 def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict | None = None,
-          ares_map: str | None = None, readme: str | None = None,
-          ares_description: str | None = None, examples: dict | None = None) -> dict:
+          ares_map: str | None = None, ares_source: str | None = None,
+          ares_description: str | None = None, examples: dict | None = None,
+          overview_supplement: str | None = None,
+          tool_supplements: dict | None = None) -> dict:
     """Every manual page, {filename: roff text}.
 
     header_text: csrc/dns_shim.h.  version: the package's ("1.2.0").
     tools: {name: its --help output}.  symbol_versions: {function: node}
     (e.g. from the linker version script); without it a "(1.1)" marker in
     a function's comment gives DNSSHIM_1.1, no marker the first node; with
-    it, a marker that disagrees is an error.  ares_map, readme: the c-ares
-    layer's export list and README.md (both needed for dnsshim_ares.3);
-    ares_description: its one-line summary (dnsshim-ares.pc's).  examples:
-    {file name: text} of examples/, for the comments' @example tags."""
+    it, a marker that disagrees is an error.  ares_map, ares_source: the
+    c-ares layer's export list and its page's Markdown source (both needed
+    for dnsshim_ares.3); ares_description: its one-line summary
+    (dnsshim-ares.pc's).  examples: {file name: text} of examples/, for the
+    comments' @example tags.  overview_supplement: Markdown sections for
+    dnsshim.7 after its ENVIRONMENT; tool_supplements: {tool: Markdown
+    sections for its page}."""
     header = header_reader.parse(header_text)
     funcs = header.functions()
     names = [c.names[0] for c in funcs]
@@ -774,7 +832,7 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     statuses = (header.enum("dns_shim_status") if header.declaration("dns_shim_status")
                 else None)
     see_tools = [(t, "1") for t in tools]
-    extra = [("dnsshim_ares", "3")] if ares_map and readme else []
+    extra = [("dnsshim_ares", "3")] if ares_map and ares_source else []
     out = {}
     summaries = {}
     for c in funcs:
@@ -794,21 +852,29 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
         out[f"{name}.3"] = function_page(header, c, version, node, names, examples=examples,
                                          statuses=statuses)
     out["dnsshim.7"] = overview_page(header, version, names, summaries, extra + see_tools,
-                                     statuses)
-    if ares_map and readme:
-        out["dnsshim_ares.3"] = ares_page(ares_map, readme, version, ares_description, names,
-                                          examples=examples)
+                                     statuses, overview_supplement)
+    if ares_map and ares_source:
+        out["dnsshim_ares.3"] = ares_page(ares_map, ares_source, version, ares_description,
+                                          names, examples=examples)
     for t, text in tools.items():
-        out[f"{t}.1"] = tool_page(t, text, version, others=list(tools))
+        out[f"{t}.1"] = tool_page(t, text, version, others=list(tools),
+                                  supplement=(tool_supplements or {}).get(t))
     return out
 
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent    # the tree holding shim/
 
 
+#: The Markdown sources of pages (or of parts of pages) in a project tree.
+ARES_SOURCE = Path("csrc") / "ares" / "dnsshim_ares.3.md"
+OVERVIEW_SOURCE = Path("csrc") / "dnsshim.7.md"
+TOOL_SOURCES = Path("csrc/tools")              # NAME.1.md, for a tool NAME
+
+
 def pages_from_tree(root, version: str | None = None, tools: dict | None = None) -> dict:
     """pages() from a project tree: csrc/dns_shim.h, the version scripts,
-    README.md, csrc/ares/dnsshim-ares.pc.in's Description and examples/."""
+    the Markdown sources (ARES_SOURCE, OVERVIEW_SOURCE, TOOL_SOURCES/NAME.1.md),
+    csrc/ares/dnsshim-ares.pc.in's Description and examples/."""
     root = Path(root)
     header = (root / "csrc" / "dns_shim.h").read_text(encoding="utf-8")
     if version is None:
@@ -820,10 +886,15 @@ def pages_from_tree(root, version: str | None = None, tools: dict | None = None)
     m = re.search(r"^Description:\s*(.*)$", pc, re.M)
     examples = {f.name: f.read_text(encoding="utf-8")
                 for f in sorted((root / "examples").glob("*.c"))}
-    return pages(header, version, tools or {}, symbol_versions=symbol_versions, examples=examples,
+    tools = tools or {}
+    supplements = {t: (root / TOOL_SOURCES / f"{t}.1.md").read_text(encoding="utf-8")
+                   for t in tools if (root / TOOL_SOURCES / f"{t}.1.md").is_file()}
+    return pages(header, version, tools, symbol_versions=symbol_versions, examples=examples,
                  ares_map=(root / "csrc" / "ares" / "libdnsshim_ares.map").read_text(encoding="utf-8"),
-                 readme=(root / "README.md").read_text(encoding="utf-8"),
-                 ares_description=m.group(1) if m else None)
+                 ares_source=(root / ARES_SOURCE).read_text(encoding="utf-8"),
+                 ares_description=m.group(1) if m else None,
+                 overview_supplement=(root / OVERVIEW_SOURCE).read_text(encoding="utf-8"),
+                 tool_supplements=supplements)
 
 
 

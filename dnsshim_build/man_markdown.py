@@ -1,7 +1,10 @@
-"""Markdown to roff for the manual pages (:mod:`dnsshim_build.man`): a section of
-README.md, and the subset of Markdown the README uses (paragraphs, ``- ``
-lists, fenced code, tables, ``###`` headings, inline code, bold, links).
-Standard library only.
+"""Markdown to roff for the manual pages (:mod:`dnsshim_build.man`): the
+Markdown sources of pages, or parts of pages, that the header's comments do
+not make (``csrc/ares/dnsshim_ares.3.md``, ``csrc/dnsshim.7.md``,
+``csrc/tools/dnsshim-config.1.md``), in the subset of Markdown they use
+(``## `` sections, ``### `` subsections, paragraphs, ``- `` lists, fenced
+code, tables, inline code, bold, links; ``<!-- -->`` comments are left
+out).  Standard library only.
 """
 
 import re
@@ -9,14 +12,25 @@ import re
 from dnsshim_build.man_roff import Inline, code_block, esc, line_safe, quote_arg
 
 
-def markdown_section(readme: str, heading_prefix: str) -> tuple:
-    """(title, body) of the '## ' section whose title starts with the prefix."""
-    m = re.search(rf"^## ({re.escape(heading_prefix)}.*)$", readme, re.M)
-    if not m:
-        raise ValueError(f"README has no section '## {heading_prefix}...'")
-    nxt = re.search(r"^## ", readme[m.end():], re.M)
-    body = readme[m.end(): m.end() + nxt.start() if nxt else len(readme)]
-    return m.group(1).strip(), body
+def markdown_sections(md: str) -> list:
+    """[(title, body)] of a page's Markdown source: its ``## `` sections, in
+    order; what comes before the first (the file's title and comments) and
+    every ``<!-- -->`` comment are left out."""
+    md = re.sub(r"<!--.*?-->\n?", "", md, flags=re.S)
+    parts = re.split(r"^## +(.+?)[ \t]*$", md, flags=re.M)
+    return [(parts[i].strip(), parts[i + 1]) for i in range(1, len(parts), 2)]
+
+
+def markdown_sections_roff(md: str, inline: Inline, skip=()) -> list:
+    """Each ``## `` section of a page's Markdown source as a section of the
+    page (.SH with the title), but those whose title is in skip."""
+    out = []
+    for title, body in markdown_sections(md):
+        if title in skip:
+            continue
+        out.append(f".SH {quote_arg(title) if ' ' in title else title}")
+        out += markdown_to_roff(body, inline)
+    return out
 
 
 def markdown_to_roff(md: str, inline: Inline) -> list:
@@ -52,7 +66,7 @@ def markdown_to_roff(md: str, inline: Inline) -> list:
             for row in body:
                 out += [".TP", line_safe(inline(row[0]))]
                 for h, c in zip(head[1:], row[1:]):
-                    out.append(line_safe(f"\\fI{esc(h)}\\fP: {inline(c)}"))
+                    out.append(line_safe(f"\\fI{esc(h.replace('`', ''))}\\fP: {inline(c)}"))
                     out.append(".br")
                 if out[-1] == ".br":
                     out.pop()

@@ -40,7 +40,7 @@ What c-ares's parser decides itself, this module decides the same way:
 
 Everything else malformed is ``ARES_EBADRESP``: dnspython reads and checks
 every RDATA by its type, where c-ares reads only the fields it keeps, so
-this parser refuses some messages c-ares accepts.  README.md lists each
+this parser refuses some messages c-ares accepts.  dnsshim_ares(3) lists each
 class of them with its RFC.
 """
 

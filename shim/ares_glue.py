@@ -34,7 +34,7 @@ Where the message is malformed, the status is ``ARES_EBADRESP``, or
 ``ARES_EBADNAME`` for a bad name in the parsers that c-ares reads names with
 ``ares_expand_name`` (MX, SRV, TXT, NAPTR, CAA, URI).  The decoder is stricter
 than c-ares 1.18 (it reads and checks the whole message, every RDATA by its
-type, and allows only backward compression pointers): README.md lists every
+type, and allows only backward compression pointers): dnsshim_ares(3) lists every
 kind of message c-ares accepts and this layer rejects.
 """
 

@@ -6,12 +6,12 @@ each message; this module runs both on the same messages, pairs the lines
 and names the kind of every difference (:func:`classify`).  Whether a
 message is malformed is the reference's verdict (dnspython, which shares no
 code with shim: :func:`wire_defects`), never the decoder's under test.  The
-kinds are the rows of README.md's table of differences ("libdnsshim_ares: for
-c-ares users"); tests/test_ares.py pins how many of each there are.
+kinds are the rows of dnsshim_ares(3)'s table of differences
+(csrc/ares/dnsshim_ares.3.md); tests/test_ares.py pins how many of each there are.
 
     python tests/ares_diff.py BUILD_DIR [--mutants N] [--seed S]
 
-prints the agreement numbers the README reports.
+prints the agreement numbers dnsshim_ares(3) reports.
 """
 
 import argparse
@@ -34,7 +34,7 @@ import fresh_reference  # noqa: E402
 #: Which malformation the reference (dnspython, sharing no code with shim)
 #: names, by its exception class: the X of "accepts:X".  A class not in this
 #: table gives its own name as X, a kind KINDS does not list, so the tests
-#: fail until it is named here and in README.md.
+#: fail until it is named here and in dnsshim_ares(3).
 DEFECTS = {
     "BadPointer": "BadName",         # a pointer forward or into itself
     "PointerChainTooLong": "BadName",
@@ -50,7 +50,7 @@ DEFECTS = {
     "FormError": "FormError",        # cut short, an RDATA that contradicts its type, ...
 }
 
-#: The kinds of difference README.md lists, by the id its table gives them.
+#: The kinds of difference dnsshim_ares(3) lists, by the id its table gives them.
 #: "accepts:X": c-ares 1.18 returns a result for a message (or, for
 #: ares_expand_name, a name) that the reference rejects, naming defect X
 #: (:data:`DEFECTS`), where we give that parser's error code;

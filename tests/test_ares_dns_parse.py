@@ -6,7 +6,7 @@ parses) and with ``LD_PRELOAD=libdnsshim_ares.so.1`` (dnspython parses, and
 c-ares's own builders make the record).  The yardstick: for every message
 both accept, ``ares_dns_write`` of our record is byte for byte c-ares's.
 Every other difference is one of the kinds listed here by message, each a
-decision README.md names:
+decision dnsshim_ares(3) names:
 
 * ``STRICTER``: c-ares accepts, dnspython finds the RDATA malformed for its
   type, ``ARES_EBADRESP``;
@@ -49,7 +49,7 @@ from wire import rr as wire_rr
 
 EFORMERR, ENOTIMP, EBADNAME, EBADRESP = 2, 5, 8, 10
 
-#: c-ares accepts, dnspython refuses the RDATA for its type (README.md,
+#: c-ares accepts, dnspython refuses the RDATA for its type (dnsshim_ares(3),
 #: "ares_dns_parse": stricter where dnspython is).
 STRICTER = {
     # LOC of 15 octets: RFC 1876 2 gives it 16; c-ares keeps LOC as octets.
@@ -561,7 +561,7 @@ def test_every_name_handed_to_c_ares_is_its_own_text(cares134, ours, tmp_path):
     theirs, mine = run(), run(ours)
     differ = {names[i]: (theirs[i][:1], mine[i]) for i in range(len(replies))
               if theirs[i] != mine[i]}
-    # The one difference: a name over 255 octets (README.md: stricter),
+    # The one difference: a name over 255 octets (dnsshim_ares(3): stricter),
     # refused (ARES_EBADNAME, which ares_parse_ptr_reply makes EBADRESP).
     assert differ == {labels: (b"0", b"%d" % EBADRESP) for labels in names
                       if sum(len(label) + 1 for label in labels) > 255}

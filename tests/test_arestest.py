@@ -89,7 +89,7 @@ def test_a_preloaded_parser_is_called_from_inside_cares(arestest, cares134, tmp_
 
 
 #: The tests of arestest that fail with libdnsshim_ares's ares_dns_parse
-#: preloaded, each with the decision it meets (README.md, "ares_dns_parse").
+#: preloaded, each with the decision it meets (dnsshim_ares(3), "ares_dns_parse").
 #: Every other test passes: the resolver, getaddrinfo, the event thread, the
 #: cache, every parser test, through dnspython.
 FAILS_WITH_DNSSHIM = {

@@ -8,6 +8,7 @@ dnsshim_build.man."""
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -185,12 +186,56 @@ def test_tool_page_lists_every_option(built, tools, pages, tool):
     assert len(listed) >= 10
 
 
-def test_ares_page_lists_every_export(pages):
+def _c_prototypes(text: str) -> dict:
+    """{function: prototype} of C declarations (comments, preprocessor lines
+    and CARES_EXTERN dropped), each prototype written one way: whitespace
+    collapsed, no space after '*' or '(' nor before ')'."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("#"))
+    out = {}
+    for decl in text.split(";"):
+        decl = " ".join(decl.replace("CARES_EXTERN", " ").split())
+        m = re.fullmatch(r"[\w\s*]*?\b(\w+)\s*\((.*)\)", decl)
+        if m:
+            canonical = re.sub(r"\s*\*\s*", " *", decl)
+            canonical = re.sub(r"\(\s*", "(", re.sub(r"\s*\)", ")", canonical))
+            out[m.group(1)] = re.sub(r"\* \*", "**", canonical) + ";"
+    return out
+
+
+def test_ares_page_shows_every_exports_prototype(pages):
+    """dnsshim_ares(3)'s SYNOPSIS, as c-ares's own pages have it: a prototype
+    for every symbol the export list names, in its order, each as c-ares's
+    header declares it (ares.h, where libc-ares-dev is installed; for
+    ares_dns_parse, newer than Debian 12's c-ares, the definition of the test
+    driver that stands in for it)."""
     exports = map_globals(ARES_MAP)
     # the classic API, ares_dns_parse, and the library initialization (the allocator)
     assert set(exports.values()) == {""} and len(exports) == 22
-    synopsis = section(rendered(pages["dnsshim_ares.3"]), "SYNOPSIS")
-    assert re.findall(r"(\w+)\(\)", synopsis) == list(exports)
+    synopsis = flat(section(rendered(pages["dnsshim_ares.3"]), "SYNOPSIS"))
+    assert synopsis.startswith("#include <ares.h> ")
+    shown = _c_prototypes(synopsis.split(" ", 2)[2].split(" Link with")[0])
+    assert list(shown) == list(exports)
+    driver = (ROOT / "tests" / "c" / "ares_parse_refusing.c").read_text()
+    stand_in = _c_prototypes(re.search(r"^ares_status_t ares_dns_parse\([^)]*\)", driver,
+                                       re.M).group(0) + ";")
+    assert shown["ares_dns_parse"] == stand_in["ares_dns_parse"]
+    from conftest import require_cares
+    require_cares()
+    includedir = subprocess.run(["pkg-config", "--variable=includedir", "libcares"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    cares = _c_prototypes((Path(includedir) / "ares.h").read_text())
+    for name, prototype in shown.items():
+        if name != "ares_dns_parse" or name in cares:
+            assert prototype == cares[name], name
+
+
+def test_a_synopsis_that_is_not_the_export_list_is_refused():
+    source = (ROOT / man.ARES_SOURCE).read_text()
+    dropped = re.sub(r"^void ares_free_data\(void \*dataptr\);\n", "", source, flags=re.M)
+    assert dropped != source
+    with pytest.raises(ValueError, match="ares_free_data"):
+        man.pages(HEADER, shim.__version__, {}, ares_map=ARES_MAP, ares_source=dropped)
 
 
 def test_reproducible_ascii_and_undated(pages, tools):
@@ -303,9 +348,167 @@ def test_examples_section_compiles_as_shown(pages, page, tmp_path):
 
 def test_ares_page_names_ares_dns_parse_and_its_return_value(pages):
     text = rendered(pages["dnsshim_ares.3"])
-    first = flat(section(text, "DESCRIPTION")).split(" Most legacy C code", 1)[0]
+    first = flat(section(text, "DESCRIPTION")).split(" The program's source", 1)[0]
     assert "ares_dns_parse for c-ares 1.28 and later" in first
     returns = flat(section(text, "RETURN VALUE"))
     for code in ("ARES_SUCCESS (0)", "ARES_EBADRESP", "ARES_ENODATA", "ARES_ENOMEM",
-                 "ARES_ENOTINITIALIZED", "ARES_EBADNAME"):
+                 "ARES_ENOTINITIALIZED", "ARES_EBADNAME", "ARES_ENOTIMP", "ARES_EFORMERR"):
         assert code in returns
+
+
+def test_ares_page_counts_what_c_ares_suite_says():
+    """The page's count of c-ares's own tests, and of those that fail with
+    ares_dns_parse preloaded, are test_arestest.py's."""
+    import test_arestest
+
+    text = flat((ROOT / man.ARES_SOURCE).read_text())
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven",
+             8: "eight", 9: "nine"}
+    assert f"({test_arestest.EXPECTED_TESTS:,} tests:" in text
+    assert f"but for {words[len(test_arestest.FAILS_WITH_DNSSHIM)]} tests," in text
+
+
+# ---- what the pages say of themselves and of the C code ---------------------------
+
+def _c_sources() -> str:
+    return "\n".join(p.read_text() for p in sorted((ROOT / "csrc").rglob("*"))
+                     if p.suffix in (".c", ".h"))
+
+
+def read_variables() -> set:
+    """The DNS_SHIM_* environment variables the C code reads: the names given
+    to getenv or secure_getenv, or to a function or macro of the C code that
+    passes its parameter on to one of them (dns_shim__getenv), found to a
+    fixed point; a name given as a macro of a string is that string."""
+    code = re.sub(r"/\*.*?\*/", " ", _c_sources(), flags=re.S)
+    strings = dict(re.findall(r'#define\s+(\w+)\s+"(DNS_SHIM_\w+)"', code))
+    readers = {"getenv", "secure_getenv"}
+    while True:
+        calls = "|".join(sorted(readers))
+        functions = re.findall(rf"\b(\w+)\s*\(\s*const\s+char\s*\*\s*(\w+)\s*\)\s*\{{"
+                               rf"[^{{}}]*?\b(?:{calls})\s*\(\s*\2\s*\)", code)
+        macros = re.findall(rf"#define\s+(\w+)\((\w+)\)[^\n]*\b(?:{calls})\s*\(\s*\(?\2\)?\s*\)",
+                            code)
+        new = {name for name, _ in functions + macros} - readers
+        if not new:
+            break
+        readers |= new
+    calls = "|".join(sorted(readers))
+    names = set(re.findall(rf'\b(?:{calls})\s*\(\s*"(DNS_SHIM_\w+)"', code))
+    names |= {strings[m] for m in re.findall(rf"\b(?:{calls})\s*\(\s*(\w+)\s*\)", code)
+              if m in strings}
+    return names
+
+
+def header_identifiers() -> set:
+    """Every DNS_SHIM_* identifier the header's code declares (enumerators,
+    macros): what a page may name besides the environment's variables."""
+    code = re.sub(r"/\*.*?\*/", " ", HEADER, flags=re.S)
+    return set(re.findall(r"\b(DNS_SHIM_\w+)\b", code))
+
+
+def test_read_variables_finds_them_through_the_librarys_reader():
+    """read_variables() finds what is known: the two variables the library
+    reads through its one reader, dns_shim__getenv (secure_getenv, for
+    secure-execution mode), never with getenv's name at the call."""
+    assert {"DNS_SHIM_PYTHON", "DNS_SHIM_PARALLELISM"} <= read_variables()
+    assert not re.search(r'\bgetenv\s*\(\s*"DNS_SHIM_', _c_sources())
+
+
+def test_environment_lists_every_variable_the_library_reads(pages):
+    """dnsshim(7)'s ENVIRONMENT names every DNS_SHIM_* variable the C code
+    reads, each as an entry of its own, and no other; no page names a
+    DNS_SHIM_* word that is neither a variable read nor an identifier of the
+    header."""
+    variables = read_variables()
+    text = rendered(pages["dnsshim.7"])
+    environment = section(text, "ENVIRONMENT")
+    entries = set(re.findall(r"^ {7}(DNS_SHIM_\w+)$", environment, re.M))
+    assert entries == variables
+    named = set(re.findall(r"\b(DNS_SHIM_[A-Z0-9_]*[A-Z0-9])\b", environment))
+    assert named - header_identifiers() == variables
+    known = header_identifiers() | variables
+    for name, path in pages.items():
+        words = set(re.findall(r"\b(DNS_SHIM_[A-Z0-9_]*[A-Z0-9])\b", flat(rendered(path))))
+        assert words <= known, (name, words - known)
+
+
+def _headings(text: str) -> list:
+    """(position, title) of a rendered page's sections and subsections."""
+    return [(m.start(), m.group(1).strip()) for m in
+            re.finditer(r"^(?: {3})?(\S.*)$", text, re.M) if not m.group(1).startswith(" ")]
+
+
+#: "see X above" / "see X below": X a heading of the page, in that direction.
+SEE = re.compile(r"\b[Ss]ee\s+(\"[^\"]+\"|[A-Za-z][\w().'-]*(?:\s+[A-Za-z][\w().'-]*){0,3})"
+                 r"\s+(above|below)\b")
+
+
+def test_no_page_refers_to_a_section_it_does_not_have(pages):
+    """Every "see X above" or "see X below" of every page names a section or
+    subsection of that page, above or below the reference as it says."""
+    checked = 0
+    for name, path in pages.items():
+        text = rendered(path)
+        headings = [(pos, title.lower()) for pos, title in _headings(text)]
+        for m in SEE.finditer(text):
+            target = " ".join(m.group(1).strip('"').split()).lower()
+            where = [pos for pos, title in headings if title == target]
+            assert where, (name, m.group(0))
+            if m.group(2) == "above":
+                assert min(where) < m.start(), (name, m.group(0))
+            else:
+                assert max(where) > m.start(), (name, m.group(0))
+            checked += 1
+    assert checked >= 5
+
+
+def test_bad_argument_is_what_each_function_refuses(pages):
+    """DNS_SHIM_ERR_BAD_ARGUMENT, which every function that takes a struct
+    or a setting returns for causes of its own: each page's RETURN VALUE
+    gives its function's causes only (dns_shim_process_reply's are api.c's
+    checks of its arguments: its callbacks may be NULL, and it takes no
+    allocator, limit or parallelism)."""
+    # the words of each cause, and the only function it belongs to
+    owners = {"allocator": "dns_shim_set_allocator", "limit": "dns_shim_set_memory_limit",
+              "parallelism": "dns_shim_set_parallelism", "query": "dns_shim_process_reply",
+              "qname": "dns_shim_process_reply"}
+    returning = [f for f, statuses in STATUSES.items() if "DNS_SHIM_ERR_BAD_ARGUMENT" in statuses]
+    returning.append("dns_shim_set_parallelism")
+    for function in returning:
+        text = section(rendered(pages[f"{function}.3"]), "RETURN VALUE")
+        entry = flat(re.search(r"^ {7}DNS_SHIM_ERR_BAD_ARGUMENT \(-12\)\n(.*?)(?=^ {7}\S|\Z)",
+                               text, re.M | re.S).group(1))
+        for word, owner in owners.items():
+            if owner != function:
+                assert not re.search(rf"\b{word}\b", entry, re.I), (function, word, entry)
+        others = [f for f in FUNCTIONS if f != function and re.search(rf"\b{f}\b", entry)]
+        assert others == [], (function, others)
+    reply = flat(section(rendered(pages["dns_shim_process_reply.3"]), "RETURN VALUE"))
+    assert "The callbacks set is NULL" not in reply and "callbacks set is not NULL" in reply
+    assert "the query is null" in reply.lower()
+
+
+def test_threads_are_no_longer_said_not_to_parse_faster(pages):
+    """Since parallelism, more threads can parse at once: the conventions'
+    Threads says how, and no page says they cannot."""
+    for name, path in pages.items():
+        assert "do not parse faster" not in flat(rendered(path)), name
+    text = rendered(pages["dnsshim.7"])
+    threads = flat(re.search(r"^ {3}Threads\n(.*?)(?=^ {3}\S)", text, re.M | re.S).group(1))
+    assert "dns_shim_set_parallelism(n)" in threads and "at once" in threads
+
+
+def test_dnsshim_config_page_has_examples_of_its_own_options(pages, tools):
+    """dnsshim-config(1) has EXAMPLES, as curl-config(1) has: every option
+    they use is one the tool has, and libdnsshim_ares is preloaded by the
+    path --libdir prints, which works for every installation."""
+    text = rendered(pages["dnsshim-config.1"])
+    examples = section(text, "EXAMPLES")
+    used = set(re.findall(r"dnsshim-config((?: --[a-z-]+)+)", examples))
+    options = set(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", tools["dnsshim-config"]))
+    assert used and {o for u in used for o in u.split()} <= options
+    assert "LD_PRELOAD=$(dnsshim-config --libdir)/libdnsshim_ares.so.1" in examples
+    assert "find_package(dnsshim" in examples and "pkg-config --cflags --libs dnsshim" in examples
+    version = re.search(r"shim (\d+\.\d+\.\d+) \(", examples).group(1)
+    assert version == shim.__version__

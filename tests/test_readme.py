@@ -11,6 +11,10 @@ the install, then the test suite.
 * run in order in a copy of the clone (the second without its last step,
   pytest, which is this suite), a C program built with the first's
   dnsshim-config, as the README shows, runs the same after the second.
+
+And the README as a manual: at most 600 lines (the reference is the manual
+pages'), its sample output of the project's own version, and commands that
+work for the install it describes.
 """
 
 import re
@@ -18,6 +22,7 @@ import subprocess
 
 import pytest
 
+import shim
 from conftest import USER_ENV, ROOT, require_program
 from test_install import source_copy
 
@@ -123,3 +128,54 @@ def test_each_release_is_named_only_its_own_cpython_packages():
     assert {"python3.13", "libpython3.13-dev"} <= _release_packages("13")
     assert not {p for p in _release_packages("12") if "3.13" in p}
     assert not {p for p in _release_packages("13") if "3.11" in p}
+
+
+# ---- the README as a manual ------------------------------------------------------
+
+#: The README is the manual's overview; the reference is the manual pages'.
+MAX_LINES = 600
+
+
+def _shell_blocks() -> list:
+    return re.findall(r"```sh\n(.*?)```", README, re.S)
+
+
+def test_the_readme_is_at_most_600_lines():
+    assert len(README.splitlines()) <= MAX_LINES
+
+
+def test_check_sample_shows_the_current_version():
+    """The troubleshooting section's dnsshim-config --check output is of
+    this release: the library's version and the shim package's."""
+    section = README.split("## Troubleshooting", 1)[1]
+    sample = re.search(r"```\n(library: .*?)```", section, re.S).group(1)
+    library = re.search(r"^library: \S+, (\d+\.\d+\.\d+) \(CPython", sample, re.M).group(1)
+    package = re.search(r"\bshim (\d+\.\d+\.\d+) \(", sample).group(1)
+    assert library == package == shim.__version__
+    # and every dns_shim_version() the README shows
+    assert set(re.findall(r"\b\d+\.\d+\.\d+ \(CPython", README)) == {f"{shim.__version__} (CPython"}
+
+
+def test_preload_works_for_the_install_the_readme_makes():
+    """ld.so takes a bare LD_PRELOAD name only from its search path: the
+    README's commands preload libdnsshim_ares by the path its virtualenv's
+    dnsshim-config prints, and the bare name is said to be for a system
+    install only."""
+    lines = [l for b in _shell_blocks() for l in b.splitlines() if "LD_PRELOAD=" in l]
+    assert lines
+    for line in lines:
+        assert re.search(r"LD_PRELOAD=\$\(\.venv/bin/dnsshim-config --libdir\)/libdnsshim_ares\.so\.1 ",
+                         line), line
+    flat = " ".join(README.split())
+    for m in re.finditer(r"LD_PRELOAD=libdnsshim_ares", flat):
+        assert "system install" in flat[m.start():m.start() + 200], flat[m.start():][:200]
+
+
+def test_examples_are_copied_out_of_the_clone():
+    """The README's commands run in the clone, whose examples/ is the tracked
+    source: the installed examples go to a folder outside it."""
+    copies = [l for b in _shell_blocks() for l in b.splitlines() if l.startswith("cp ")]
+    assert copies
+    for line in copies:
+        target = line.split("#")[0].split("&&")[0].split()[-1]
+        assert target.startswith(("~/", "/")) and "examples" in target, line

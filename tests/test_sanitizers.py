@@ -371,7 +371,7 @@ def ares(san):
 def test_ares_every_parser_agrees_with_c_ares(ares, tmp_path):
     """Every parser on the vectors, the malformed cases and the corpus
     (ares_diff's seeds), sanitized, against the real c-ares: every
-    difference one of the kinds the README lists."""
+    difference one of the kinds dnsshim_ares(3) lists."""
     seeds = ares_diff.messages_from_seeds()
     paths = ares_diff.write_messages(tmp_path, seeds)
     listing = "".join(f"{p}\n" for p in paths)

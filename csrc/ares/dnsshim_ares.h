@@ -11,6 +11,10 @@
 ** public header is c-ares's own <ares.h>: a program compiles against it
 ** unchanged and links -ldnsshim_ares where it linked -lcares.  This header is
 ** NOT installed and is not for programs: it is what the library is built from.
+** What a program sees (the prototypes, the semantics, ares_dns_parse, which
+** builds records with the builders of a c-ares 1.28 or later in the process,
+** and every difference from c-ares) is the manual page dnsshim_ares(3),
+** made from csrc/ares/dnsshim_ares.3.md.
 **
 ** It has two parts.
 **
