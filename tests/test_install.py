@@ -701,3 +701,34 @@ def test_libdir_of_an_editable_install_holds_the_c_ares_layer(editable, tmp_path
     assert config(venv, "--libdir").stdout.strip() == str(clone / "shim" / "lib")
     result = preload_from_libdir(venv / "bin", tmp_path)
     assert (result.returncode, result.stdout.splitlines()) == (0, PRELOADED), result.stderr
+
+
+def _check_samples() -> dict:
+    """The --check outputs the documentation shows: the README's
+    troubleshooting sample and dnsshim-config(1)'s (its EXAMPLES), as lines."""
+    import re
+
+    samples = {}
+    for name, path in (("README", ROOT / "README.md"),
+                       ("dnsshim-config(1)", ROOT / "csrc" / "tools" / "dnsshim-config.1.md")):
+        block = next(b for b in re.findall(r"```[a-z]*\n(.*?)```", path.read_text(), re.S)
+                     if "check: ok" in b)
+        samples[name] = [l for l in block.splitlines() if not l.startswith("$ ")]
+    return samples
+
+
+def test_the_check_samples_are_what_check_prints(installed):
+    """Each sample has the lines --check prints, in its order; its
+    parallelism and check lines are the venv's but for the venv's path."""
+    import re
+
+    result = subprocess.run([str(installed / "bin" / "dnsshim-config"), "--check"],
+                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    real = result.stdout.splitlines()
+    site = str(site_packages(installed))
+    for name, sample in _check_samples().items():
+        assert [l.split(":")[0] for l in sample] == [l.split(":")[0] for l in real], name
+        assert sample[-1] == real[-1], name
+        assert re.sub(r"/home/me/\.venv/lib/python3\.\d+/site-packages", "SITE", sample[-2]) == \
+            real[-2].replace(site, "SITE"), name
