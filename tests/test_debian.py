@@ -124,6 +124,19 @@ def test_changelog_names_the_project_version():
     assert VERSION == f"{pipeline.package_version()}-1"
 
 
+def test_the_readme_s_build_line_names_every_build_dependency():
+    """README.md's apt-get line before dpkg-buildpackage installs what
+    debian/control's Build-Depends names (debhelper-compat: debhelper),
+    with dpkg-dev; python3-cffi brings python3-cffi-backend."""
+    readme = (ROOT / "README.md").read_text()
+    line = next(l for l in readme.splitlines()
+                if l.startswith("apt-get install dpkg-dev "))
+    named = set(line.split()[2:])
+    assert "dpkg-dev" in named
+    assert set(build_depends()) - {"python3-cffi-backend"} <= named, \
+        set(build_depends()) - named
+
+
 def test_symbols_file_is_the_export_lists():
     result = subprocess.run([sys.executable, str(ROOT / "debian" / "gensymbols.py"), "--check"],
                             capture_output=True, text=True)
