@@ -28,8 +28,10 @@ and the Python installation they were built with pinned in.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
+import json
 import os
 import re
 import shutil
@@ -295,8 +297,8 @@ class Library:
     #: the prefix of the two functions its module's C defines for a guest in
     #: a Python program (GUEST_HEADER)
     guest_prefix: str = ""
-    #: the C units compiled on their own beside cffi's unit (_link_shared,
-    #: _archive; shim/firmware.py)
+    #: the C units compiled on their own beside cffi's unit (compiles();
+    #: dnsshim_build/firmware.py)
     units: tuple = ()
 
     @property
@@ -660,7 +662,6 @@ def emit(library: Library, tmp: Path, verbose: bool = False) -> Path:
     (guest_unit); beside them the library's generated headers, which its C
     includes (generated_headers).  The firmware compiles the unit with its
     own toolchain."""
-    import contextlib
     import io
 
     emitted = tmp / f"{library.module}.cffi.c"
@@ -721,22 +722,101 @@ def guest_unit(library: Library, emitted: str) -> str:
             f'#include "{emitted}"\n')
 
 
-def _link_shared(library: Library, c_file: Path, out_dir: Path, defines: list, mode: Mode,
+#: The products of a library whose C is compiled: its shared object and its
+#: static archive (a bundle's library has the shared object alone).
+SHARED, STATIC = "shared", "static"
+
+#: The folder of a source-tree build's out_dir (Mode.SOURCE_TREE) that holds
+#: what its C was compiled from and into: each library's emitted cffi units
+#: (emit), the generated headers (generated_headers), the objects (one
+#: folder per library) and COMPILE_COMMANDS.  An installed tree gets none of
+#: it: its build compiles in a temporary folder.
+STAGED = "staged"
+
+#: The compilation database (clang's JSON format) in STAGED: each unit of
+#: each library with the real command of each product, for clangd, an
+#: analyser, a reader's cc.
+COMPILE_COMMANDS = "compile_commands.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class Compile:
+    """One C unit of a library compiled for one of its products (SHARED,
+    STATIC) into an object: the object is shared by every product whose
+    command for the unit is the same (compiles())."""
+
+    library: Library
+    product: str
+    source: Path
+    #: the compiler and its arguments, up to the source (no -o)
+    command: tuple
+    output: Path
+
+    @property
+    def arguments(self) -> list:
+        return [*self.command, "-o", str(self.output)]
+
+    def entry(self, directory) -> dict:
+        """The compile as an entry of COMPILE_COMMANDS."""
+        return {"directory": str(directory), "arguments": self.arguments,
+                "file": str(self.source), "output": str(self.output)}
+
+
+def compiles(library: Library, c_file: Path, defines: dict, objects: Path) -> list:
+    """Every compile of a library's C (cffi's unit c_file, from emit, then
+    library.units) for each product of ``defines`` ({product: the defines
+    its C is told, runtime_defines}), in that order, product by product:
+    position independent, hidden unless exported, $CPPFLAGS and $CFLAGS
+    (_library_flags).  A unit whose command is the same for every product
+    has one object, objects/<library>/<unit>.o, which all of them link; one
+    whose commands differ has one per product, <unit>.<product>.o."""
+    head = (compiler(), "-c", *_library_flags(), f"-I{c_file.parent}")
+    sources = (Path(c_file), *library.units)
+    commands = {product: [(*head, *product_defines, str(source)) for source in sources]
+                for product, product_defines in defines.items()}
+    folder = Path(objects) / library.name
+    result = []
+    for product in defines:
+        for i, source in enumerate(sources):
+            agree = len({commands[other][i] for other in defines}) == 1
+            name = source.stem if agree else f"{source.stem}.{product}"
+            result.append(Compile(library, product, source, commands[product][i],
+                                  folder / f"{name}.o"))
+    return result
+
+
+def _compile_objects(units: list, verbose: bool) -> None:
+    """Each distinct object of ``units`` (Compile) compiled once."""
+    done = set()
+    for unit in units:
+        if unit.output not in done:
+            unit.output.parent.mkdir(parents=True, exist_ok=True)
+            _run(unit.arguments, verbose)
+            done.add(unit.output)
+
+
+def _objects(units: list, product: str) -> list:
+    return [unit.output for unit in units if unit.product == product]
+
+
+def _link_shared(library: Library, objects: list, out_dir: Path, mode: Mode,
                  verbose: bool, system: bool = False) -> Path:
-    """The shared object (written atomically) and its development link.
+    """The shared object, linked from its objects (compiles()), written
+    atomically, and its development link.
 
     -z nodelete: once called, the library's cffi module lives on in the
     interpreter (and its extern "Python" functions in the library), so a
     dlclose() (a host Python's ctypes or cffi dropping the handle, a plugin
     loader) must not unmap it.  A library that links another of this project
     finds it beside itself ($ORIGIN: none in a system directory, where the
-    dynamic linker looks anyway); a bundle's finds libpython there too."""
+    dynamic linker looks anyway); a bundle's finds libpython there too.  The
+    link has the compile's flags too ($CFLAGS: a sanitizer, LTO), then
+    $LDFLAGS."""
     shared = out_dir / library.soname
     needs = [flag for name in library.links for flag in (f"-L{out_dir}", f"-l{name}")]
     if library.links:
         needs += [*([] if system else ["-Wl,-rpath,$ORIGIN"]), "-ldl"]
-    _run([compiler(), "-shared", *_library_flags(), f"-I{c_file.parent}", *defines, c_file,
-          *library.units, "-o", f"{shared}.tmp",
+    _run([compiler(), "-shared", *_library_flags(), *objects, "-o", f"{shared}.tmp",
           f"-Wl,--version-script={library.exports}", f"-Wl,-soname,{library.soname}",
           "-Wl,--no-undefined", "-Wl,-z,nodelete", *needs,
           *python_link_flags("$ORIGIN" if mode is Mode.BUNDLE else None), *env_flags("LDFLAGS")],
@@ -749,25 +829,26 @@ def _link_shared(library: Library, c_file: Path, out_dir: Path, defines: list, m
     return shared
 
 
-def _archive(library: Library, c_file: Path, out_dir: Path, defines: list, tmp: Path,
-             verbose: bool) -> Path:
-    """The static archive, the same code for static linking: its units
-    linked into one object (ld -r) whose hidden symbols (what crosses the
-    units: csrc/lib/dns_shim_internal.h) are made local, so that a static
-    link gets no global name but the API's."""
+def _archive(library: Library, objects: list, out_dir: Path, tmp: Path, verbose: bool) -> Path:
+    """The static archive, the same code for static linking: its objects
+    (compiles()) linked into one object (ld -r) whose hidden symbols (what
+    crosses the units: csrc/lib/dns_shim_internal.h) are made local, so that
+    a static link gets no global name but the API's."""
     static = out_dir / library.archive
-    objs = []
-    for i, source in enumerate((c_file, *library.units)):
-        objs.append(tmp / f"{library.archive}.{i}.o")
-        _run([compiler(), "-c", *_library_flags(), f"-I{c_file.parent}", *defines, source,
-              "-o", objs[-1]], verbose)
-    obj = tmp / f"{library.archive}.o"
-    _run(["ld", "-r", "-o", obj, *objs], verbose)
+    obj = tmp / library.name / f"{library.archive}.o"
+    _run(["ld", "-r", "-o", obj, *objects], verbose)
     _run(["objcopy", "--localize-hidden", obj], verbose)
     if static.exists():
         static.unlink()
     _run(["ar", "rcs", static, obj], verbose)
     return static
+
+
+def _write_json(path: Path, value) -> None:
+    """value as JSON into path, written atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
@@ -778,27 +859,47 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
     shared object alone, with .pyc files of the optimisation level `optimize`.
     Mode.PREFIX: ``private`` is the installed path of the Python side, and
     ``system`` says the libraries go to a system directory (no run path to
-    it).  A source-tree build (Mode.SOURCE_TREE) also keeps the generated
-    headers its C includes in out_dir/include/ (generated_headers), for a
-    reader and an analyser; an installed tree has a fixed layout and gets
-    none.  Returns libdnsshim's shared object."""
+    it).
+
+    Each unit is compiled once for every product whose command for it is the
+    same (compiles(): the shared object's and the archive's defines may
+    differ, runtime_defines), and both products are made from the objects.
+    A source-tree build (Mode.SOURCE_TREE) keeps it all in out_dir/staged/
+    (STAGED), for a reader and an analyser: the emitted cffi units, the
+    generated headers the C includes (generated_headers), the objects, and
+    out_dir/staged/compile_commands.json (COMPILE_COMMANDS: every unit of
+    every library with its real command for each product; clangd takes it
+    with --compile-commands-dir=out_dir/staged).  An installed tree has a
+    fixed layout and gets none of it: its build compiles in a temporary
+    folder.  Returns libdnsshim's shared object."""
     check_prerequisites()
     check_sources()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     libraries = (DNSSHIM,) if mode is Mode.BUNDLE else LIBRARIES
-    if mode is Mode.SOURCE_TREE:
-        generated_headers(DNSSHIM, out_dir / "include")
-    for library in libraries:
-        with tempfile.TemporaryDirectory(prefix=f"{library.name}-build-") as tmp:
-            c_file = emit(library, Path(tmp), verbose)
-            shared = (runtime_defines(mode, True, optimize, private=private)
-                      if library.starts_runtime else [])
-            _link_shared(library, c_file, out_dir, shared, mode, verbose, system)
-            if mode is not Mode.BUNDLE:
-                static = (runtime_defines(mode, False, optimize, private=private)
-                          if library.starts_runtime else [])
-                _archive(library, c_file, out_dir, static, Path(tmp), verbose)
+    with contextlib.ExitStack() as stack:
+        if mode is Mode.SOURCE_TREE:
+            work = out_dir.absolute() / STAGED
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dnsshim-build-")))
+        entries = []
+        for library in libraries:
+            c_file = emit(library, work, verbose)
+            products = (SHARED,) if mode is Mode.BUNDLE else (SHARED, STATIC)
+            defines = {product: (runtime_defines(mode, product == SHARED, optimize,
+                                                 private=private)
+                                 if library.starts_runtime else [])
+                       for product in products}
+            units = compiles(library, c_file, defines, work)
+            _compile_objects(units, verbose)
+            _link_shared(library, _objects(units, SHARED), out_dir, mode, verbose, system)
+            if STATIC in products:
+                _archive(library, _objects(units, STATIC), out_dir, work, verbose)
+            entries += [unit.entry(os.getcwd()) for unit in units]
+        if mode is Mode.SOURCE_TREE:
+            _write_json(work / COMPILE_COMMANDS, entries)
     return out_dir / DNSSHIM.soname
 
 

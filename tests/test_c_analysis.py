@@ -13,12 +13,25 @@ that unit is compiled as the build compiles it, and no diagnostic may be
 located in any file but cffi's own emitted <module>.cffi.c.  cffi's code is
 not this project's: its diagnostics there (an unused parameter of its
 runtime, say) are ignored, by their location alone.
+
+The build's own compile commands: a source-tree build (build_ffi.py --out)
+writes, in its staged folder (pipeline.STAGED), the emitted units, the
+generated headers, the objects and compile_commands.json, every unit of
+every library with its real command for each product (the shared object,
+the static archive); a command run again makes the object the build linked;
+a unit whose commands agree is compiled once (counted through a logging
+$CC); the archive made from the shared objects still exports only the API.
 """
 
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import sysconfig
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -208,3 +221,165 @@ def test_the_guest_check_reads_cffi_runtime_before_the_bridge(path, emitted, tmp
     moved.write_text(include + text.replace(include, ""), encoding="utf-8")
     with pytest.raises(SystemExit, match="before the preamble, not one"):
         pipeline.check_for_guest(moved, library)
+
+
+# ---------------------------------------------------------------------------
+# The build's compile commands (pipeline.compiles): each unit compiled once
+# for the products whose command for it agrees, and a source-tree build's
+# staged folder (pipeline.STAGED) with the emitted units, the generated
+# headers, the objects and compile_commands.json, which an analyser reads.
+
+#: A compiler that logs each of its invocations (its arguments, one line,
+#: tab-separated) into $DNSSHIM_CC_LOG, then runs gcc.
+_LOGGING_CC = """#!/bin/sh
+if [ -n "$DNSSHIM_CC_LOG" ]; then
+    (IFS="$(printf '\\t')"; printf '%s\\n' "$*") >> "$DNSSHIM_CC_LOG"
+fi
+exec {gcc} "$@"
+"""
+
+
+class StagedBuild:
+    """A build's folder, its staged folder, the entries of its compilation
+    database and its compiler's invocations (each a list of arguments)."""
+
+    def __init__(self, out, log):
+        self.out = out
+        self.staged = out / pipeline.STAGED
+        self.entries = json.loads((self.staged / pipeline.COMPILE_COMMANDS).read_text())
+        self.invocations = [line.split("\t") for line in log.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def staged_build(tmp_path_factory):
+    """python build_ffi.py --out DIR (a source-tree build), with $CC a
+    compiler that logs its invocations."""
+    gcc = require_program("gcc", "gcc")
+    where = tmp_path_factory.mktemp("staged-build")
+    cc, log = where / "logging-cc", where / "cc.log"
+    cc.write_text(_LOGGING_CC.format(gcc=gcc))
+    cc.chmod(0o755)
+    log.touch()
+    result = subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--out",
+                             str(where / "out")], capture_output=True, text=True, timeout=900,
+                            env=dict(os.environ, CC=str(cc), DNSSHIM_CC_LOG=str(log)))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return StagedBuild(where / "out", log)
+
+
+def _sources(library, staged) -> list:
+    """What the build compiles for a library: its emitted cffi unit, in the
+    staged folder, then its units."""
+    return [str(staged / f"{library.module}.c"), *map(str, library.units)]
+
+
+def test_the_compile_commands_list_every_unit_of_each_library_for_each_product(staged_build):
+    """For each library, its units with the shared object's command, then
+    with the static archive's: each command the compile of its file into
+    its output, with the product's defines, position independent, and the
+    staged folder (the emitted units and the generated headers) on the
+    include path."""
+    staged, entries = staged_build.staged, staged_build.entries
+    expected = [source for library in pipeline.LIBRARIES
+                for source in 2 * _sources(library, staged)]
+    assert [entry["file"] for entry in entries] == expected
+    assert {pipeline.GENERATED_HEADER, pipeline.KINDS_HEADER} <= {
+        path.name for path in staged.iterdir()}
+    position = 0
+    for library in pipeline.LIBRARIES:
+        count = len(_sources(library, staged))
+        for product in (pipeline.SHARED, pipeline.STATIC):
+            defines = (pipeline.runtime_defines(pipeline.Mode.SOURCE_TREE,
+                                                product == pipeline.SHARED)
+                       if library.starts_runtime else [])
+            for entry in entries[position:position + count]:
+                arguments = entry["arguments"]
+                assert set(entry) == {"directory", "arguments", "file", "output"}
+                assert os.path.isdir(entry["directory"])
+                assert os.path.isfile(entry["file"]) and os.path.isfile(entry["output"])
+                assert arguments[-3:] == [entry["file"], "-o", entry["output"]]
+                assert "-c" in arguments and "-fPIC" in arguments
+                assert f"-I{staged}" in arguments and f"-I{pipeline.CSRC}" in arguments
+                assert all(define in arguments for define in defines), (product, entry)
+                assert Path(entry["output"]).parent == staged / library.name
+            position += count
+
+
+def _text(obj) -> bytes:
+    """The code of an object: its .text section's bytes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "text.bin"
+        subprocess.run(["objcopy", "-O", "binary", "--only-section=.text", str(obj), str(out)],
+                       check=True)
+        return out.read_bytes()
+
+
+@pytest.mark.parametrize("library", pipeline.LIBRARIES, ids=lambda library: library.name)
+def test_an_entry_run_again_makes_the_object_the_build_linked(staged_build, library, tmp_path):
+    """The emitted cffi unit's and the first unit's commands, run again as
+    the database says (but for their output): the code is the build's."""
+    require_program("objcopy", "binutils")
+    for source in _sources(library, staged_build.staged)[:2]:
+        entry = next(e for e in staged_build.entries if e["file"] == source)
+        again = tmp_path / Path(entry["output"]).name
+        arguments = [*entry["arguments"][:-1], str(again)]
+        subprocess.run(arguments, cwd=entry["directory"], check=True, timeout=600,
+                       env=dict(os.environ, DNSSHIM_CC_LOG=""))
+        code = _text(entry["output"])
+        assert code and _text(again) == code, source
+
+
+def test_a_unit_whose_commands_agree_is_compiled_once(staged_build):
+    """A source-tree build's shared object and archive are told the same
+    (runtime_defines): each unit's two commands agree, so it has one object,
+    compiled once (the compiler's log: one invocation with -c per unit), and
+    both products are made from it (two invocations without: the links)."""
+    staged, entries = staged_build.staged, staged_build.entries
+    for library in pipeline.LIBRARIES:
+        for source in _sources(library, staged):
+            both = [e for e in entries if e["file"] == source]
+            assert len(both) == 2 and both[0] == both[1], source
+    compiled = [args[-3] for args in staged_build.invocations if "-c" in args]
+    sources = [source for library in pipeline.LIBRARIES
+               for source in _sources(library, staged)]
+    assert sorted(compiled) == sorted(sources)
+    links = [args for args in staged_build.invocations if "-c" not in args]
+    assert len(links) == len(pipeline.LIBRARIES) and all("-shared" in args for args in links)
+
+
+def test_commands_that_differ_get_an_object_each():
+    """An installed form's shared object and archive are told different
+    things (a static archive finds nothing from a path of its own): each of
+    libdnsshim's units has an object per product; libdnsshim_ares's, told
+    nothing, one object for both."""
+    for library in pipeline.LIBRARIES:
+        defines = {product: (pipeline.runtime_defines(pipeline.Mode.PACKAGE,
+                                                      product == pipeline.SHARED)
+                             if library.starts_runtime else [])
+                   for product in (pipeline.SHARED, pipeline.STATIC)}
+        c_file = Path("/work") / f"{library.module}.c"
+        units = pipeline.compiles(library, c_file, defines, Path("/objects"))
+        shared = [u for u in units if u.product == pipeline.SHARED]
+        static = [u for u in units if u.product == pipeline.STATIC]
+        assert [u.source for u in shared] == [u.source for u in static] == [
+            c_file, *library.units]
+        for one, other in zip(shared, static):
+            if library.starts_runtime:
+                assert one.command != other.command and one.output != other.output
+                assert one.output.name.endswith(".shared.o")
+            else:
+                assert (one.command, one.output) == (other.command, other.output)
+
+
+@pytest.mark.parametrize("library", pipeline.LIBRARIES, ids=lambda library: library.name)
+def test_the_static_archive_exports_only_the_api(staged_build, library):
+    """Made from the objects the shared object links, the archive's hidden
+    symbols are still made local: its global names are its export file's
+    and its cffi module's init (PyMODINIT_FUNC is visible: no version
+    script hides it in a static link, as libdnsshim_ares.map does in the
+    shared object)."""
+    require_program("nm", "binutils")
+    out = subprocess.run(["nm", "-g", "--defined-only", str(staged_build.out / library.archive)],
+                         capture_output=True, text=True, check=True).stdout
+    defined = {line.split()[-1] for line in out.splitlines() if len(line.split()) == 3}
+    assert defined == pipeline.exported_names(library) | {f"PyInit_{library.module}"}
