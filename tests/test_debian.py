@@ -876,3 +876,48 @@ def test_purge_leaves_nothing(installed):
     for gone in (f"{LIBDIR}/dnsshim", f"{LIBDIR}/cmake/dnsshim", "/usr/share/dnsshim",
                  "/usr/share/doc/libdnsshim1"):
         assert not os.path.lexists(root.path(gone)), gone
+
+
+# ---- what the packages have of 1.3's features (tests/forms_matrix.py) ----------------------
+
+
+def test_the_packages_have_what_the_forms_matrix_says(installed):
+    """The release's column of forms_matrix.EXPECTED (README.md's "What each
+    form has"), observed in the root as test_forms.py observes the other
+    forms: tests/c/forms_probe.c built there with the system's pkg-config
+    (dnsshim-ares and dnsshim linked before the release's c-ares,
+    libc-ares-dev) and run (parallelism 2, the c-ares layer's ares_dns_parse,
+    the memory limit); the release's python3.X loading libdnsshim.so.1 with
+    ctypes (guest mode); man -w.  On Debian 12, whose c-ares 1.18 has no record
+    API, ares_dns_parse is ARES_ENOTIMP with its one log line.  Last in this
+    file: test_purge_leaves_nothing has purged the three packages, so they are
+    installed again first, from the same .debs (a no-op when it did not run)."""
+    import forms_matrix as fm
+
+    state = installed.run("dpkg-query -W -f '${db:Status-Status}' libdnsshim1", check=False)
+    if state.stdout != "installed":
+        installed.run("apt-get install -y ./libdnsshim1_*.deb ./libdnsshim-dev_*.deb "
+                      "./dnsshim-tools_*.deb")
+    form = f"debian{installed.release.number}"
+    args = fm.write_probe_messages(installed.root.path("/root/forms"))
+    shutil.copy(fm.PROBE_SOURCE, installed.root.path("/root/forms"))
+    installed.run("cc -O2 -g -Wall -Wextra -Werror -DFORMS_PROBE_ARES -o forms_probe "
+                  "forms_probe.c $(pkg-config --cflags --libs dnsshim-ares dnsshim libcares) "
+                  "-pthread", cwd="/root/forms")
+    probe = installed.run("./forms_probe " + " ".join(args), cwd="/root/forms")
+    assert probe.stdout.startswith(f"version {pipeline.package_version()} "
+                                   f"(CPython {installed.release.python})\n"), probe.stdout
+    lines = fm.probe_lines(probe.stdout)
+    installed.root.path("/root/forms/guest.py").write_text(fm.GUEST_PROGRAM)
+    guest = installed.run(f"/usr/bin/python{installed.release.python} -I guest.py "
+                          f"{LIBDIR}/libdnsshim.so.1 good.bin", cwd="/root/forms")
+    assert guest.stderr == ""
+    lines["guest"] = guest.stdout.strip()
+    found = installed.run(f"man -w {' '.join(fm.MAN_ASKED)}").stdout.strip()
+    lines["man"] = fm.man_line("/usr/share/man",
+                               fm.pages_under(installed.root.path("/usr/share/man"), ".gz"),
+                               found)
+    fm.assert_row(form, lines, fm.message_count(args))
+    # where the release's c-ares has no record API, the layer says so once
+    assert probe.stderr.splitlines() == ([] if fm.EXPECTED[form]["c-ares"][0] else
+                                         [fm.ENOTIMP_LOG])
