@@ -273,10 +273,10 @@ typedef enum dns_shim_status {
     ** whose client part differs.  No callback is called. */
     DNS_SHIM_ERR_MISMATCH = -16,
     /* (1.3) This installation cannot do what was asked: a parallelism above
-    ** 1 without the worker image beside the library, or above the
-    ** interpreters a firmware object was built with.  dns_shim_last_error
-    ** names the file and the packages that build it, or the option
-    ** (--parallelism). */
+    ** 1 without the worker image (where the installation keeps it), or
+    ** above the interpreters a firmware object built with --parallelism N
+    ** has.  dns_shim_last_error names the file and why the install built
+    ** none (or the packages that build it), or the option. */
     DNS_SHIM_ERR_UNSUPPORTED = -17
 } dns_shim_status;
 
@@ -867,11 +867,14 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
 ** private interpreter of its own, so that parsing scales with a program's
 ** threads.  0 and 1 are one interpreter, the default: every call takes its lock while
 ** it parses (callbacks run without it).  With n > 1 each interpreter is an
-** instance of the worker image, libdnsshim_worker.so, which is installed
-** beside the library where it could be built: pip install . and a prefix
-** install build it where Debian's libpython3.X-dev and libffi-dev are
-** installed (the image embeds Debian's CPython, whichever CPython the
-** library embeds), downloading cffi's source once; the bundle has none.
+** instance of the worker image, libdnsshim_worker.so: pip install . puts
+** it beside the library, a prefix install and the Debian packages in the
+** libraries' private folder, dnsshim/ beside them.  They build it where
+** Debian's libpython3.X-dev and libffi-dev are installed (the image embeds
+** Debian's CPython, whichever CPython the library embeds), from cffi's
+** source (downloaded once); where they cannot, they leave the reason in
+** libdnsshim_worker.unavailable there, which the refusal quotes.  The
+** bundle has none.
 ** Each instance has its own CPython, dnspython and cffi's backend, nothing
 ** shared with another instance, with the library's own interpreter or with
 ** a Python program the library is loaded into.  No Python file is opened
@@ -915,10 +918,9 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes);
 **
 ** Returns DNS_SHIM_OK; DNS_SHIM_ERR_BAD_ARGUMENT for n above
 ** DNS_SHIM_PARALLELISM_MAX; DNS_SHIM_ERR_UNSUPPORTED for n > 1 where the
-** worker image is not beside the library (the bundle, an installation
-** built without Debian's libpython3.X-dev, a firmware object built without
-** --parallelism), or for n above a firmware object's N; n is then
-** unchanged.
+** installation has no worker image (the bundle, an installation that could
+** not build it, a firmware object built without --parallelism), or for n
+** above a firmware object's N; n is then unchanged.
 **
 ** @returns DNS_SHIM_OK
 ** @returns DNS_SHIM_ERR_BAD_ARGUMENT: the parallelism asked for is above

@@ -368,4 +368,5 @@ def test_every_variable_the_library_reads_is_read_securely_and_documented():
     flat = " ".join(line.lstrip("* ").strip() for line in paragraph.splitlines())
     for name in read:
         assert name in flat, name
-    assert "Two variables are read" in flat and "secure-execution mode (AT_SECURE" in flat
+    assert "It reads the two variables below, and no other" in flat and \
+        "secure-execution mode (AT_SECURE" in flat
