@@ -15,6 +15,7 @@ installation: test_cmake.py.)
 """
 
 import json
+import pickle
 import os
 import re
 import shutil
@@ -24,7 +25,7 @@ import sys
 import pytest
 
 from dnsshim_build import pipeline
-from conftest import ROOT, build_code_in, require_program, write_messages
+from conftest import ROOT, build_code_in, built_once, require_program, write_messages
 from test_install import source_copy
 import cprograms
 
@@ -64,28 +65,36 @@ def _venv(where):
 
 @pytest.fixture(scope="session")
 def standalone(tmp_path_factory):
-    """(prefix, what the prefix held before, the refusal): installed from a
-    copy of the checkout and a virtualenv, both deleted since."""
-    d = tmp_path_factory.mktemp("standalone")
-    clone = source_copy(d / "clone")
-    venv = d / "venv"
-    pip, dnspython = _venv(venv)
-    prefix = d / "prefix"
-    (prefix / "lib").mkdir(parents=True)
-    (prefix / "lib" / "other.so.1").write_bytes(b"another library's file")
-    (prefix / "share" / "doc").mkdir(parents=True)
-    (prefix / "share" / "doc" / "README").write_text("another package's")
-    before = _snapshot(prefix)
-    install = [str(venv / "bin" / "python"), str(clone / "build_ffi.py"), "--prefix",
-               str(prefix)]
-    refused = subprocess.run(install, capture_output=True, text=True, cwd=d)
-    subprocess.run([*pip, dnspython], check=True, capture_output=True, timeout=600)
-    result = subprocess.run(install, capture_output=True, text=True, cwd=d)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout == f"{prefix}/lib/libdnsshim.so.1\n"
-    shutil.rmtree(clone)
-    shutil.rmtree(venv)
-    return prefix, before, refused, venv
+    """(prefix, what the prefix held before, the refusal, the venv's path):
+    installed from a copy of the checkout and a virtualenv, both deleted
+    since; once per session, whichever worker asks first (tests that change
+    it work on a copy)."""
+    def make(d):
+        clone = source_copy(d / "clone")
+        venv = d / "venv"
+        pip, dnspython = _venv(venv)
+        prefix = d / "prefix"
+        (prefix / "lib").mkdir(parents=True)
+        (prefix / "lib" / "other.so.1").write_bytes(b"another library's file")
+        (prefix / "share" / "doc").mkdir(parents=True)
+        (prefix / "share" / "doc" / "README").write_text("another package's")
+        (d / "before.pickle").write_bytes(pickle.dumps(_snapshot(prefix)))
+        install = [str(venv / "bin" / "python"), str(clone / "build_ffi.py"), "--prefix",
+                   str(prefix)]
+        refused = subprocess.run(install, capture_output=True, text=True, cwd=d)
+        (d / "refused.json").write_text(json.dumps([refused.returncode, refused.stdout,
+                                                    refused.stderr]))
+        subprocess.run([*pip, dnspython], check=True, capture_output=True, timeout=600)
+        result = subprocess.run(install, capture_output=True, text=True, cwd=d)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stdout == f"{prefix}/lib/libdnsshim.so.1\n"
+        shutil.rmtree(clone)
+        shutil.rmtree(venv)
+
+    d = built_once(tmp_path_factory, "standalone", make)
+    code, out, err = json.loads((d / "refused.json").read_text())
+    refused = subprocess.CompletedProcess([], code, out, err)
+    return d / "prefix", pickle.loads((d / "before.pickle").read_bytes()), refused, d / "venv"
 
 
 def test_the_python_side_holds_no_build_code(standalone):
