@@ -432,12 +432,14 @@ def function_page(header: Header, chunk: Declaration, version: str, node: str,
 
 def _status_table(enum: Declaration, values: dict) -> list:
     """The status codes' table: each enumerator's documentation and its
-    value (``values``: Header.enum, as the build reads them)."""
+    value (``values``: Header.enum, as the build reads them).  Each meaning
+    is set ragged right (.ad l): a narrow column of long identifiers cannot
+    be justified, and groff 1.23 (Debian 13) warns "cannot adjust line"."""
     out = [".TS", "tab(\t);", "lB r lx.", "\\fIcode\\fP\t\\fIvalue\\fP\t\\fImeaning\\fP", "_"]
     for m in enum.members:
         value = str(values[m.name])
         text = "\n".join(line_safe(Inline()(s)) for s in sentence_lines(m.comment))
-        out.append(f"{esc(m.name, code=True)}\t{esc(value, code=True)}\tT{{\n{text}\nT}}")
+        out.append(f"{esc(m.name, code=True)}\t{esc(value, code=True)}\tT{{\n.ad l\n{text}\nT}}")
     out.append(".TE")
     return out
 

@@ -512,3 +512,15 @@ def test_dnsshim_config_page_has_examples_of_its_own_options(pages, tools):
     assert "find_package(dnsshim" in examples and "pkg-config --cflags --libs dnsshim" in examples
     version = re.search(r"shim (\d+\.\d+\.\d+) \(", examples).group(1)
     assert version == shim.__version__
+
+
+def test_table_text_blocks_are_set_ragged_right():
+    """Every text block of a table (T{ ... T}) starts with .ad l: groff 1.23
+    (Debian 13) warns "cannot adjust line" where a narrow column of long
+    identifiers is justified, which groff 1.22 (Debian 12) lets pass."""
+    pages = man.pages_from_tree(ROOT)
+    blocks = [(name, text.split("T{\n", 1)[1].split("\n", 1)[0])
+              for name, roff in pages.items() for text in roff.split("\nT}")
+              if "T{\n" in text]
+    assert blocks, "no table text block in any page"
+    assert [(name, first) for name, first in blocks if first != ".ad l"] == []

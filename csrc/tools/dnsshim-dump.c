@@ -800,12 +800,13 @@ int main(int argc, char **argv)
     /* The options, before the first FILE: each error named (shim/dump.py's
     ** parser says the same, word for word). */
     for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
-        const char *option = argv[i], *arg = i + 1 < argc ? argv[i + 1] : NULL;
+        /* (never NULL: "" past the last argument, which takes refuses) */
+        const char *option = argv[i], *arg = i + 1 < argc ? argv[i + 1] : "";
         int takes = strcmp(option, "--expect-id") == 0 || strcmp(option, "--expect-name") == 0 ||
                     strcmp(option, "--expect-type") == 0 ||
                     strcmp(option, "--expect-class") == 0 ||
                     strcmp(option, "--expect-cookie") == 0 || strcmp(option, "--sections") == 0;
-        if (takes && arg == NULL)
+        if (takes && i + 1 >= argc)
             return usage("%s needs a value", option);
         if (takes)
             i++;
