@@ -112,12 +112,12 @@ VERSIONS = {
              "stand-ins": {"_sha2": "sha2.py"}},
 }
 
-#: The one entry point beside the API that the pool's front (csrc/lib/pool.c)
+#: The entry points beside the API that the pool's front (csrc/lib/pool.c)
 #: calls in an interpreter it starts: the instance's memory counted in the
-#: pool's account.  Visible to the object's link, which keeps it local; made
+#: pool's account, and its fork handler, which the front runs.  Visible to the object's link, which keeps it local; made
 #: global again where a front calls it (the worker image, worker.py; the
 #: copies of --parallelism, :func:`link_parallel`).
-POOL_PRIVATE = ("dns_shim__pool_account",)
+POOL_PRIVATE = ("dns_shim__pool_account", "dns_shim__instance_fork")
 #: The most interpreters --parallelism links: csrc/dns_shim.h's
 #: DNS_SHIM_PARALLELISM_MAX, the most the library's front runs.
 PARALLELISM_MAX = pipeline.header_defines(pipeline.HEADER, "DNS_SHIM_PARALLELISM_MAX")[
@@ -584,7 +584,7 @@ POOL_ENTRIES = (("process", "process_dns_response"), ("process_with", "dns_shim_
                 ("set_parallelism", "dns_shim_set_parallelism"),
                 ("set_log_handler", "dns_shim_set_log_handler"),
                 ("set_allocator", "dns_shim_set_allocator"),
-                ("account", "dns_shim__pool_account"))
+                ("account", "dns_shim__pool_account"), ("fork", "dns_shim__instance_fork"))
 
 
 def copy_name(index: int, name: str) -> str:

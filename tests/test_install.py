@@ -521,7 +521,8 @@ ALLOWED = {"process_dns_response": "DNSSHIM_1.0", "dns_shim_init": "DNSSHIM_1.0"
            # libdnsshim_ares's entry into the pool: no release's, no header's
            "dns_shim__pool_ares_take": "DNSSHIM_PRIVATE",
            "dns_shim__pool_ares_give": "DNSSHIM_PRIVATE",
-           "dns_shim__own_init": "DNSSHIM_PRIVATE"}
+           "dns_shim__own_init": "DNSSHIM_PRIVATE",
+           "dns_shim__own_start": "DNSSHIM_PRIVATE"}
 
 
 @pytest.mark.parametrize("where", ["build", "installed"])

@@ -86,7 +86,8 @@ def test_it_exports_the_api_in_the_librarys_version_nodes_and_its_private_entrie
     expected = {f"{name}@@{node}" for node, names in pipeline.version_nodes().items()
                 for name in names if name in api}
     assert {name.split("@")[0] for name in expected} == api
-    assert worker.PRIVATE == ("dns_shim__pool_account", "dnsshim_ares__compute",
+    assert worker.PRIVATE == ("dns_shim__pool_account", "dns_shim__instance_fork",
+                              "dnsshim_ares__compute",
                               "dnsshim_ares__done", "dnsshim_ares__message",
                               "dnsshim_ares__message_done")
     assert defined == expected | {f"{name}@@DNSSHIM_WORKER_PRIVATE" for name in worker.PRIVATE}

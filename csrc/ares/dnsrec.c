@@ -132,6 +132,11 @@ static unsigned long long dnsshim_ares__callers_subs = 0;
 static pthread_mutex_t dnsshim_ares__libs_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t dnsshim_ares__none_once = PTHREAD_ONCE_INIT;
 
+void dnsshim_ares__libs_fork(int phase)
+{
+    dnsshim_ares__fork_mutex(&dnsshim_ares__libs_lock, phase);
+}
+
 static __thread int dnsshim_ares__probing = 0;
 static __thread int dnsshim_ares__probe_reached = 0;
 
@@ -320,7 +325,7 @@ static dnsshim_ares__cares_lib *dnsshim_ares__cares_for(const void *caller)
     int cache, have_info;
 
     base = dnsshim_ares__base_of(caller, &info, &have_info);
-    pthread_mutex_lock(&dnsshim_ares__libs_lock);
+    dnsshim_ares__lock(&dnsshim_ares__libs_lock);
     cache = dnsshim_ares__callers_current();
     for (i = 0; i < dnsshim_ares__ncallers; i++) {
         if (dnsshim_ares__callers[i].base == base) {
@@ -526,7 +531,7 @@ static void dnsshim_ares__say_none(void)
 static void dnsshim_ares__say_why(dnsshim_ares__cares_lib *lib)
 {
     int first;
-    pthread_mutex_lock(&dnsshim_ares__libs_lock);
+    dnsshim_ares__lock(&dnsshim_ares__libs_lock);
     first = !lib->logged;
     lib->logged = 1;
     pthread_mutex_unlock(&dnsshim_ares__libs_lock);

@@ -109,15 +109,12 @@ static PyObject *dnsshim_ares__init_builtins(void)
     return PyEval_GetBuiltins();
 }
 
-static void dnsshim_ares__init_once(void)
+/* This library's module, attached to libdnsshim's runtime (started): under
+** libdnsshim's start lock (dns_shim__own_start), which a fork waits for, so
+** that no child finds cffi's start-up lock of this module, held for the
+** whole start, held by a thread it does not have. */
+static void dnsshim_ares__start_module(void)
 {
-    /* libdnsshim says why its runtime did not start, through the program's
-    ** log handler; every parser then returns ARES_ENOTINITIALIZED.  Its own
-    ** runtime, whatever the parallelism: this call was routed to it, and
-    ** parallelism may have been raised since (dns_shim_init would then
-    ** start the pool alone). */
-    if (dns_shim__own_init() != DNS_SHIM_OK)
-        return;
     /* cffi starts an interpreter of its own (Py_InitializeEx, not isolated:
     ** PYTHONPATH, site) where none runs: never let it. */
     if (!Py_IsInitialized()) {
@@ -130,6 +127,16 @@ static void dnsshim_ares__init_once(void)
                           "ARES_ENOTINITIALIZED");
     else if (!dnsshim_ares__start_failed)
         dnsshim_ares__ready = 1;
+}
+
+static void dnsshim_ares__init_once(void)
+{
+    /* libdnsshim says why its runtime did not start, through the program's
+    ** log handler; every parser then returns ARES_ENOTINITIALIZED.  Its own
+    ** runtime, whatever the parallelism: this call was routed to it, and
+    ** parallelism may have been raised since (dns_shim_init would then
+    ** start the pool alone). */
+    (void)dns_shim__own_start(dnsshim_ares__start_module);
 }
 
 /* ------------------------------------------------------------------ */

@@ -17,6 +17,7 @@
 
 #include "ares/dnsshim_ares.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -149,6 +150,30 @@ DNSSHIM_ARES__WORKER_ENTRY void dnsshim_ares__done(uint64_t token);
 ** disown: forgets p, 1 if it was ours. */
 DNSSHIM_ARES__HIDDEN int dnsshim_ares__own(void *p);
 DNSSHIM_ARES__HIDDEN int dnsshim_ares__disown(const void *p);
+
+/* fork() from any thread at any moment (owned.c): the forking thread takes
+** this library's locks before the fork, in the order they nest (dnsrec.c's
+** table of c-ares libraries, memory.c's allocator, owned.c's set), and
+** gives them back on both sides, so that no thread of the child finds one
+** held by a thread it does not have.  Each is taken with
+** dnsshim_ares__lock, which registers the handler first, once.  None is
+** held while libdnsshim's own are taken, nor the other way round. */
+enum { DNSSHIM_ARES__FORK_PREPARE, DNSSHIM_ARES__FORK_AFTER };
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__fork_watch(void);
+static inline void dnsshim_ares__lock(pthread_mutex_t *mutex)
+{
+    dnsshim_ares__fork_watch();
+    pthread_mutex_lock(mutex);
+}
+static inline void dnsshim_ares__fork_mutex(pthread_mutex_t *mutex, int phase)
+{
+    if (phase == DNSSHIM_ARES__FORK_PREPARE)
+        pthread_mutex_lock(mutex);
+    else
+        pthread_mutex_unlock(mutex);
+}
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__libs_fork(int phase);
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__mem_fork(int phase);
 
 /* The next definition of a c-ares function after this library (the real
 ** c-ares's, when the program links it too), or NULL (free.c): in the

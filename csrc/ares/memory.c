@@ -39,6 +39,11 @@ static pthread_mutex_t dnsshim_ares__mem_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Initializations not yet cleaned up, when no c-ares answers for itself. */
 static unsigned long dnsshim_ares__inits = 0;
 
+void dnsshim_ares__mem_fork(int phase)
+{
+    dnsshim_ares__fork_mutex(&dnsshim_ares__mem_lock, phase);
+}
+
 /* The allocation itself, for both entry points (neither calls the other:
 ** the analyser follows each as an allocator of its own). */
 static void *dnsshim_ares__allocate(size_t size)
@@ -90,7 +95,7 @@ DNSSHIM_ARES_API int ares_library_init(int flags)
     if (next != NULL)
         rc = next(flags);
     if (rc == DNSSHIM_ARES_SUCCESS) {
-        pthread_mutex_lock(&dnsshim_ares__mem_lock);
+        dnsshim_ares__lock(&dnsshim_ares__mem_lock);
         dnsshim_ares__inits++;
         pthread_mutex_unlock(&dnsshim_ares__mem_lock);
     }
@@ -108,7 +113,7 @@ DNSSHIM_ARES_API int ares_library_init_mem(int flags, void *(*amalloc)(size_t),
         rc = next(flags, amalloc, afree, arealloc);
     if (rc != DNSSHIM_ARES_SUCCESS)
         return rc;
-    pthread_mutex_lock(&dnsshim_ares__mem_lock);
+    dnsshim_ares__lock(&dnsshim_ares__mem_lock);
     /* c-ares takes each function given and keeps the others: so does this */
     dnsshim_ares__set(amalloc != NULL ? amalloc : dnsshim_ares__amalloc,
                       afree != NULL ? afree : dnsshim_ares__afree);
@@ -127,7 +132,7 @@ DNSSHIM_ARES_API void ares_library_cleanup(void)
     *(void **)&initialized = dnsshim_ares__next("ares_library_initialized");
     if (next != NULL)
         next();
-    pthread_mutex_lock(&dnsshim_ares__mem_lock);
+    dnsshim_ares__lock(&dnsshim_ares__mem_lock);
     if (dnsshim_ares__inits > 0)
         dnsshim_ares__inits--;
     if (next != NULL && initialized != NULL)

@@ -21,6 +21,34 @@ static size_t dnsshim_ares__owned_live = 0;
 static char dnsshim_ares__tomb_;
 #define DNSSHIM_ARES__TOMB ((void *)&dnsshim_ares__tomb_)
 
+/* The fork handler (dnsshim_ares_internal.h): the locks in their order,
+** given back in the reverse. */
+static void dnsshim_ares__fork_prepare(void)
+{
+    dnsshim_ares__libs_fork(DNSSHIM_ARES__FORK_PREPARE);
+    dnsshim_ares__mem_fork(DNSSHIM_ARES__FORK_PREPARE);
+    dnsshim_ares__fork_mutex(&dnsshim_ares__owned_lock, DNSSHIM_ARES__FORK_PREPARE);
+}
+
+static void dnsshim_ares__fork_after(void)
+{
+    dnsshim_ares__fork_mutex(&dnsshim_ares__owned_lock, DNSSHIM_ARES__FORK_AFTER);
+    dnsshim_ares__mem_fork(DNSSHIM_ARES__FORK_AFTER);
+    dnsshim_ares__libs_fork(DNSSHIM_ARES__FORK_AFTER);
+}
+
+static void dnsshim_ares__fork_register(void)
+{
+    pthread_atfork(dnsshim_ares__fork_prepare, dnsshim_ares__fork_after,
+                   dnsshim_ares__fork_after);
+}
+
+void dnsshim_ares__fork_watch(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, dnsshim_ares__fork_register);
+}
+
 static size_t dnsshim_ares__slot(const void *p, size_t cap)
 {
     uint64_t h = (uint64_t)(uintptr_t)p;
@@ -64,7 +92,7 @@ int dnsshim_ares__own(void *p)
 {
     size_t j;
     int rc = 0;
-    pthread_mutex_lock(&dnsshim_ares__owned_lock);
+    dnsshim_ares__lock(&dnsshim_ares__owned_lock);
     if ((dnsshim_ares__owned_used + 1) * 2 > dnsshim_ares__owned_cap &&
         dnsshim_ares__owned_grow() != 0) {
         rc = -1;
@@ -85,7 +113,7 @@ int dnsshim_ares__disown(const void *p)
 {
     size_t j;
     int found = 0;
-    pthread_mutex_lock(&dnsshim_ares__owned_lock);
+    dnsshim_ares__lock(&dnsshim_ares__owned_lock);
     if (dnsshim_ares__owned_cap != 0) {
         j = dnsshim_ares__slot(p, dnsshim_ares__owned_cap);
         while (dnsshim_ares__owned[j] != NULL) {

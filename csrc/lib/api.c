@@ -136,6 +136,12 @@ static pthread_mutex_t dns_shim__registered_lock = PTHREAD_MUTEX_INITIALIZER;
 static dns_shim_callbacks dns_shim__registered;
 static int dns_shim__have_registered = 0;
 
+/* The registered set's part of the fork handler (dns_shim_internal.h). */
+void dns_shim__callbacks_fork(int phase)
+{
+    dns_shim__fork_mutex(&dns_shim__registered_lock, phase);
+}
+
 DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callbacks)
 {
     dns_shim_callbacks copy;
@@ -145,7 +151,7 @@ DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callb
         if (status != DNS_SHIM_OK)
             return status;
     }
-    pthread_mutex_lock(&dns_shim__registered_lock);
+    dns_shim__lock(&dns_shim__registered_lock);
     if (callbacks != NULL)
         dns_shim__registered = copy;
     dns_shim__have_registered = callbacks != NULL;
@@ -186,7 +192,7 @@ DNS_SHIM_API int32_t dns_shim_process(const uint8_t *dns_response, int32_t respo
 static const dns_shim_callbacks *dns_shim__take_registered(dns_shim_callbacks *copy)
 {
     int have;
-    pthread_mutex_lock(&dns_shim__registered_lock);
+    dns_shim__lock(&dns_shim__registered_lock);
     have = dns_shim__have_registered;
     if (have)
         *copy = dns_shim__registered;

@@ -90,7 +90,7 @@ static void dns_shim__finished(uint64_t token)
     int queued = 0;
     if (token == 0)
         return;
-    pthread_mutex_lock(&dns_shim__queue_lock);
+    dns_shim__lock(&dns_shim__queue_lock);
     if (dns_shim__queued < DNS_SHIM__QUEUE) {
         dns_shim__queue[dns_shim__queued++] = token;
         queued = 1;
@@ -104,7 +104,7 @@ static void dns_shim__finished(uint64_t token)
 static size_t dns_shim__take_finished(uint64_t *done)
 {
     size_t n;
-    pthread_mutex_lock(&dns_shim__queue_lock);
+    dns_shim__lock(&dns_shim__queue_lock);
     n = dns_shim__queued;
     memcpy(done, dns_shim__queue, n * sizeof *done);
     dns_shim__queued = 0;
@@ -197,20 +197,14 @@ static void dns_shim__start(void);
 ** come when the list is empty: in the child that reset never comes, and a
 ** list left empty would make the next call's thread state that stale one
 ** ("Fatal Python error: init_threadstate: thread state already
-** initialized").  Registered once the library's own interpreter runs. */
+** initialized").  Set once the library's own interpreter runs. */
+static int dns_shim__fork_interpreter = 0;
+/* Whether this fork's prepare took the interpreter's lock (forks are one at
+** a time: glibc runs the handlers under its own lock). */
+static int dns_shim__fork_took_gil = 0;
 static PyGILState_STATE dns_shim__fork_gil;
 
-static void dns_shim__fork_prepare(void)
-{
-    dns_shim__fork_gil = PyGILState_Ensure();
-}
-
-static void dns_shim__fork_parent(void)
-{
-    PyGILState_Release(dns_shim__fork_gil);
-}
-
-static void dns_shim__fork_child(void)
+static void dns_shim__fork_interpreter_child(void)
 {
     PyThreadState *me = PyThreadState_Get(), *t;
     int others = 0;
@@ -223,25 +217,107 @@ static void dns_shim__fork_child(void)
     PyGILState_Release(dns_shim__fork_gil);
 }
 
-/* The start, once: while it runs, a block the host's allocator refuses is
-** the C library's instead, so that neither CPython (which ends the process
-** on an allocation that fails before its exception types exist) nor an
-** import reports it as anything else; if the host refused any, the runtime
-** did not start for want of memory, whatever else the start made of it. */
+/* The queue's part of the fork handler (dns_shim_internal.h). */
+static void dns_shim__queue_fork(int phase)
+{
+    dns_shim__fork_mutex(&dns_shim__queue_lock, phase);
+}
+
+/* The one fork handler: the interpreter's lock, then the units' locks in
+** the order dns_shim_internal.h gives; given back in the reverse order. */
+static void dns_shim__fork_prepare(void)
+{
+    dns_shim__start_fork(DNS_SHIM__FORK_PREPARE, !Py_IsInitialized() || !PyGILState_Check());
+    dns_shim__pool_instances_fork(DNS_SHIM__FORK_PREPARE);
+    dns_shim__fork_took_gil = __atomic_load_n(&dns_shim__fork_interpreter, __ATOMIC_ACQUIRE);
+    if (dns_shim__fork_took_gil)
+        dns_shim__fork_gil = PyGILState_Ensure();
+    dns_shim__memory_fork(DNS_SHIM__FORK_PREPARE);
+    dns_shim__pool_fork(DNS_SHIM__FORK_PREPARE);
+    dns_shim__callbacks_fork(DNS_SHIM__FORK_PREPARE);
+    dns_shim__queue_fork(DNS_SHIM__FORK_PREPARE);
+    dns_shim__log_fork(DNS_SHIM__FORK_PREPARE);
+}
+
+static void dns_shim__fork_after(int phase)
+{
+    dns_shim__log_fork(phase);
+    dns_shim__queue_fork(phase);
+    dns_shim__callbacks_fork(phase);
+    dns_shim__pool_fork(phase);
+    dns_shim__memory_fork(phase);
+}
+
+static void dns_shim__fork_parent(void)
+{
+    dns_shim__fork_after(DNS_SHIM__FORK_PARENT);
+    if (dns_shim__fork_took_gil)
+        PyGILState_Release(dns_shim__fork_gil);
+    dns_shim__pool_instances_fork(DNS_SHIM__FORK_PARENT);
+    dns_shim__start_fork(DNS_SHIM__FORK_PARENT, 0);
+}
+
+static void dns_shim__fork_child(void)
+{
+    dns_shim__fork_after(DNS_SHIM__FORK_CHILD);
+    if (dns_shim__fork_took_gil)
+        dns_shim__fork_interpreter_child();
+    dns_shim__pool_instances_fork(DNS_SHIM__FORK_CHILD);
+    dns_shim__start_fork(DNS_SHIM__FORK_CHILD, 0);
+}
+
+static void dns_shim__fork_register(void)
+{
+    pthread_atfork(dns_shim__fork_prepare, dns_shim__fork_parent, dns_shim__fork_child);
+}
+
+/* Registered before the first of the library's locks is taken: from then on
+** a fork finds none held by another thread (pthread_once's fast path is one
+** load).  Never in an instance of a pool, whose front runs its handler. */
+static int dns_shim__fork_driven = 0;
+
+void dns_shim__fork_watch(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (!__atomic_load_n(&dns_shim__fork_driven, __ATOMIC_ACQUIRE))
+        pthread_once(&once, dns_shim__fork_register);
+}
+
+DNS_SHIM__WORKER_ENTRY void dns_shim__instance_fork(int phase)
+{
+    switch (phase) {
+    case DNS_SHIM__FORK_DRIVEN:
+        __atomic_store_n(&dns_shim__fork_driven, 1, __ATOMIC_RELEASE);
+        break;
+    case DNS_SHIM__FORK_PREPARE:
+        dns_shim__fork_prepare();
+        break;
+    case DNS_SHIM__FORK_PARENT:
+        dns_shim__fork_parent();
+        break;
+    case DNS_SHIM__FORK_CHILD:
+        dns_shim__fork_child();
+        break;
+    }
+}
+
+/* The start, once, under the start lock (one start at a time in the
+** process, the pool's instances' too: an import at start-up calls libc
+** functions with static buffers, getprotobyname for dnspython's WKS): while
+** it runs, a block the host's allocator refuses is the C library's instead,
+** so that neither CPython (which ends the process on an allocation that
+** fails before its exception types exist) nor an import reports it as
+** anything else; if the host refused any, the runtime did not start for
+** want of memory, whatever else the start made of it. */
 static void dns_shim__init_once(void)
 {
     size_t refused;
 
-    /* One start at a time in the process, the pool's instances' too: an
-    ** import at start-up calls libc functions with static buffers
-    ** (getprotobyname, for dnspython's WKS). */
-    pthread_mutex_lock(&dns_shim__start_lock);
     dns_shim__memory_starting(1);
     dns_shim__start();
     refused = dns_shim__memory_starting(0);
-    pthread_mutex_unlock(&dns_shim__start_lock);
     if (dns_shim__owns && dns_shim__init_status == DNS_SHIM_OK && refused == 0)
-        pthread_atfork(dns_shim__fork_prepare, dns_shim__fork_parent, dns_shim__fork_child);
+        __atomic_store_n(&dns_shim__fork_interpreter, 1, __ATOMIC_RELEASE);
     if (refused > 0) {
         dns_shim__start_error[0] = '\0';
         dns_shim__init_status = DNS_SHIM_ERR_NO_MEMORY;
@@ -340,9 +416,28 @@ static void dns_shim__start(void)
     dns_shim__init_status = DNS_SHIM_OK;
 }
 
+/* Whether the start has run, whatever its status: set under the start lock,
+** when the start is whole.  Not a pthread_once: a fork waits for a start in
+** progress by taking the start lock (dns_shim__fork_prepare), and a
+** pthread_once still running when the start lock is given back would run
+** the start again in the child. */
+static int dns_shim__started = 0;
+static __thread int dns_shim__starting = 0; /* this thread runs the start */
+
 static int32_t dns_shim__runtime(void)
 {
-    pthread_once(&dns_shim__once, dns_shim__init_once);
+    if (__atomic_load_n(&dns_shim__started, __ATOMIC_ACQUIRE))
+        return dns_shim__init_status;
+    if (dns_shim__starting) /* a log handler's call, during the start */
+        return DNS_SHIM_ERR_INIT;
+    dns_shim__start_enter();
+    if (!dns_shim__started) {
+        dns_shim__starting = 1;
+        dns_shim__init_once();
+        dns_shim__starting = 0;
+        __atomic_store_n(&dns_shim__started, 1, __ATOMIC_RELEASE);
+    }
+    dns_shim__start_leave();
     return dns_shim__init_status;
 }
 
@@ -351,6 +446,9 @@ static int32_t dns_shim__runtime(void)
 ** memory, else DNS_SHIM_ERR_INIT). */
 static int32_t dns_shim__init_failed(void)
 {
+    if (dns_shim__starting)
+        return dns_shim__fail(DNS_SHIM_ERR_INIT, "the runtime is starting in this thread: a "
+                              "call made during the start (from the log handler) cannot parse");
     return dns_shim__fail(dns_shim__init_status == DNS_SHIM_ERR_NO_MEMORY ?
                           DNS_SHIM_ERR_NO_MEMORY : DNS_SHIM_ERR_INIT, "%s",
                           dns_shim__start_error[0] ? dns_shim__start_error :
@@ -370,6 +468,18 @@ DNS_SHIM_API int32_t dns_shim_init(void)
 DNS_SHIM__PRIVATE_API int32_t dns_shim__own_init(void)
 {
     return dns_shim__runtime() == DNS_SHIM_OK ? dns_shim__ok() : dns_shim__init_failed();
+}
+
+DNS_SHIM__PRIVATE_API int32_t dns_shim__own_start(void (*then)(void))
+{
+    if (dns_shim__runtime() != DNS_SHIM_OK)
+        return dns_shim__init_failed();
+    if (then != NULL) {
+        dns_shim__start_enter();
+        then();
+        dns_shim__start_leave();
+    }
+    return dns_shim__ok();
 }
 
 /* ------------------------------------------------------------------ */

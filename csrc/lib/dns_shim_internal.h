@@ -46,8 +46,49 @@ DNS_SHIM__HIDDEN int32_t dns_shim__unknown_size(const char *what, uint32_t size,
                                                 const char *const *releases, size_t n);
 
 /* Held while an interpreter starts, the library's own or a pool's instance:
-** one start at a time in the process (runtime.c; recursive). */
-DNS_SHIM__HIDDEN extern pthread_mutex_t dns_shim__start_lock;
+** one start at a time in the process (runtime.c; recursive).  Taken and
+** given back only through these two, which count the depth for the fork
+** handler. */
+DNS_SHIM__HIDDEN void dns_shim__start_enter(void);
+DNS_SHIM__HIDDEN void dns_shim__start_leave(void);
+
+/* fork() from any thread at any moment (dns_shim.c).  Each unit with a lock
+** gives its part of one pthread_atfork handler: before the fork the forking
+** thread takes every such lock, in this order, which is the order in which
+** the units nest them (a unit's lock is never held while an earlier one is
+** taken), after the start lock (runtime.c: unless the forking thread holds
+** an interpreter's lock, so that a start in progress ends before the fork)
+** and the interpreter's lock when the library runs its own:
+**   memory.c (the allocator and limit), pool.c (the pool; its cond anew in
+**   the child), api.c (the registered callbacks), dns_shim.c (the queue of
+**   finished plans), failure.c (the log handler; its count of calls in
+**   flight is the forking thread's own in the child);
+** after it, both sides give them back.  No thread of the child then finds a
+** lock held by a thread it does not have.  Every lock of these is taken
+** with dns_shim__lock, which registers the handler first, once. */
+enum { DNS_SHIM__FORK_PREPARE, DNS_SHIM__FORK_PARENT, DNS_SHIM__FORK_CHILD };
+DNS_SHIM__HIDDEN void dns_shim__fork_watch(void);
+static inline void dns_shim__lock(pthread_mutex_t *mutex)
+{
+    dns_shim__fork_watch();
+    pthread_mutex_lock(mutex);
+}
+/* The front's part (pool.c): each instance's handler, inside the front's
+** (pool_instances: after the start lock, before the interpreter's lock). */
+DNS_SHIM__HIDDEN void dns_shim__pool_instances_fork(int phase);
+/* One lock's part: taken, given back in the parent and in the child. */
+static inline void dns_shim__fork_mutex(pthread_mutex_t *mutex, int phase)
+{
+    if (phase == DNS_SHIM__FORK_PREPARE)
+        pthread_mutex_lock(mutex);
+    else
+        pthread_mutex_unlock(mutex);
+}
+DNS_SHIM__HIDDEN void dns_shim__memory_fork(int phase);
+DNS_SHIM__HIDDEN void dns_shim__pool_fork(int phase);
+DNS_SHIM__HIDDEN void dns_shim__callbacks_fork(int phase);
+DNS_SHIM__HIDDEN void dns_shim__log_fork(int phase);
+DNS_SHIM__HIDDEN void dns_shim__start_fork(int phase, int may_wait);
 
 /* The reason for the last failure, this thread's (failure.c). */
 #define DNS_SHIM__ERROR_SIZE 2048
@@ -111,6 +152,14 @@ DNS_SHIM__HIDDEN int dns_shim__memory_host(dns_shim_allocator *out);
 #  define DNS_SHIM__WORKER_ENTRY DNS_SHIM__HIDDEN
 #endif
 DNS_SHIM__WORKER_ENTRY int32_t dns_shim__pool_account(size_t *held);
+/* An instance's fork handler, run by the front inside its own, after the
+** front's start lock (dns_shim.c): DNS_SHIM__FORK_DRIVEN, the front's first
+** call into an instance, makes the instance register none of its own
+** (glibc runs the handlers registered last first: an instance's would take
+** its locks before the front's start lock, which a start holds while it
+** takes them); then the three phases. */
+#define DNS_SHIM__FORK_DRIVEN 3
+DNS_SHIM__WORKER_ENTRY void dns_shim__instance_fork(int phase);
 
 /* Parallelism (pool.c).  The worker image's file name (dnsshim_build/
 ** worker.py's NAME), in DNS_SHIM_WORKER_DIR: a folder relative to the
@@ -161,6 +210,10 @@ typedef struct dns_shim__pool_entries {
     int (*ares_message)(const unsigned char *, int, unsigned int,
                         struct dnsshim_ares_message *, uint64_t *);
     void (*ares_message_done)(uint64_t);
+    /* The instance's fork handler, which the front runs inside its own
+    ** (dns_shim__instance_fork).  Appended: libdnsshim_ares reads the
+    ** members above. */
+    void (*fork)(int);
 } dns_shim__pool_entries;
 #ifdef DNS_SHIM__POOL_LINKED
 DNS_SHIM__HIDDEN extern const dns_shim__pool_entries dns_shim__pool_linked[DNS_SHIM__POOL_LINKED];
@@ -185,11 +238,18 @@ DNS_SHIM__HIDDEN extern const dns_shim__pool_entries dns_shim__pool_linked[DNS_S
 ** dns_shim_init, with parallelism above 1, starts the pool's instances
 ** alone): DNS_SHIM_OK, or DNS_SHIM_ERR_INIT with its detail.  So the c-ares
 ** layer never finds no interpreter when parallelism was raised between its
-** routing and its start, and cffi never starts one of its own. */
+** routing and its start, and cffi never starts one of its own.
+**
+** dns_shim__own_start: the same, then then() under the start lock, once
+** the runtime has started: libdnsshim_ares's module start, so that a fork
+** waits for it as for the runtime's own start (the fork handler takes the
+** start lock first) and a child never finds cffi's start-up lock of that
+** module held by a thread it does not have. */
 #define DNS_SHIM__PRIVATE_API __attribute__((visibility("default")))
 DNS_SHIM__PRIVATE_API int32_t dns_shim__pool_ares_take(const dns_shim__pool_entries **entries);
 DNS_SHIM__PRIVATE_API void dns_shim__pool_ares_give(void);
 DNS_SHIM__PRIVATE_API int32_t dns_shim__own_init(void);
+DNS_SHIM__PRIVATE_API int32_t dns_shim__own_start(void (*then)(void));
 
 /* A failure detail without its status's name ("DNS_SHIM_ERR_INIT: "), for
 ** a detail that is quoted inside another (failure.c). */

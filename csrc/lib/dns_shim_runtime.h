@@ -93,7 +93,6 @@ extern const struct _frozen dns_shim__firmware_frozen[];
 #define DNS_SHIM__HIDDEN __attribute__((visibility("hidden")))
 
 /* The start, once (runtime.c). */
-DNS_SHIM__HIDDEN extern pthread_once_t dns_shim__once;
 DNS_SHIM__HIDDEN extern int32_t dns_shim__init_status;
 DNS_SHIM__HIDDEN extern int dns_shim__owns;         /* we started the interpreter */
 DNS_SHIM__HIDDEN extern char dns_shim__root[4096];  /* where the shim package is */

@@ -39,29 +39,38 @@ const char *dns_shim__getenv(const char *name)
 /* ------------------------------------------------------------------ */
 /* Logging                                                              */
 
-/* The handler and its ctx, read and written together under the mutex.
-** The messages in flight hold the rwlock for reading for the whole of
-** their handler's call; dns_shim_set_log_handler takes it for writing
-** after the swap, and so returns only once every call of the old handler
-** has returned.  A handler that sets the handler itself (this thread is in
-** a handler: dns_shim__in_handler) does not wait: it would wait for its
-** own call. */
+/* The handler and its ctx, read and written together under the mutex, with
+** the count of messages in flight (each counted for the whole of its
+** handler's call): dns_shim_set_log_handler waits after the swap until none
+** is, and so returns only once every call of the old handler has returned.
+** A handler that sets the handler itself (this thread is in a handler:
+** dns_shim__in_handler) does not wait: it would wait for its own call.  In
+** the child of a fork (dns_shim__log_fork) the messages in flight are the
+** forking thread's own. */
 static pthread_mutex_t dns_shim__log_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_rwlock_t dns_shim__log_calls = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_cond_t dns_shim__log_quiet = PTHREAD_COND_INITIALIZER;
+static unsigned long dns_shim__log_in_flight = 0;
 static dns_shim_log_handler dns_shim__log_handler = NULL;
 static void *dns_shim__log_ctx = NULL;
 static __thread unsigned dns_shim__in_handler = 0;
 
+void dns_shim__log_fork(int phase)
+{
+    if (phase == DNS_SHIM__FORK_CHILD) {
+        dns_shim__log_in_flight = dns_shim__in_handler;
+        pthread_cond_init(&dns_shim__log_quiet, NULL);
+    }
+    dns_shim__fork_mutex(&dns_shim__log_lock, phase);
+}
+
 DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *ctx)
 {
-    pthread_mutex_lock(&dns_shim__log_lock);
+    dns_shim__lock(&dns_shim__log_lock);
     dns_shim__log_handler = handler;
     dns_shim__log_ctx = handler ? ctx : NULL;
+    while (dns_shim__in_handler == 0 && dns_shim__log_in_flight > 0)
+        pthread_cond_wait(&dns_shim__log_quiet, &dns_shim__log_lock);
     pthread_mutex_unlock(&dns_shim__log_lock);
-    if (dns_shim__in_handler == 0) {
-        pthread_rwlock_wrlock(&dns_shim__log_calls);
-        pthread_rwlock_unlock(&dns_shim__log_calls);
-    }
 }
 
 /* Sends one message to the handler, or to stderr (the default handler
@@ -74,8 +83,8 @@ void dns_shim__log_level(int32_t level, const char *message)
 
     if (message == NULL) /* the header promises text */
         message = "";
-    pthread_rwlock_rdlock(&dns_shim__log_calls);
-    pthread_mutex_lock(&dns_shim__log_lock);
+    dns_shim__lock(&dns_shim__log_lock);
+    dns_shim__log_in_flight++;
     handler = dns_shim__log_handler;
     ctx = dns_shim__log_ctx;
     pthread_mutex_unlock(&dns_shim__log_lock);
@@ -87,7 +96,10 @@ void dns_shim__log_level(int32_t level, const char *message)
         fprintf(stderr, "dnsshim: %s\n", message);
         fflush(stderr);
     }
-    pthread_rwlock_unlock(&dns_shim__log_calls);
+    dns_shim__lock(&dns_shim__log_lock);
+    if (--dns_shim__log_in_flight == 0)
+        pthread_cond_broadcast(&dns_shim__log_quiet);
+    pthread_mutex_unlock(&dns_shim__log_lock);
 }
 
 void dns_shim__log(const char *message)

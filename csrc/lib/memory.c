@@ -270,6 +270,12 @@ static void dns_shim__arena_free(void *ctx, void *ptr, size_t n)
 
 static pthread_mutex_t dns_shim__memory_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The allocator's and limit's part of the fork handler (dns_shim_internal.h). */
+void dns_shim__memory_fork(int phase)
+{
+    dns_shim__fork_mutex(&dns_shim__memory_lock, phase);
+}
+
 /* The sizes of dns_shim_allocator this library accepts, and their releases
 ** (dns_shim_internal.h says where they come from). */
 static const uint32_t dns_shim__known_allocator_sizes[] = {
@@ -298,7 +304,7 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
         memset(&copy, 0, sizeof copy);
         memcpy(&copy, (const void *)allocator, size);
     }
-    pthread_mutex_lock(&dns_shim__memory_lock);
+    dns_shim__lock(&dns_shim__memory_lock);
     if (dns_shim__memory_started || dns_shim__pool_started()) {
         rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the runtime has started: an allocator "
                             "is set before the first call that starts it");
@@ -324,7 +330,7 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes)
 {
     int32_t rc = DNS_SHIM_OK;
-    pthread_mutex_lock(&dns_shim__memory_lock);
+    dns_shim__lock(&dns_shim__memory_lock);
     if (dns_shim__guest_memory && bytes != 0)
         rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the runtime is the interpreter of the "
                             "Python program the library is loaded into: its memory is that "
@@ -342,7 +348,7 @@ DNS_SHIM_API int32_t dns_shim_set_memory_limit(size_t bytes)
 int dns_shim__memory_host(dns_shim_allocator *out)
 {
     int chosen;
-    pthread_mutex_lock(&dns_shim__memory_lock);
+    dns_shim__lock(&dns_shim__memory_lock);
     chosen = dns_shim__host_chosen;
     if (chosen)
         *out = dns_shim__host;
@@ -357,7 +363,7 @@ int dns_shim__memory_host(dns_shim_allocator *out)
 DNS_SHIM__WORKER_ENTRY int32_t dns_shim__pool_account(size_t *held)
 {
     int32_t rc = DNS_SHIM_OK;
-    pthread_mutex_lock(&dns_shim__memory_lock);
+    dns_shim__lock(&dns_shim__memory_lock);
     if (held == NULL || dns_shim__memory_started)
         rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the pool's account is set before the "
                             "interpreter starts, and is not NULL");
@@ -374,7 +380,7 @@ DNS_SHIM__WORKER_ENTRY int32_t dns_shim__pool_account(size_t *held)
 void dns_shim__memory_start(int owns)
 {
     int dropped = 0;
-    pthread_mutex_lock(&dns_shim__memory_lock);
+    dns_shim__lock(&dns_shim__memory_lock);
     if (!dns_shim__memory_started && owns) {
         PyMemAllocatorEx domain = {NULL, dns_shim__malloc, dns_shim__calloc, dns_shim__realloc,
                                    dns_shim__free};

@@ -78,7 +78,7 @@ enum { DNS_SHIM__EMPTY, DNS_SHIM__IDLE, DNS_SHIM__BUSY, DNS_SHIM__FAILED, DNS_SH
 
 typedef struct dns_shim__instance {
     int state;
-    int ready; /* started: its entry points may be called (under the lock) */
+    int ready; /* started: its entry points may be called (read under the lock) */
     int fd;
     void *handle;
     dns_shim__pool_entries call;
@@ -91,7 +91,6 @@ static uint32_t dns_shim__pool_n = 1;     /* the parallelism; 0 and 1 alike (wri
                                           ** the lock, read atomically) */
 static int dns_shim__pool_chosen = 0;     /* set by dns_shim_set_parallelism */
 static pthread_once_t dns_shim__pool_env_once = PTHREAD_ONCE_INIT;
-static pthread_once_t dns_shim__pool_fork_once = PTHREAD_ONCE_INIT;
 static size_t dns_shim__pool_held = 0;    /* the instances' one account (atomic) */
 static char dns_shim__pool_start_error[DNS_SHIM__ERROR_SIZE]; /* the last start failure */
 /* The instance this thread holds: a callback's own calls go to it. */
@@ -168,7 +167,8 @@ static void dns_shim__pool_note(const char *image, char *why, size_t size)
 
 /* The worker image's path: in DNS_SHIM_WORKER_DIR (a prefix install's
 ** private folder) or beside the file this code is in (the shared library,
-** or the program a static archive was linked into), its links resolved.  Returns 0, or -1 with the reason for this thread
+** or the program a static archive was linked into), its links resolved.
+** Returns 0, or -1 with the reason for this thread
 ** (DNS_SHIM_ERR_UNSUPPORTED): the install's note where it left one. */
 static int dns_shim__pool_image(char *path, size_t size)
 {
@@ -279,6 +279,7 @@ static const struct {
     {"dnsshim_ares__done", offsetof(dns_shim__pool_entries, ares_done), 1},
     {"dnsshim_ares__message", offsetof(dns_shim__pool_entries, ares_message), 1},
     {"dnsshim_ares__message_done", offsetof(dns_shim__pool_entries, ares_message_done), 1},
+    {"dns_shim__instance_fork", offsetof(dns_shim__pool_entries, fork), 0},
 };
 
 /* Loads instance number index (0-based) of n: the image copied into a
@@ -339,8 +340,10 @@ static int32_t dns_shim__pool_start(dns_shim__instance *inst, unsigned index, ui
 
     if (rc != DNS_SHIM_OK)
         return rc;
-    /* Before the instance starts: one interpreter, the program's handler and
-    ** allocator, the pool's account and limit. */
+    /* Before the instance starts: its fork handler the front's (first: before
+    ** any lock of the instance is taken), one interpreter, the program's
+    ** handler and allocator, the pool's account and limit. */
+    inst->call.fork(DNS_SHIM__FORK_DRIVEN);
     inst->call.set_parallelism(1);
     inst->call.set_log_handler(dns_shim__pool_log, NULL);
     rc = dns_shim__memory_host(&host) ? inst->call.set_allocator(&host) : DNS_SHIM_OK;
@@ -357,21 +360,16 @@ static int32_t dns_shim__pool_start(dns_shim__instance *inst, unsigned index, ui
 /* ------------------------------------------------------------------ */
 /* Taking and giving back                                               */
 
-/* The fork handlers: the pool's lock is held across fork(); in the child,
-** instances busy in other threads are dropped. */
-static void dns_shim__pool_prepare(void)
-{
-    pthread_mutex_lock(&dns_shim__pool_lock);
-}
-
-static void dns_shim__pool_parent(void)
-{
-    pthread_mutex_unlock(&dns_shim__pool_lock);
-}
-
-static void dns_shim__pool_child(void)
+/* The pool's part of the fork handler (dns_shim_internal.h): its lock is
+** held across fork(); in the child, instances busy in other threads are
+** dropped. */
+void dns_shim__pool_fork(int phase)
 {
     unsigned i;
+    if (phase != DNS_SHIM__FORK_CHILD) {
+        dns_shim__fork_mutex(&dns_shim__pool_lock, phase);
+        return;
+    }
     /* An instance busy in another thread is that thread's, which the child
     ** does not have.  From the image, its slot is emptied for a new
     ** instance, started on demand as any other (the old one stays loaded,
@@ -389,13 +387,65 @@ static void dns_shim__pool_child(void)
             dns_shim__pool[i].fd = -1;
 #endif
         }
-    pthread_mutex_init(&dns_shim__pool_lock, NULL);
     pthread_cond_init(&dns_shim__pool_idle, NULL);
+    dns_shim__fork_mutex(&dns_shim__pool_lock, phase);
 }
 
-static void dns_shim__pool_register_fork(void)
+/* The instances' fork handlers, inside the front's (dns_shim_internal.h):
+** those loaded when the fork began.  The start lock is held (the front's
+** handler took it, or a Python program's os.fork() does not wait: then an
+** instance another thread starts is not among them), so no instance is
+** being loaded meanwhile; the pool's lock is taken only to read the slots.
+** In the child, the handlers run before the front's pool part empties the
+** slots of instances busy in other threads. */
+static void (*dns_shim__pool_forking[DNS_SHIM_PARALLELISM_MAX])(int);
+static unsigned dns_shim__pool_nforking = 0;
+
+void dns_shim__pool_instances_fork(int phase)
 {
-    pthread_atfork(dns_shim__pool_prepare, dns_shim__pool_parent, dns_shim__pool_child);
+    unsigned i;
+    if (phase == DNS_SHIM__FORK_PREPARE) {
+        dns_shim__pool_nforking = 0;
+        pthread_mutex_lock(&dns_shim__pool_lock);
+        for (i = 0; i < DNS_SHIM_PARALLELISM_MAX; i++)
+            if (dns_shim__pool[i].ready && dns_shim__pool[i].call.fork != NULL)
+                dns_shim__pool_forking[dns_shim__pool_nforking++] = dns_shim__pool[i].call.fork;
+        pthread_mutex_unlock(&dns_shim__pool_lock);
+    }
+    for (i = 0; i < dns_shim__pool_nforking; i++) /* given back in the reverse order */
+        dns_shim__pool_forking[phase == DNS_SHIM__FORK_PREPARE ? i
+                                                               : dns_shim__pool_nforking - 1 - i](phase);
+}
+
+/* Every ready instance's limit made the library's, outside the pool's lock:
+** an instance's dns_shim_set_memory_limit takes the instance's own locks,
+** which are never taken under the front's (its fork handler takes them
+** first).  Applied until the limit read is still the limit after: a call
+** that read an older one while another set a newer applies the newer too,
+** so that the last write to each instance is the latest limit. */
+static void dns_shim__pool_apply_limit(dns_shim__instance *only)
+{
+    int32_t (*set[DNS_SHIM_PARALLELISM_MAX])(size_t);
+    unsigned i, n;
+    size_t bytes, then;
+
+    bytes = __atomic_load_n(&dns_shim__limit, __ATOMIC_SEQ_CST);
+    do {
+        n = 0;
+        if (only != NULL) {
+            set[n++] = only->call.set_memory_limit;
+        } else {
+            dns_shim__lock(&dns_shim__pool_lock);
+            for (i = 0; i < DNS_SHIM_PARALLELISM_MAX; i++)
+                if (dns_shim__pool[i].ready)
+                    set[n++] = dns_shim__pool[i].call.set_memory_limit;
+            pthread_mutex_unlock(&dns_shim__pool_lock);
+        }
+        for (i = 0; i < n; i++)
+            set[i](bytes);
+        then = bytes;
+        bytes = __atomic_load_n(&dns_shim__limit, __ATOMIC_SEQ_CST);
+    } while (bytes != then);
 }
 
 /* Starts instance number index of n, which this thread marked STARTING,
@@ -410,13 +460,15 @@ static int32_t dns_shim__pool_bring_up(dns_shim__instance *inst, unsigned index,
 
     /* One start at a time (dns_shim__start_lock): each instance's own lock
     ** does not cover the C library's static buffers its imports use. */
-    pthread_mutex_lock(&dns_shim__start_lock);
+    dns_shim__start_enter();
     rc = dns_shim__pool_start(inst, index, n);
-    pthread_mutex_unlock(&dns_shim__start_lock);
+    dns_shim__start_leave();
 
     if (rc != DNS_SHIM_OK)
         dns_shim__log(dns_shim_last_error());
-    pthread_mutex_lock(&dns_shim__pool_lock);
+    else /* the limit before any call can take it */
+        dns_shim__pool_apply_limit(inst);
+    dns_shim__lock(&dns_shim__pool_lock);
     if (rc != DNS_SHIM_OK) {
         inst->state = DNS_SHIM__FAILED;
         /* kept without its status's name: the calls that find no
@@ -424,15 +476,17 @@ static int32_t dns_shim__pool_bring_up(dns_shim__instance *inst, unsigned index,
         snprintf(dns_shim__pool_start_error, sizeof dns_shim__pool_start_error, "%s",
                  dns_shim__reason(dns_shim_last_error()));
     } else {
-        /* Ready: from now on dns_shim__pool_limit reaches it too; the limit
-        ** it gets here, under the same lock, is the latest. */
+        /* Ready: from now on dns_shim__pool_limit reaches it too. */
         inst->ready = 1;
-        inst->call.set_memory_limit(__atomic_load_n(&dns_shim__limit, __ATOMIC_SEQ_CST));
         if (inst->state == DNS_SHIM__STARTING) /* not dropped by a fork meanwhile */
             inst->state = then;
     }
     pthread_cond_broadcast(&dns_shim__pool_idle);
     pthread_mutex_unlock(&dns_shim__pool_lock);
+    /* A limit set between the apply above and ready, which that call's
+    ** dns_shim__pool_limit did not reach here. */
+    if (rc == DNS_SHIM_OK)
+        dns_shim__pool_apply_limit(inst);
     return rc;
 }
 
@@ -448,7 +502,7 @@ static dns_shim__instance *dns_shim__pool_take(int *single)
     *single = 0;
     if (dns_shim__pool_mine != NULL)
         return dns_shim__pool_mine;
-    pthread_mutex_lock(&dns_shim__pool_lock);
+    dns_shim__lock(&dns_shim__pool_lock);
     for (;;) {
         int running = 0;
         n = dns_shim__pool_n;
@@ -497,7 +551,7 @@ static dns_shim__instance *dns_shim__pool_take(int *single)
 static void dns_shim__pool_give(dns_shim__instance *inst)
 {
     dns_shim__pool_mine = NULL;
-    pthread_mutex_lock(&dns_shim__pool_lock);
+    dns_shim__lock(&dns_shim__pool_lock);
     if (inst->state == DNS_SHIM__BUSY)
         inst->state = DNS_SHIM__IDLE;
     pthread_cond_broadcast(&dns_shim__pool_idle);
@@ -520,7 +574,7 @@ static void dns_shim__pool_read_env(void)
         return;
     errno = 0;
     n = strtoul(text, &end, 10);
-    pthread_mutex_lock(&dns_shim__pool_lock);
+    dns_shim__lock(&dns_shim__pool_lock);
     if (dns_shim__pool_chosen) {
         pthread_mutex_unlock(&dns_shim__pool_lock);
         return;
@@ -543,8 +597,6 @@ static void dns_shim__pool_read_env(void)
     }
     __atomic_store_n(&dns_shim__pool_n, (uint32_t)n, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&dns_shim__pool_lock);
-    if (n > 1)
-        pthread_once(&dns_shim__pool_fork_once, dns_shim__pool_register_fork);
 }
 
 DNS_SHIM_API int32_t dns_shim_set_parallelism(uint32_t n)
@@ -554,9 +606,7 @@ DNS_SHIM_API int32_t dns_shim_set_parallelism(uint32_t n)
                               "%d, the most this library runs", n, DNS_SHIM_PARALLELISM_MAX);
     if (dns_shim__pool_available(n) != 0)
         return DNS_SHIM_ERR_UNSUPPORTED;
-    if (n > 1)
-        pthread_once(&dns_shim__pool_fork_once, dns_shim__pool_register_fork);
-    pthread_mutex_lock(&dns_shim__pool_lock);
+    dns_shim__lock(&dns_shim__pool_lock);
     dns_shim__pool_chosen = 1;
     __atomic_store_n(&dns_shim__pool_n, n, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&dns_shim__pool_idle); /* waiters re-read n */
@@ -644,7 +694,7 @@ int32_t dns_shim__pool_init(void)
 
     if (dns_shim__pool_mine != NULL)
         return dns_shim__ok();
-    pthread_mutex_lock(&dns_shim__pool_lock);
+    dns_shim__lock(&dns_shim__pool_lock);
     for (;;) {
         dns_shim__instance *inst = NULL;
         int starting = 0;
@@ -664,7 +714,7 @@ int32_t dns_shim__pool_init(void)
             pthread_mutex_unlock(&dns_shim__pool_lock);
             if (dns_shim__pool_bring_up(inst, index, n, DNS_SHIM__IDLE) != DNS_SHIM_OK)
                 return DNS_SHIM_ERR_INIT; /* the reason is this thread's already */
-            pthread_mutex_lock(&dns_shim__pool_lock);
+            dns_shim__lock(&dns_shim__pool_lock);
             continue;
         }
         for (i = 0; i < n; i++)
@@ -690,7 +740,7 @@ int dns_shim__pool_started(void)
 {
     unsigned i;
     int started = 0;
-    pthread_mutex_lock(&dns_shim__pool_lock);
+    dns_shim__lock(&dns_shim__pool_lock);
     for (i = 0; i < DNS_SHIM_PARALLELISM_MAX; i++)
         started |= dns_shim__pool[i].state != DNS_SHIM__EMPTY;
     pthread_mutex_unlock(&dns_shim__pool_lock);
@@ -699,18 +749,11 @@ int dns_shim__pool_started(void)
 
 /* dns_shim_set_memory_limit, after it set the library's own: every running
 ** instance gets the pool's limit (each counts in the pool's one account, so
-** the limit is the pool's).  The limit is read here, under the pool's
-** lock, not passed: of two threads setting it at once, the one that gets
-** here last hands every instance the value that was set last, so the
-** instances and the library's own interpreter never keep two limits. */
+** the limit is the pool's).  The limit is read, not passed, and applied
+** until it stays the same (dns_shim__pool_apply_limit): of two threads
+** setting it at once, the instances and the library's own interpreter
+** never keep two limits. */
 void dns_shim__pool_limit(void)
 {
-    unsigned i;
-    size_t bytes;
-    pthread_mutex_lock(&dns_shim__pool_lock);
-    bytes = __atomic_load_n(&dns_shim__limit, __ATOMIC_SEQ_CST);
-    for (i = 0; i < DNS_SHIM_PARALLELISM_MAX; i++)
-        if (dns_shim__pool[i].ready)
-            dns_shim__pool[i].call.set_memory_limit(bytes);
-    pthread_mutex_unlock(&dns_shim__pool_lock);
+    dns_shim__pool_apply_limit(NULL);
 }

@@ -29,12 +29,67 @@
 /* ------------------------------------------------------------------ */
 /* The runtime                                                          */
 
-pthread_once_t dns_shim__once = PTHREAD_ONCE_INIT;
 /* Held while an interpreter starts, the library's own (dns_shim.c) or an
 ** instance of the pool (pool.c): one start at a time.  Recursive: a log
 ** handler that calls the library during a start finds it held by its own
-** thread. */
-pthread_mutex_t dns_shim__start_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+** thread.  Its depth, the process's (under it) and this thread's, are for
+** the child of a fork (dns_shim__start_fork). */
+static pthread_mutex_t dns_shim__start_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static unsigned dns_shim__start_depth = 0;
+static __thread unsigned dns_shim__start_mine = 0;
+static int dns_shim__start_took = 0; /* this fork's prepare took it */
+
+void dns_shim__start_enter(void)
+{
+    dns_shim__lock(&dns_shim__start_lock);
+    dns_shim__start_depth++;
+    dns_shim__start_mine++;
+}
+
+void dns_shim__start_leave(void)
+{
+    dns_shim__start_mine--;
+    dns_shim__start_depth--;
+    pthread_mutex_unlock(&dns_shim__start_lock);
+}
+
+/* The start lock's part of the fork handler, first of all: taken, when the
+** forking thread holds no interpreter's lock (may_wait), so that a start
+** another thread is making ends before the fork, and the child has the
+** runtime whole.  A thread of a Python program in os.fork() holds its
+** interpreter's lock, which a guest's start needs: it does not wait, and in
+** its child a start another thread was making is not finishing: the lock
+** is made anew.  In the child the lock is held as deep as the forking
+** thread held it (it may fork inside a start: a log handler). */
+void dns_shim__start_fork(int phase, int may_wait)
+{
+    pthread_mutexattr_t attr;
+    unsigned i;
+    switch (phase) {
+    case DNS_SHIM__FORK_PREPARE:
+        dns_shim__start_took = may_wait;
+        if (may_wait)
+            pthread_mutex_lock(&dns_shim__start_lock);
+        break;
+    case DNS_SHIM__FORK_PARENT:
+        if (dns_shim__start_took)
+            pthread_mutex_unlock(&dns_shim__start_lock);
+        break;
+    default:
+        /* A recursive mutex is its holder's by thread id, which the child's
+        ** thread does not have: it is made anew, not given back. */
+        if (!dns_shim__start_took && dns_shim__start_depth == dns_shim__start_mine)
+            break;
+        pthread_mutexattr_init(&attr);
+        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+        pthread_mutex_init(&dns_shim__start_lock, &attr);
+        pthread_mutexattr_destroy(&attr);
+        for (i = 0; i < dns_shim__start_mine; i++)
+            pthread_mutex_lock(&dns_shim__start_lock);
+        dns_shim__start_depth = dns_shim__start_mine;
+    }
+}
+
 int32_t dns_shim__init_status = DNS_SHIM_ERR_INIT;
 int dns_shim__owns = 0;         /* we started the interpreter */
 char dns_shim__root[4096];      /* where the shim package is ("" : on sys.path) */
