@@ -16,6 +16,8 @@
   interpreter it was routed to neither leaves the c-ares layer unstarted nor
   lets an interpreter start without the isolated configuration; a worker
   image gone before the first call is named whole in the detail.
+- fork() while another thread holds each lock a call takes in libdnsshim
+  and libdnsshim_ares, pinned: the child's calls return.
 """
 
 import os
@@ -265,6 +267,62 @@ def test_an_image_gone_before_the_first_call_is_named_whole(built, image, any_pr
         f"the worker image {real.parent}/{worker.NAME}, which this installation does not "
         f"have: pip install . and build_ffi.py --prefix build it where Debian's python3-dev "
         f"and libffi-dev are installed"]
+
+
+# ------------------------------------------------------------------ fork
+
+
+def _fork_held(built, any_process, answer, action, most=15):
+    """any_process fork-held for K = 1, 2, ... until the action takes no K-th
+    lock (or K is most): the lines of the K it took."""
+    lines = []
+    for k in range(1, most + 1):
+        result = _run(any_process, "fork-held", built.dir / "libdnsshim.so.1",
+                      built.dir / pipeline.DNSSHIM_ARES.soname, answer, action, k, timeout=120)
+        line = result.stdout.strip()
+        if line.startswith(f"lock {k} not taken"):
+            return lines
+        lines.append(line)
+    if most < 15:
+        return lines
+    raise AssertionError(f"{action} took more than 15 locks: {lines}")
+
+
+@pytest.mark.parametrize("action, locks, child", [
+    # the registered callbacks, the queue of finished plans taken, then given
+    ("reply", 3, "0, process 0"),
+    # the allocator's and limit's lock, then the pool's
+    ("limit", 2, "0, process 0"),
+    # the log handler's lock
+    ("handler", 1, "0, process 0"),
+    # libdnsshim_ares's table of c-ares libraries; cffi's start-up lock of its
+    # module (the first parse starts it, under libdnsshim's start lock, which
+    # the fork waits for); its set of the pointers it handed out, when the
+    # hostent is handed out and when ares_free_hostent takes it back
+    ("ares", 4, "0, process 0"),
+])
+def test_a_fork_while_another_thread_holds_a_lock_of_the_library(built, any_process, answer,
+                                                                  action, locks, child):
+    """Each lock a call takes in the library, held by one thread (pinned just
+    after it took it) while another thread forks: the fork waits for it
+    (the library's fork handler takes every lock of its own before the
+    fork), and the child's call and parse return, where a lock copied held
+    would hang them for ever."""
+    lines = _fork_held(built, any_process, answer, action)
+    assert lines == [f"lock {k} held at the fork; the child: {action} {child}"
+                     for k in range(1, len(lines) + 1)]
+    assert len(lines) == locks, lines
+
+
+def test_a_fork_while_another_thread_starts_the_runtime(built, any_process, answer):
+    """The process's first call, in one thread, held just after it took the
+    start lock, then just after its next lock inside the start, while another
+    thread forks: the fork waits for the whole start, and the child has the
+    runtime started, once (where a start copied half-made would hang its
+    first call, or run the start a second time)."""
+    lines = _fork_held(built, any_process, answer, "start", most=2)
+    assert lines == [f"lock {k} held at the fork; the child: start 0, process 0"
+                     for k in (1, 2)]
 
 
 # ------------------------------------------------------------------ the limit

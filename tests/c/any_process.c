@@ -43,6 +43,20 @@
 **   any_process image-gone LIBDNSSHIM IMAGE FILE
 **       Parallelism 2, then the worker image IMAGE removed before the first
 **       call: process_dns_response's "status N" and detail.
+**   any_process fork-held LIBDNSSHIM LIBDNSSHIM_ARES FILE ACTION K
+**       A thread does ACTION once and is held just after the K-th lock it
+**       takes in the library ACTION is of (libdnsshim_ares for "ares",
+**       libdnsshim for the others), and the main thread forks meanwhile;
+**       the held thread goes on 300 ms later.  The child does ACTION and
+**       process_dns_response on FILE.  ACTION: "reply"
+**       (process_dns_response on FILE, to a registered callbacks set),
+**       "limit" (dns_shim_set_memory_limit, 0), "handler"
+**       (dns_shim_set_log_handler), "ares" (ares_parse_a_reply on FILE),
+**       "start" (dns_shim_init, the process's first call: the runtime
+**       starts in that thread; every other action runs after
+**       dns_shim_init).  Prints "lock K held at the fork;
+**       the child: ACTION S, process S", with "hang" for a call that did
+**       not return in 20 s; or "lock K not taken (the call took N)".
 **
 ** pthread_mutex_lock and pthread_once are this program's own (the pins):
 ** they forward to glibc's, and act only while a mode arms them, on the
@@ -60,6 +74,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ */
@@ -91,14 +106,27 @@ static int from_pinned(const void *caller)
     return pin_base != NULL && dladdr(caller, &info) != 0 && info.dli_fbase == pin_base;
 }
 
+static volatile int hold_armed = 0;   /* fork-held: thread A's locks counted */
+static pthread_t hold_thread;
+static int hold_count = 0, hold_at = 0;
+static void (*hold_pause)(void) = NULL;
+
 int pthread_mutex_lock(pthread_mutex_t *mutex)
 {
-    if (lock_armed && pthread_equal(pthread_self(), lock_thread) &&
-        from_pinned(__builtin_return_address(0)) && ++lock_count == 2) {
+    const void *caller = __builtin_return_address(0);
+    int rc;
+    if (lock_armed && pthread_equal(pthread_self(), lock_thread) && from_pinned(caller) &&
+        ++lock_count == 2) {
         lock_armed = 0;
         lock_pause();
     }
-    return real_lock(mutex);
+    rc = real_lock(mutex);
+    if (hold_armed && pthread_equal(pthread_self(), hold_thread) && from_pinned(caller) &&
+        ++hold_count == hold_at) {
+        hold_armed = 0;
+        hold_pause(); /* with the lock held */
+    }
+    return rc;
 }
 
 int pthread_once(pthread_once_t *once, void (*init)(void))
@@ -466,6 +494,145 @@ static int mode_failing_allocator(char **argv)
 
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* fork-held                                                            */
+
+static void *held_lib, *held_ares;
+static const char *held_action, *held_file;
+static int held_taken = 0;
+
+static void quiet_handler(void *ctx, int32_t level, const char *text)
+{
+    (void)ctx; (void)level; (void)text;
+}
+
+static int32_t on_a(void *ctx, const dns_shim_a *record)
+{
+    (void)ctx; (void)record;
+    return 0;
+}
+
+/* ACTION once: its status (c-ares's for "ares"). */
+static int do_action(void)
+{
+    long len = 0;
+    uint8_t *m;
+    int rc;
+    if (strcmp(held_action, "limit") == 0)
+        return (int)((limit_fn)need(held_lib, "dns_shim_set_memory_limit"))(0);
+    if (strcmp(held_action, "start") == 0)
+        return (int)((init_fn)need(held_lib, "dns_shim_init"))();
+    if (strcmp(held_action, "handler") == 0) {
+        ((void (*)(dns_shim_log_handler, void *))need(held_lib, "dns_shim_set_log_handler"))(
+            quiet_handler, NULL);
+        return 0;
+    }
+    if (strcmp(held_action, "ares") == 0) {
+        m = message(held_file, &len);
+        rc = ares_status(held_ares, m, len);
+        free(m);
+        return rc;
+    }
+    m = message(held_file, &len);
+    rc = (int)((process_fn)need(held_lib, "process_dns_response"))(m, (int32_t)len);
+    free(m);
+    return rc;
+}
+
+static void hold_here(void)
+{
+    held_taken = 1;
+    set_stage(1);
+    wait_stage(2);
+}
+
+static void *held_thread(void *unused)
+{
+    (void)unused;
+    hold_thread = pthread_self();
+    hold_pause = hold_here;
+    hold_count = 0;
+    hold_armed = 1;
+    (void)do_action();
+    hold_armed = 0;
+    if (!held_taken)
+        set_stage(1);
+    return NULL;
+}
+
+static void *releaser(void *unused)
+{
+    (void)unused;
+    usleep(300000);
+    set_stage(2);
+    return NULL;
+}
+
+static int mode_fork_held(char **argv)
+{
+    pthread_t a, r;
+    pid_t child;
+    int status, pipe_fd[2];
+    char line[256] = "";
+    ssize_t got;
+
+    held_ares = open_lib(argv[3], RTLD_GLOBAL);
+    held_lib = open_lib(argv[2], RTLD_GLOBAL | RTLD_NOLOAD);
+    held_file = argv[4];
+    held_action = argv[5];
+    hold_at = atoi(argv[6]);
+    if (strcmp(held_action, "start") != 0 &&
+        ((init_fn)need(held_lib, "dns_shim_init"))() != DNS_SHIM_OK) {
+        fprintf(stderr, "FAIL dns_shim_init: %s\n",
+                ((last_error_fn)need(held_lib, "dns_shim_last_error"))());
+        return 1;
+    }
+    {
+        dns_shim_callbacks cb;
+        memset(&cb, 0, sizeof cb);
+        cb.struct_size = sizeof cb;
+        cb.on_a = on_a;
+        if (((int32_t (*)(const dns_shim_callbacks *))need(
+                held_lib, "dns_shim_register_callbacks"))(&cb) != DNS_SHIM_OK)
+            return 1;
+    }
+    pin_base = strcmp(held_action, "ares") == 0 ? base_of(held_ares, "ares_parse_a_reply")
+                                                : base_of(held_lib, "process_dns_response");
+    pthread_create(&a, NULL, held_thread, NULL);
+    wait_stage(1);
+    if (!held_taken) {
+        pthread_join(a, NULL);
+        printf("lock %d not taken (the call took %d)\n", hold_at, hold_count);
+        return 0;
+    }
+    pthread_create(&r, NULL, releaser, NULL);
+    if (pipe(pipe_fd) != 0)
+        return 1;
+    fflush(stdout);
+    child = fork();
+    if (child == 0) {
+        int first, second;
+        close(pipe_fd[0]);
+        signal(SIGALRM, SIG_DFL);
+        alarm(20);
+        first = do_action();
+        held_action = "reply";
+        second = do_action();
+        snprintf(line, sizeof line, "%d, process %d", first, second);
+        (void)!write(pipe_fd[1], line, strlen(line));
+        _exit(0);
+    }
+    close(pipe_fd[1]);
+    got = read(pipe_fd[0], line, sizeof line - 1);
+    line[got > 0 ? got : 0] = '\0';
+    waitpid(child, &status, 0);
+    pthread_join(r, NULL);
+    pthread_join(a, NULL);
+    printf("lock %d held at the fork; the child: %s %s\n", hold_at, argv[5],
+           WIFEXITED(status) && WEXITSTATUS(status) == 0 ? line : "hang");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -498,6 +665,9 @@ int main(int argc, char **argv)
         print_process(lib, argv[4]);
         return 0;
     }
-    fprintf(stderr, "usage: any_process local|local-ares|init|limit|ares-first|ares-limit|failing-allocator|image-gone ...\n");
+    if (argc == 7 && strcmp(argv[1], "fork-held") == 0)
+        return mode_fork_held(argv);
+    fprintf(stderr, "usage: any_process local|local-ares|init|limit|ares-first|ares-limit|"
+            "failing-allocator|image-gone|fork-held ...\n");
     return 2;
 }
