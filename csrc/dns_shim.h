@@ -143,12 +143,21 @@
 **     the installation has no worker image) is logged as a warning, and n
 **     stays 1.
 **
-**   fork().  The child keeps using the library normally, also when other
-**   threads were inside library calls at the fork: the forking thread takes
-**   the interpreter's lock for the fork, the child makes CPython's own locks
-**   anew when other threads had used the interpreter (as os.fork() does),
-**   and the pool's interpreters busy in other threads are replaced in the
-**   child (see dns_shim_set_parallelism).
+**   fork().  From any thread at any moment: the child keeps using the
+**   library normally, also when other threads were inside library calls at
+**   the fork.  The library's fork handler (pthread_atfork; libdnsshim_ares
+**   has its own) takes every lock of the library before the fork and gives
+**   them back on both sides, so the fork waits for the short sections that
+**   hold one, and for a start in progress in another thread (the first
+**   call, an interpreter of the pool, libdnsshim_ares's first parse); the
+**   forking thread takes the interpreter's lock for the fork; the child
+**   makes CPython's own locks anew when other threads had used the
+**   interpreter (as os.fork() does); the pool's interpreters busy in other
+**   threads are replaced in the child (see dns_shim_set_parallelism).  In a
+**   Python program, os.fork() holds the program's interpreter lock, which
+**   a start needs: it does not wait for one, and a start another thread is
+**   making at that moment does not finish in the child (start the library,
+**   dns_shim_init, before such a fork).
 */
 #ifndef DNS_SHIM_H
 #define DNS_SHIM_H
