@@ -342,7 +342,8 @@ def package_tree(prefix, mode=None, verbose: bool = False) -> Path:
     layout = Layout.of(prefix, form=mode.form)
     lib = layout.libdir
     shared = pipeline.build(lib, mode, verbose=verbose)
-    worker.build_into(lib, verbose)
+    # an editable install's image is stamped, for the tests to take
+    worker.build_into(lib, verbose, stamp=mode is pipeline.Mode.SOURCE_TREE)
     layout.includedir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(pipeline.HEADER, layout.includedir / pipeline.HEADER.name)
     # dnsshim-dump, finding the library beside it wherever the tree is moved.

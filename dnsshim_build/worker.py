@@ -42,10 +42,18 @@ that debian/rules puts in the cache, offline.
 ``tests/test_worker.py`` checks the image, ``tests/test_parallelism.py`` the
 library's front; ``tests/c/pool_instances.c`` is a pool of the image's own
 used by the tests and the benchmark.
+
+An editable install (the tests' ``pip install -e``) writes beside its image
+the digest of everything the image is made from (``STAMP``,
+``inputs_digest``): the tests take that image (``reuse``) rather than build
+the same one again, and build their own where any input differs.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,6 +73,8 @@ NAME = forms.WORKER_IMAGE
 #: (csrc/lib/dns_shim_internal.h's DNS_SHIM_WORKER_NOTE), which the
 #: library's refusal of parallelism above 1 quotes.
 NOTE = "libdnsshim_worker.unavailable"
+#: Beside an editable install's image: the digest of its inputs (inputs_digest).
+STAMP = "libdnsshim_worker.inputs"
 
 
 #: The image's own export list, beside the library's: the entry points the
@@ -117,6 +127,85 @@ def unavailable(version: str = "") -> str:
     return ""
 
 
+#: The source tree's parts an image is made from (the build code, the C, the
+#: Python side), and the files at its top the build reads.
+_SOURCES = ("csrc", "dnsshim_build", "shim")
+_TOP = ("build_ffi.py", "setup.py", "pyproject.toml")
+#: What an editable install writes into shim/ (.gitignore's list): not inputs.
+_BUILT = {"shim/lib", "shim/include", "shim/bin", "shim/share"}
+#: Debian's packages whose files the image is built from: the compiler and
+#: binutils, the static CPython and its standard library, libffi.
+_PACKAGES = ("gcc", "binutils", "libpython{v}-dev", "libpython{v}-stdlib",
+             "python{v}-minimal", "libffi-dev")
+
+
+def inputs_digest(version: str = "") -> str:
+    """A digest of everything build() reads for an image embedding Debian's
+    CPython version (default: the system's): every file of the source
+    tree's build code, C and Python side; the dnspython it freezes in (each
+    file's name and content); the versions of the Debian packages it links
+    and compiles with, of the running Python and of its cffi (whose source
+    is compiled in); the environment's compiler variables.  "" where one cannot be read (no reuse then)."""
+    from dnsshim_build.firmware import dnspython_site
+
+    version = version or default_version()
+    h = hashlib.sha256()
+
+    def add(label: str, data: bytes) -> None:
+        h.update(f"{label}\0{len(data)}\0".encode())
+        h.update(data)
+
+    root = pipeline.ROOT
+    # (label, file): the tree's files by their path in it (and the tree's
+    # own path), dnspython's by theirs in its package, wherever it is
+    # installed (pip's build environment, or the tests' venv)
+    files = [(name, root / name) for name in _TOP]
+    for part in _SOURCES:
+        for folder, dirs, names in os.walk(root / part):
+            rel = Path(folder).relative_to(root).as_posix()
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and f"{rel}/{d}" not in _BUILT)
+            files += [(f"{rel}/{n}", Path(folder) / n) for n in sorted(names)
+                      if not n.endswith(".pyc")]
+    dns = dnspython_site() / "dns"
+    for folder, dirs, names in os.walk(dns):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        rel = Path(folder).relative_to(dns).as_posix()
+        files += [(f"dns:{rel}/{n}", Path(folder) / n) for n in sorted(names)
+                  if n.endswith(".py")]
+    add("tree", str(root).encode())
+    try:
+        for label, f in files:
+            add(label, f.read_bytes())
+        packages = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Package} ${Version}\n",
+             *[p.format(v=version) for p in _PACKAGES]],
+            capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    add("packages", packages.encode())
+    import cffi  # its source distribution of this version is compiled in
+
+    add("python", f"{sys.version} {version} cffi {cffi.__version__}".encode())
+    for name in ("CC", "CFLAGS", "CPPFLAGS", "LDFLAGS", "SOURCE_DATE_EPOCH"):
+        add(name, os.environ.get(name, "").encode())
+    return h.hexdigest()
+
+
+def reuse(lib: Path, out: Path) -> bool:
+    """Copies the image an editable install left in lib to out when its
+    stamp is this tree's inputs_digest() (the same inputs make the same
+    image); False, copying nothing, otherwise."""
+    lib = Path(lib)
+    try:
+        stamp = (lib / STAMP).read_text(encoding="utf-8").strip()
+    except OSError:
+        return False
+    if not stamp or not (lib / NAME).is_file() or stamp != inputs_digest():
+        return False
+    shutil.copyfile(lib / NAME, out)
+    return True
+
+
 def build(out: Path, version: str = "", verbose: bool = False, debug: bool = False) -> Path:
     """The image embedding Debian's CPython version (default: the
     system's), written to out: the firmware object with libdnsshim_ares's
@@ -128,7 +217,8 @@ def build(out: Path, version: str = "", verbose: bool = False, debug: bool = Fal
                     debug=debug)
 
 
-def build_into(lib: Path, verbose: bool = False, required: bool = False) -> Path | None:
+def build_into(lib: Path, verbose: bool = False, required: bool = False,
+               stamp: bool = False) -> Path | None:
     """The image embedding the system's CPython, written into lib (beside the
     library, where its front looks); None, with one line on stderr saying
     why, and the same line in lib's NOTE, where it cannot be built (or, when
@@ -137,16 +227,22 @@ def build_into(lib: Path, verbose: bool = False, required: bool = False) -> Path
 
     An image or note an earlier build left in lib (a build folder that pip
     or setuptools reuses) is removed first: an image is never shipped that
-    this build did not make."""
+    this build did not make.  With stamp (an editable install), the digest
+    of the image's inputs is written beside it (STAMP), taken before the
+    build, so that a source changed meanwhile never matches."""
     lib = Path(lib)
     lib.mkdir(parents=True, exist_ok=True)
-    (lib / NAME).unlink(missing_ok=True)
-    (lib / NOTE).unlink(missing_ok=True)
+    for name in (NAME, NOTE, STAMP):
+        (lib / name).unlink(missing_ok=True)
     version = default_version()
     why = unavailable(version)
     if not why:
         try:
-            return build(lib / NAME, version, verbose, debug=required)
+            digest = inputs_digest(version) if stamp else ""
+            image = build(lib / NAME, version, verbose, debug=required)
+            if digest:
+                (lib / STAMP).write_text(digest + "\n", encoding="utf-8")
+            return image
         except FirmwareError as e:
             why = str(e)
         except (subprocess.CalledProcessError, OSError) as e:

@@ -26,6 +26,7 @@ under CI=true they fail.  (Calls per second by threads and instances, and the
 memory each instance adds: tests/bench/benchmark.py.)
 """
 
+import os
 import subprocess
 
 import pytest
@@ -47,8 +48,14 @@ def image(tmp_path_factory):
     """The image as the install builds it (worker.build): the firmware
     object with libdnsshim_ares's module, linked."""
     _require_debian_python()
-    return built_once(tmp_path_factory, "worker",
-                      lambda folder: worker.build(folder / worker.NAME)) / worker.NAME
+    return built_once(tmp_path_factory, "worker", _image) / worker.NAME
+
+
+def _image(folder):
+    """The image the test command's editable install built, when its inputs
+    are this tree's (worker.reuse), else one built here."""
+    if not worker.reuse(ROOT / "shim" / "lib", folder / worker.NAME):
+        worker.build(folder / worker.NAME)
 
 
 @pytest.fixture(scope="module")
@@ -235,3 +242,104 @@ def test_an_install_that_builds_the_image_leaves_no_note(tmp_path, monkeypatch):
     assert seen == [False]  # the old image was gone before the build
     assert sorted(p.name for p in lib.iterdir()) == [worker.NAME]
     assert (lib / worker.NAME).read_bytes() == b"this build's image"
+
+
+# ---- the editable install's image, taken by the tests ------------------------------
+
+
+def _tree(root):
+    """A source tree with one file of each kind inputs_digest reads or skips."""
+    for rel, text in {"build_ffi.py": "", "setup.py": "", "pyproject.toml": "",
+                      "csrc/lib/a.c": "int a;", "dnsshim_build/b.py": "", "shim/c.py": "",
+                      "shim/lib/libdnsshim.so.1": "built", "shim/__pycache__/c.pyc": "x",
+                      "csrc/lib/__pycache__/d.pyc": "x"}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def test_the_inputs_digest_follows_the_sources_and_nothing_built(tmp_path, monkeypatch):
+    """inputs_digest: a byte changed in the C, the build code or the Python
+    side, or a file added, changes it; what an editable install builds into
+    shim/ and Python's caches do not."""
+    _require_debian_python()
+    monkeypatch.setattr(worker.pipeline, "ROOT", tmp_path)
+    _tree(tmp_path)
+    first = worker.inputs_digest()
+    assert len(first) == 64 and worker.inputs_digest() == first
+    (tmp_path / "shim" / "lib" / "libdnsshim.so.1").write_text("built again")
+    (tmp_path / "shim" / "__pycache__" / "c.pyc").write_text("y")
+    (tmp_path / "shim" / "lib" / worker.STAMP).write_text("stamp")
+    assert worker.inputs_digest() == first
+    for rel in ("csrc/lib/a.c", "dnsshim_build/b.py", "shim/c.py", "setup.py"):
+        before = (tmp_path / rel).read_text()
+        (tmp_path / rel).write_text(before + " ")
+        assert worker.inputs_digest() != first, rel
+        (tmp_path / rel).write_text(before)
+    (tmp_path / "csrc" / "new.h").write_text("")
+    assert worker.inputs_digest() != first
+    monkeypatch.setenv("CFLAGS", "-O0")
+    (tmp_path / "csrc" / "new.h").unlink()
+    assert worker.inputs_digest() != first
+
+
+def test_the_image_is_taken_only_with_its_inputs_stamp(tmp_path, monkeypatch):
+    """reuse: the editable install's image is copied when its stamp is the
+    digest of this tree's inputs; with another stamp, none, or no image,
+    nothing is copied (the tests build their own)."""
+    lib, out = tmp_path / "lib", tmp_path / "out.so"
+    lib.mkdir()
+    monkeypatch.setattr(worker, "inputs_digest", lambda version="": "d" * 64)
+    assert not worker.reuse(lib, out)
+    (lib / worker.NAME).write_bytes(b"the editable install's image")
+    assert not worker.reuse(lib, out)
+    (lib / worker.STAMP).write_text("e" * 64 + "\n")
+    assert not worker.reuse(lib, out) and not out.exists()
+    (lib / worker.STAMP).write_text("d" * 64 + "\n")
+    assert worker.reuse(lib, out)
+    assert out.read_bytes() == b"the editable install's image"
+    monkeypatch.setattr(worker, "inputs_digest", lambda version="": "")
+    assert not worker.reuse(lib, tmp_path / "again.so")
+
+
+def test_an_editable_build_stamps_its_image_with_the_digest_taken_before(tmp_path, monkeypatch):
+    """build_into(stamp=True) writes the digest beside the image, taken
+    before the build (a source changed during the build never matches);
+    without stamp (every form that ships) no stamp, and an earlier one goes."""
+    calls = []
+
+    def build(out, version="", verbose=False, debug=False):
+        calls.append("build")
+        out.write_bytes(b"image")
+        return out
+
+    def digest(version=""):
+        calls.append("digest")
+        return "f" * 64
+
+    monkeypatch.setattr(worker, "unavailable", lambda version="": "")
+    monkeypatch.setattr(worker, "build", build)
+    monkeypatch.setattr(worker, "inputs_digest", digest)
+    lib = tmp_path / "lib"
+    assert worker.build_into(lib, stamp=True) == lib / worker.NAME
+    assert calls == ["digest", "build"]
+    assert (lib / worker.STAMP).read_text() == "f" * 64 + "\n"
+    assert worker.build_into(lib) == lib / worker.NAME
+    assert sorted(p.name for p in lib.iterdir()) == [worker.NAME]
+
+
+def test_the_suite_takes_the_test_commands_image(image):
+    """The README's test command installs the tree editable, which builds and
+    stamps an image: the suite's image is that one, byte for byte, not a
+    second build (where the tree was installed so; CI always is)."""
+    lib = ROOT / "shim" / "lib"
+    if not (lib / worker.STAMP).is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"no {worker.STAMP} in {lib}: CI runs the README's test command, "
+                        "whose editable install stamps its image")
+        pytest.skip("this tree has no editable install's image")
+    if (lib / worker.STAMP).read_text().strip() != worker.inputs_digest():
+        if os.environ.get("CI"):
+            pytest.fail("the editable install's image was stamped with other inputs than "
+                        "this tree's, in CI, where nothing changes after the install")
+        pytest.skip("the tree changed since its editable install: the suite built its own image")
+    assert image.read_bytes() == (lib / worker.NAME).read_bytes()
