@@ -178,16 +178,25 @@ static void dns_shim__start(void);
 /* fork() in a process whose interpreter the library started: the forking
 ** thread takes the interpreter's lock first, so that no other thread holds
 ** it at the fork (one that was parsing would hold it for ever in the child,
-** where that thread does not exist), and gives it back on both sides.  When
-** another thread has a thread state in the interpreter (it called the
-** library, libdnsshim_ares included, and may have been inside a call at the
-** fork), it may also have held one of CPython's own locks (the one over its
-** thread states, taken without the interpreter's lock): the child then runs
-** CPython's after-fork work (PyOS_AfterFork_Child, as os.fork() does), which
-** makes those locks anew and drops the other threads' states (CPython
-** leaves the old locks allocated: under valgrind, a few blocks of such a
-** child's are lost).  Otherwise nothing else is needed: the runtime imports
-** nothing after its start, so no thread holds the import lock.
+** where that thread does not exist), and gives it back on both sides.
+**
+** From CPython 3.13 it then does what os.fork() does around a fork:
+** PyOS_BeforeFork (the import lock, and the lock over the thread states,
+** which another thread takes without the interpreter's lock to make its
+** thread state), PyOS_AfterFork_Parent in the parent, PyOS_AfterFork_Child
+** in the child, which makes CPython's locks anew and drops the other
+** threads' states.  3.13's PyOS_AfterFork_Child releases the import lock
+** PyOS_BeforeFork took, and ends the process when it was not taken
+** ("unlocking a recursive mutex that is not owned").
+**
+** Before 3.13, PyOS_BeforeFork takes the import lock alone, which the
+** runtime, importing nothing after its start, never holds; the child runs
+** PyOS_AfterFork_Child only when another thread has a thread state in the
+** interpreter (it called the library and may have been inside a call at
+** the fork, holding the lock over the thread states): there it makes that
+** lock anew and drops the other threads' states, and leaves the old locks
+** allocated (under valgrind, a few blocks of such a child's are lost), so
+** it is not run where nothing needs it.
 **
 ** In the child the forking thread keeps its thread state for the child's
 ** life, even one made for the fork alone.  A thread that left the
@@ -204,6 +213,12 @@ static int dns_shim__fork_interpreter = 0;
 static int dns_shim__fork_took_gil = 0;
 static PyGILState_STATE dns_shim__fork_gil;
 
+#if PY_VERSION_HEX >= 0x030D0000
+#  define DNS_SHIM__FORK_LIKE_OS 1
+#else
+#  define DNS_SHIM__FORK_LIKE_OS 0
+#endif
+
 static void dns_shim__fork_interpreter_child(void)
 {
     PyThreadState *me = PyThreadState_Get(), *t;
@@ -211,7 +226,7 @@ static void dns_shim__fork_interpreter_child(void)
     for (t = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me)); t != NULL;
          t = PyThreadState_Next(t))
         others += t != me;
-    if (others)
+    if (DNS_SHIM__FORK_LIKE_OS || others)
         PyOS_AfterFork_Child();
     (void)PyGILState_Ensure(); /* never released: the list is never empty */
     PyGILState_Release(dns_shim__fork_gil);
@@ -230,8 +245,11 @@ static void dns_shim__fork_prepare(void)
     dns_shim__start_fork(DNS_SHIM__FORK_PREPARE, !Py_IsInitialized() || !PyGILState_Check());
     dns_shim__pool_instances_fork(DNS_SHIM__FORK_PREPARE);
     dns_shim__fork_took_gil = __atomic_load_n(&dns_shim__fork_interpreter, __ATOMIC_ACQUIRE);
-    if (dns_shim__fork_took_gil)
+    if (dns_shim__fork_took_gil) {
         dns_shim__fork_gil = PyGILState_Ensure();
+        if (DNS_SHIM__FORK_LIKE_OS)
+            PyOS_BeforeFork();
+    }
     dns_shim__memory_fork(DNS_SHIM__FORK_PREPARE);
     dns_shim__pool_fork(DNS_SHIM__FORK_PREPARE);
     dns_shim__callbacks_fork(DNS_SHIM__FORK_PREPARE);
@@ -251,8 +269,11 @@ static void dns_shim__fork_after(int phase)
 static void dns_shim__fork_parent(void)
 {
     dns_shim__fork_after(DNS_SHIM__FORK_PARENT);
-    if (dns_shim__fork_took_gil)
+    if (dns_shim__fork_took_gil) {
+        if (DNS_SHIM__FORK_LIKE_OS)
+            PyOS_AfterFork_Parent();
         PyGILState_Release(dns_shim__fork_gil);
+    }
     dns_shim__pool_instances_fork(DNS_SHIM__FORK_PARENT);
     dns_shim__start_fork(DNS_SHIM__FORK_PARENT, 0);
 }
