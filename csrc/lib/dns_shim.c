@@ -180,23 +180,24 @@ static void dns_shim__start(void);
 ** it at the fork (one that was parsing would hold it for ever in the child,
 ** where that thread does not exist), and gives it back on both sides.
 **
-** From CPython 3.13 it then does what os.fork() does around a fork:
-** PyOS_BeforeFork (the import lock, and the lock over the thread states,
-** which another thread takes without the interpreter's lock to make its
-** thread state), PyOS_AfterFork_Parent in the parent, PyOS_AfterFork_Child
-** in the child, which makes CPython's locks anew and drops the other
-** threads' states.  3.13's PyOS_AfterFork_Child releases the import lock
-** PyOS_BeforeFork took, and ends the process when it was not taken
-** ("unlocking a recursive mutex that is not owned").
+** The child runs CPython's after-fork work (PyOS_AfterFork_Child, as
+** os.fork() does) only when another thread has a thread state in the
+** interpreter (it called the library, libdnsshim_ares included, and may
+** have been inside a call at the fork, holding the lock over the thread
+** states, which it takes without the interpreter's lock): that work makes
+** CPython's locks anew, drops the other threads' states, and re-creates the
+** locks of the modules' own fork hooks, leaving the old ones allocated
+** (under valgrind, a few blocks of such a child's are lost), so it is not
+** run where nothing needs it.
 **
-** Before 3.13, PyOS_BeforeFork takes the import lock alone, which the
-** runtime, importing nothing after its start, never holds; the child runs
-** PyOS_AfterFork_Child only when another thread has a thread state in the
-** interpreter (it called the library and may have been inside a call at
-** the fork, holding the lock over the thread states): there it makes that
-** lock anew and drops the other threads' states, and leaves the old locks
-** allocated (under valgrind, a few blocks of such a child's are lost), so
-** it is not run where nothing needs it.
+** From CPython 3.13, PyOS_AfterFork_Child releases the import lock that
+** PyOS_BeforeFork takes, and ends the process when it was not taken
+** ("unlocking a recursive mutex that is not owned"): there the forking
+** thread runs PyOS_BeforeFork (which also holds the lock over the thread
+** states across the fork), and PyOS_AfterFork_Parent in the parent and in a
+** child where no other thread state needs the child's work.  Before 3.13,
+** PyOS_BeforeFork takes only the import lock, which the runtime, importing
+** nothing after its start, never holds: it is not run.
 **
 ** In the child the forking thread keeps its thread state for the child's
 ** life, even one made for the fork alone.  A thread that left the
@@ -226,8 +227,10 @@ static void dns_shim__fork_interpreter_child(void)
     for (t = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me)); t != NULL;
          t = PyThreadState_Next(t))
         others += t != me;
-    if (DNS_SHIM__FORK_LIKE_OS || others)
+    if (others)
         PyOS_AfterFork_Child();
+    else if (DNS_SHIM__FORK_LIKE_OS) /* PyOS_BeforeFork undone, as in the parent */
+        PyOS_AfterFork_Parent();
     (void)PyGILState_Ensure(); /* never released: the list is never empty */
     PyGILState_Release(dns_shim__fork_gil);
 }
