@@ -137,7 +137,9 @@ def readme_table() -> str:
 
 #: A reply c-ares accepts and dnspython refuses: a LOC record of 15 octets
 #: (RFC 1876 gives it 16; c-ares keeps LOC's RDATA as octets): libdnsshim_ares's
-#: ares_dns_parse says ARES_EBADRESP (10), c-ares's own 0 (test_debian.py's LOC_15).
+#: ares_dns_parse says ARES_EBADRESP (10), c-ares's own 0; only a run that went
+#: through libdnsshim_ares's ares_dns_parse prints status 10 for it (the probe's
+#: and test_debian.py's).
 LOC_15 = (bytes([0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0])
           + b"\x07example\x03org\x00\x00\x1d\x00\x01"
           + b"\xc0\x0c\x00\x1d\x00\x01\x00\x00\x00\x3c\x00\x0f"

@@ -56,6 +56,7 @@ import pytest
 from dnsshim_build import pipeline
 from shim import requirements
 import debian_root
+import forms_matrix
 import malformed
 from conftest import (BUILD_MODULES, ROOT, require_cares, require_program, require_tool, split_log,
                       write_messages)
@@ -702,17 +703,6 @@ def test_c_ares_program_prints_what_the_host_build_prints(installed, built, tmp_
     assert result.stdout.startswith("NAPTR 10 50 SIP+D2T -> _sip._tcp.ims.mnc001.mcc001.")
 
 
-#: A response c-ares 1.34 accepts and this library refuses: a LOC record of
-#: 15 octets (RFC 1876 2 gives it 16; c-ares keeps an unknown type's RDATA as
-#: octets, dnspython finds it malformed: ARES_EBADRESP).  Only a run that went
-#: through libdnsshim_ares's ares_dns_parse prints status 10 for it.
-LOC_15 = (bytes([0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0])
-          + b"\x07example\x03org\x00\x00\x1d\x00\x01"
-          + b"\xc0\x0c\x00\x1d\x00\x01\x00\x00\x00\x3c\x00\x0f"
-          + bytes([0, 0x12, 0x16, 0x13, 0x89, 0x17, 0x2d, 0xd0, 0x70, 0xbe, 0x15, 0xf0,
-                   0x00, 0x98, 0x8d]))
-
-
 def _dnsrec_lines(stdout: str) -> dict:
     """tests/c/ares_dnsrec.c's output as {file: the rest of its line}."""
     lines = {}
@@ -739,7 +729,7 @@ def test_c_ares_own_ares_dns_parse_goes_through_dnsshim(installed, built, ares_d
         pytest.skip(f"Debian {installed.release.number}'s c-ares {version} has no ares_dns_parse")
     assert installed.release.number != "12"
     paths = write_messages(tmp_path)
-    (tmp_path / "loc_rdlen15.bin").write_bytes(LOC_15)
+    (tmp_path / "loc_rdlen15.bin").write_bytes(forms_matrix.LOC_15)
     names = [p.name for p in paths] + ["loc_rdlen15.bin"]
 
     def host(preload=None):
@@ -892,32 +882,29 @@ def test_the_packages_have_what_the_forms_matrix_says(installed):
     API, ares_dns_parse is ARES_ENOTIMP with its one log line.  Last in this
     file: test_purge_leaves_nothing has purged the three packages, so they are
     installed again first, from the same .debs (a no-op when it did not run)."""
-    import forms_matrix as fm
-
     state = installed.run("dpkg-query -W -f '${db:Status-Status}' libdnsshim1", check=False)
     if state.stdout != "installed":
         installed.run("apt-get install -y ./libdnsshim1_*.deb ./libdnsshim-dev_*.deb "
                       "./dnsshim-tools_*.deb")
     form = f"debian{installed.release.number}"
-    args = fm.write_probe_messages(installed.root.path("/root/forms"))
-    shutil.copy(fm.PROBE_SOURCE, installed.root.path("/root/forms"))
+    args = forms_matrix.write_probe_messages(installed.root.path("/root/forms"))
+    shutil.copy(forms_matrix.PROBE_SOURCE, installed.root.path("/root/forms"))
     installed.run("cc -O2 -g -Wall -Wextra -Werror -DFORMS_PROBE_ARES -o forms_probe "
                   "forms_probe.c $(pkg-config --cflags --libs dnsshim-ares dnsshim libcares) "
                   "-pthread", cwd="/root/forms")
     probe = installed.run("./forms_probe " + " ".join(args), cwd="/root/forms")
     assert probe.stdout.startswith(f"version {pipeline.package_version()} "
                                    f"(CPython {installed.release.python})\n"), probe.stdout
-    lines = fm.probe_lines(probe.stdout)
-    installed.root.path("/root/forms/guest.py").write_text(fm.GUEST_PROGRAM)
+    lines = forms_matrix.probe_lines(probe.stdout)
+    installed.root.path("/root/forms/guest.py").write_text(forms_matrix.GUEST_PROGRAM)
     guest = installed.run(f"/usr/bin/python{installed.release.python} -I guest.py "
                           f"{LIBDIR}/libdnsshim.so.1 good.bin", cwd="/root/forms")
     assert guest.stderr == ""
     lines["guest"] = guest.stdout.strip()
-    found = installed.run(f"man -w {' '.join(fm.MAN_ASKED)}").stdout.strip()
-    lines["man"] = fm.man_line("/usr/share/man",
-                               fm.pages_under(installed.root.path("/usr/share/man"), ".gz"),
-                               found)
-    fm.assert_row(form, lines, fm.message_count(args))
+    found = installed.run(f"man -w {' '.join(forms_matrix.MAN_ASKED)}").stdout.strip()
+    pages = forms_matrix.pages_under(installed.root.path("/usr/share/man"), ".gz")
+    lines["man"] = forms_matrix.man_line("/usr/share/man", pages, found)
+    forms_matrix.assert_row(form, lines, forms_matrix.message_count(args))
     # where the release's c-ares has no record API, the layer says so once
-    assert probe.stderr.splitlines() == ([] if fm.EXPECTED[form]["c-ares"][0] else
-                                         [fm.ENOTIMP_LOG])
+    assert probe.stderr.splitlines() == ([] if forms_matrix.EXPECTED[form]["c-ares"][0] else
+                                         [forms_matrix.ENOTIMP_LOG])
