@@ -522,7 +522,9 @@ ALLOWED = {"process_dns_response": "DNSSHIM_1.0", "dns_shim_init": "DNSSHIM_1.0"
            "dns_shim__pool_ares_take": "DNSSHIM_PRIVATE",
            "dns_shim__pool_ares_give": "DNSSHIM_PRIVATE",
            "dns_shim__own_init": "DNSSHIM_PRIVATE",
-           "dns_shim__own_start": "DNSSHIM_PRIVATE"}
+           "dns_shim__own_start": "DNSSHIM_PRIVATE",
+           # libnss_dnsshim's default log handler
+           "dns_shim__set_default_log_handler": "DNSSHIM_PRIVATE"}
 
 
 @pytest.mark.parametrize("where", ["build", "installed"])

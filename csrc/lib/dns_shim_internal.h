@@ -250,6 +250,11 @@ DNS_SHIM__PRIVATE_API int32_t dns_shim__pool_ares_take(const dns_shim__pool_entr
 DNS_SHIM__PRIVATE_API void dns_shim__pool_ares_give(void);
 DNS_SHIM__PRIVATE_API int32_t dns_shim__own_init(void);
 DNS_SHIM__PRIVATE_API int32_t dns_shim__own_start(void (*then)(void));
+/* libnss_dnsshim's entry (failure.c): where the messages go while the
+** program has set no handler of its own (the default is stderr, which a
+** module glibc loads into any program must never write to). */
+DNS_SHIM__PRIVATE_API void dns_shim__set_default_log_handler(dns_shim_log_handler handler,
+                                                            void *ctx);
 
 /* A failure detail without its status's name ("DNS_SHIM_ERR_INIT: "), for
 ** a detail that is quoted inside another (failure.c). */

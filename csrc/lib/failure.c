@@ -52,6 +52,11 @@ static pthread_cond_t dns_shim__log_quiet = PTHREAD_COND_INITIALIZER;
 static unsigned long dns_shim__log_in_flight = 0;
 static dns_shim_log_handler dns_shim__log_handler = NULL;
 static void *dns_shim__log_ctx = NULL;
+/* Where the messages go while the program has set no handler: stderr,
+** unless a plugin that cannot print into its host (libnss_dnsshim) set
+** another (dns_shim__set_default_log_handler). */
+static dns_shim_log_handler dns_shim__log_default = NULL;
+static void *dns_shim__log_default_ctx = NULL;
 static __thread unsigned dns_shim__in_handler = 0;
 
 void dns_shim__log_fork(int phase)
@@ -73,6 +78,18 @@ DNS_SHIM_API void dns_shim_set_log_handler(dns_shim_log_handler handler, void *c
     pthread_mutex_unlock(&dns_shim__log_lock);
 }
 
+/* DNSSHIM_PRIVATE: the handler used while the program has set none, for
+** a module that must not write into its host's stderr (libnss_dnsshim:
+** syslog).  A program's own dns_shim_set_log_handler still wins. */
+DNS_SHIM__PRIVATE_API void dns_shim__set_default_log_handler(dns_shim_log_handler handler,
+                                                            void *ctx)
+{
+    dns_shim__lock(&dns_shim__log_lock);
+    dns_shim__log_default = handler;
+    dns_shim__log_default_ctx = handler ? ctx : NULL;
+    pthread_mutex_unlock(&dns_shim__log_lock);
+}
+
 /* Sends one message to the handler, or to stderr (the default handler
 ** writes warnings and errors only).  The Python side (shim/embedded.py)
 ** logs through it too. */
@@ -87,6 +104,10 @@ void dns_shim__log_level(int32_t level, const char *message)
     dns_shim__log_in_flight++;
     handler = dns_shim__log_handler;
     ctx = dns_shim__log_ctx;
+    if (handler == NULL) {
+        handler = dns_shim__log_default;
+        ctx = dns_shim__log_default_ctx;
+    }
     pthread_mutex_unlock(&dns_shim__log_lock);
     if (handler != NULL) {
         dns_shim__in_handler++;
