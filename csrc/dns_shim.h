@@ -120,7 +120,7 @@
 **   Environment.  The library ignores PYTHONHOME, PYTHONPATH and every
 **   other PYTHON* variable when it starts its own interpreter, so the
 **   program's environment cannot change which Python parses its messages.
-**   It reads the two variables below, and no other.  In a process the
+**   It reads the first two variables below, and no other.  In a process the
 **   kernel runs in secure-execution mode (AT_SECURE: a setuid or setgid
 **   program, one with file capabilities) it reads neither, as glibc's
 **   secure_getenv has it: the environment is then the unprivileged user's,
@@ -142,6 +142,11 @@
 **     (not a number from 0 to DNS_SHIM_PARALLELISM_MAX, or above 1 where
 **     the installation has no worker image) is logged as a warning, and n
 **     stays 1.
+**   DNS_SHIM_NSS_LOG: read by libnss_dnsshim, glibc's NSS module, not by
+**     the library: where the module's diagnostics go (a reply it refused,
+**     a runtime that did not start), "stderr" or "none"; unset or any
+**     other value, syslog's daemon facility.  Read securely too: a setuid
+**     program logs to syslog.
 **
 **   fork().  From any thread at any moment: the child keeps using the
 **   library normally, also when other threads were inside library calls at

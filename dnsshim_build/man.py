@@ -612,6 +612,22 @@ def ares_page(map_text: str, source: str, version: str, description: str | None,
     return finish(out)
 
 
+# --- the NSS module: section 8 from its Markdown source ---------------------------
+
+
+def nss_page(source: str, version: str, functions: list) -> str:
+    """libnss_dnsshim.8 from its Markdown source (csrc/nss/libnss_dnsshim.8.md):
+    NAME, each "## " section, then SEE ALSO."""
+    inline = Inline(list(functions), backtick_font="B", markdown=True)
+    out = title_lines("libnss_dnsshim", "8", version)
+    out += _name_section(["libnss_dnsshim"],
+                         "glibc's hosts module whose DNS replies dnspython parses")
+    out += markdown_sections_roff(source, inline)
+    out += _see_also([("dnsshim", "7"), ("dnsshim-config", "1"), ("getaddrinfo", "3"),
+                      ("nsswitch.conf", "5"), ("resolv.conf", "5")])
+    return finish(out)
+
+
 # --- tools: section 1 from --help ----------------------------------------------
 
 
@@ -810,7 +826,7 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
           ares_map: str | None = None, ares_source: str | None = None,
           ares_description: str | None = None, examples: dict | None = None,
           overview_supplement: str | None = None,
-          tool_supplements: dict | None = None) -> dict:
+          tool_supplements: dict | None = None, nss_source: str | None = None) -> dict:
     """Every manual page, {filename: roff text}.
 
     header_text: csrc/dns_shim.h.  version: the package's ("1.2.0").
@@ -823,7 +839,7 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     (dnsshim-ares.pc's).  examples: {file name: text} of examples/, for the
     comments' @example tags.  overview_supplement: Markdown sections for
     dnsshim.7 after its ENVIRONMENT; tool_supplements: {tool: Markdown
-    sections for its page}."""
+    sections for its page}; nss_source: libnss_dnsshim.8's Markdown source."""
     header = header_reader.parse(header_text)
     funcs = header.functions()
     names = [c.names[0] for c in funcs]
@@ -835,6 +851,8 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
                 else None)
     see_tools = [(t, "1") for t in tools]
     extra = [("dnsshim_ares", "3")] if ares_map and ares_source else []
+    if nss_source:
+        extra.append(("libnss_dnsshim", "8"))
     out = {}
     summaries = {}
     for c in funcs:
@@ -858,6 +876,8 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     if ares_map and ares_source:
         out["dnsshim_ares.3"] = ares_page(ares_map, ares_source, version, ares_description,
                                           names, examples=examples)
+    if nss_source:
+        out["libnss_dnsshim.8"] = nss_page(nss_source, version, names)
     for t, text in tools.items():
         out[f"{t}.1"] = tool_page(t, text, version, others=list(tools),
                                   supplement=(tool_supplements or {}).get(t))
@@ -871,6 +891,7 @@ SOURCE_ROOT = Path(__file__).resolve().parent.parent    # the tree holding shim/
 ARES_SOURCE = Path("csrc") / "ares" / "dnsshim_ares.3.md"
 OVERVIEW_SOURCE = Path("csrc") / "dnsshim.7.md"
 TOOL_SOURCES = Path("csrc/tools")              # NAME.1.md, for a tool NAME
+NSS_SOURCE = Path("csrc") / "nss" / "libnss_dnsshim.8.md"
 
 
 def pages_from_tree(root, version: str | None = None, tools: dict | None = None) -> dict:
@@ -896,14 +917,15 @@ def pages_from_tree(root, version: str | None = None, tools: dict | None = None)
                  ares_source=(root / ARES_SOURCE).read_text(encoding="utf-8"),
                  ares_description=m.group(1) if m else None,
                  overview_supplement=(root / OVERVIEW_SOURCE).read_text(encoding="utf-8"),
-                 tool_supplements=supplements)
+                 tool_supplements=supplements,
+                 nss_source=(root / NSS_SOURCE).read_text(encoding="utf-8"))
 
 
 
 
 def write_pages(mandir: Path, tools: dict[str, str], root: Path | None = None) -> list[Path]:
     """Writes the pages of the source tree root (default: the one this
-    package is in) into mandir/man1, man3 and man7, with a page for each of
+    package is in) into mandir/man1, man3, man7 and man8, with a page for each of
     tools ({name: its --help text}); returns the paths written, sorted."""
     root = Path(root) if root is not None else SOURCE_ROOT
     if not (root / "csrc" / "dns_shim.h").is_file():

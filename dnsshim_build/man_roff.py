@@ -10,7 +10,8 @@ library only.
 import re
 
 MANUALS = {"1": "User Commands", "3": "Library Functions Manual",
-           "7": "Miscellaneous Information Manual"}
+           "7": "Miscellaneous Information Manual",
+           "8": "System Manager's Manual"}
 
 
 CODE_WIDTH = 66          # columns for code in .EX blocks (page body indent: 7)

@@ -348,6 +348,14 @@ DNSSHIM_ARES = Library(
 #: Every library, in the order they are built (a library after those it links).
 LIBRARIES = (DNSSHIM, DNSSHIM_ARES)
 
+#: libnss_dnsshim: glibc's NSS "hosts" module on libdnsshim, plain C (no cffi
+#: module of its own).  Its SONAME is the one glibc dlopen()s for the word
+#: "dnsshim" in nsswitch.conf: libnss_<service>.so.2 (the NSS interface
+#: version, not this project's).
+NSS_MODULE = layout.NSS_MODULE
+NSS_SOURCE = CSRC / "nss" / "nss_dnsshim.c"
+NSS_EXPORTS = CSRC / "nss" / "libnss_dnsshim.map"
+
 
 def preamble(library: Library) -> str:
     """cffi's preamble for a library: its bridge, included by its path under
@@ -829,6 +837,25 @@ def _link_shared(library: Library, objects: list, out_dir: Path, mode: Mode,
     return shared
 
 
+def _link_nss_module(out_dir: Path, verbose: bool, system: bool = False) -> Path:
+    """libnss_dnsshim.so.2 (NSS_MODULE) into out_dir, beside the libdnsshim it
+    links: compiled and linked in one step, exporting only the _nss_dnsshim_*
+    functions (NSS_EXPORTS), with glibc's resolver (-lresolv).  It finds
+    libdnsshim beside itself ($ORIGIN), or, in a system directory, where the
+    dynamic linker looks anyway; in a setuid program, where glibc ignores
+    $ORIGIN, the module is found by ld.so.cache like any system library.
+    No -z nodelete: glibc never unloads an NSS module, and the module keeps
+    no state the library does not."""
+    module = out_dir / NSS_MODULE
+    _run([compiler(), "-shared", *_library_flags(), str(NSS_SOURCE), "-o", f"{module}.tmp",
+          f"-Wl,--version-script={NSS_EXPORTS}", f"-Wl,-soname,{NSS_MODULE}",
+          "-Wl,--no-undefined", f"-L{out_dir}", "-ldnsshim",
+          *([] if system else ["-Wl,-rpath,$ORIGIN"]), "-lresolv", *env_flags("LDFLAGS")],
+         verbose)
+    os.replace(f"{module}.tmp", module)
+    return module
+
+
 def _archive(library: Library, objects: list, out_dir: Path, tmp: Path, verbose: bool) -> Path:
     """The static archive, the same code for static linking: its objects
     (compiles()) linked into one object (ld -r) whose hidden symbols (what
@@ -855,7 +882,7 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
           verbose: bool = False, private: str = "", system: bool = False) -> Path:
     """Every library of :data:`LIBRARIES` into out_dir, in `mode`: for each,
     libNAME.so.MAJOR (SONAME libNAME.so.MAJOR, MAJOR the ABI's major version),
-    the link libNAME.so and libNAME.a; a bundle (Mode.BUNDLE) gets libdnsshim's
+    the link libNAME.so and libNAME.a, then the NSS module (NSS_MODULE); a bundle (Mode.BUNDLE) gets libdnsshim's
     shared object alone, with .pyc files of the optimisation level `optimize`.
     Mode.PREFIX: ``private`` is the installed path of the Python side, and
     ``system`` says the libraries go to a system directory (no run path to
@@ -898,6 +925,8 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
             if STATIC in products:
                 _archive(library, _objects(units, STATIC), out_dir, work, verbose)
             entries += [unit.entry(os.getcwd()) for unit in units]
+        if mode is not Mode.BUNDLE:
+            _link_nss_module(out_dir, verbose, system)
         if mode is Mode.SOURCE_TREE:
             _write_json(work / COMPILE_COMMANDS, entries)
     return out_dir / DNSSHIM.soname

@@ -1,7 +1,8 @@
 """dnsshim-config: what a C build needs to use the installed libdnsshim.
 
     dnsshim-config [--ares] [--cflags] [--libs] [--static-libs] [--pkgconfig-dir] [--prefix]
-                   [--includedir] [--libdir] [--valgrind-suppressions] [--version] [--help]
+                   [--includedir] [--libdir] [--valgrind-suppressions] [--nss-module]
+                   [--version] [--help]
     dnsshim-config --check
     dnsshim-config bundle DIR [--strip] [--optimize N] [--extra-module M ...]
     dnsshim-config firmware DIR [--types A,AAAA,...] [--target TRIPLET] [--optimize N]
@@ -58,6 +59,8 @@ OPTIONS = (
     ("includedir", "the directory of dns_shim.h"),
     ("libdir", "the directory of the libraries"),
     ("valgrind-suppressions", "the valgrind suppressions file for a program using the library"),
+    ("nss-module", "the path of libnss_dnsshim.so.2, glibc's NSS hosts module (nsswitch.conf: "
+                   "hosts: files dnsshim)"),
     ("version", "the library's version"),
 )
 
@@ -149,7 +152,8 @@ class Installation:
             return main["Version"]
         return str({"pkgconfig-dir": self.pkgconfig_dir, "prefix": self.prefix,
                     "includedir": self.includedir, "libdir": self.libdir,
-                    "valgrind-suppressions": self.suppressions}[option])
+                    "valgrind-suppressions": self.suppressions,
+                    "nss-module": self.libdir / layout.NSS_MODULE}[option])
 
     @property
     def suppressions(self) -> Path:

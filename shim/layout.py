@@ -199,7 +199,12 @@ DEBIAN_PACKAGES = {
     "libdnsshim1": ("soname", "worker", "python"),
     "libdnsshim-dev": ("include", "link", "archive", "pkgconfig", "cmake", "data", "man3", "man7"),
     "dnsshim-tools": ("bin", "man1"),
+    "libnss-dnsshim": ("nss", "man8"),
 }
+
+#: glibc's NSS module, beside the libraries in every form but the bundle and
+#: the firmware object (dnsshim_build/pipeline.py NSS_MODULE).
+NSS_MODULE = "libnss_dnsshim.so.2"
 
 
 def debian_install_lines(libraries, headers=("dns_shim.h",), tools=("dnsshim-dump", "dnsshim-config"),
@@ -220,6 +225,7 @@ def debian_install_lines(libraries, headers=("dns_shim.h",), tools=("dnsshim-dum
         "archive": [under("lib", archive) for _, _, _, archive in libraries],
         "python": [under("python")],
         "worker": [under("worker", WORKER_IMAGE)],
+        "nss": [under("lib", NSS_MODULE)],
         "include": [under("include", h) for h in headers],
         "pkgconfig": [under("pkgconfig", f"{pc}.pc") for pc in (pc_names or ())],
         "cmake": [under("cmake")],
@@ -228,6 +234,7 @@ def debian_install_lines(libraries, headers=("dns_shim.h",), tools=("dnsshim-dum
         "man1": [under("man", f"man1/{t}.1") for t in tools],
         "man3": [under("man", "man3")],
         "man7": [under("man", "man7")],
+        "man8": [under("man", "man8/libnss_dnsshim.8")],
     }
     return {package: [line for kind in kinds for line in files[kind]]
             for package, kinds in DEBIAN_PACKAGES.items()}

@@ -404,10 +404,12 @@ def test_an_allocator_that_fails_later_gets_no_memory_or_the_answer(built, any_p
 
 
 def test_every_variable_the_library_reads_is_read_securely_and_documented():
-    """The C code reads the environment through dns_shim__getenv alone
-    (secure_getenv: nothing in a setuid, setgid or setcap process), and the
-    header's Environment paragraph, which dnsshim(7)'s ENVIRONMENT is made
-    from, names each variable it reads and the secure-execution rule."""
+    """The library's C reads the environment through dns_shim__getenv alone
+    (secure_getenv: nothing in a setuid, setgid or setcap process); the NSS
+    module, a library of its own, reads its one variable with secure_getenv
+    too; and the header's Environment paragraph, which dnsshim(7)'s
+    ENVIRONMENT is made from, names each variable and the secure-execution
+    rule."""
     import re
 
     sources = {p: p.read_text() for p in sorted((ROOT / "csrc").rglob("*.c"))
@@ -416,6 +418,9 @@ def test_every_variable_the_library_reads_is_read_securely_and_documented():
         plain = re.findall(r"(?<![\w_])(?:secure_)?getenv\s*\(", text)
         if path.name == "failure.c":
             assert plain == ["secure_getenv("], plain
+        elif path.name == "nss_dnsshim.c":
+            assert plain == ["secure_getenv("], plain
+            assert re.findall(r'secure_getenv\("(\w+)"\)', text) == ["DNS_SHIM_NSS_LOG"]
         else:
             assert plain == [], (path, plain)
     read = sorted({name for text in sources.values()
@@ -424,7 +429,7 @@ def test_every_variable_the_library_reads_is_read_securely_and_documented():
     header = (ROOT / "csrc" / "dns_shim.h").read_text()
     paragraph = header[header.index("**   Environment."):header.index("**   fork().")]
     flat = " ".join(line.lstrip("* ").strip() for line in paragraph.splitlines())
-    for name in read:
+    for name in [*read, "DNS_SHIM_NSS_LOG"]:
         assert name in flat, name
-    assert "It reads the two variables below, and no other" in flat and \
+    assert "It reads the first two variables below, and no other" in flat and \
         "secure-execution mode (AT_SECURE" in flat

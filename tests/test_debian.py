@@ -4,13 +4,13 @@ release, checked by that release's lintian, then installed with apt into a
 fresh root of that release (tests/debian_root.py) and used there as a C
 developer uses them, and purged without a trace.
 
-* the build: the three packages (and their debug symbols), each with
+* the build: the four packages (and their debug symbols), each with
   exactly its files, linked against the release's default CPython (3.11 on
   12, 3.13 on 13) and depending on exactly it, the staged library's own
   check in the build log;
 * lintian: no error, and exactly the warnings this packaging is known to
   give on that release;
-* in the root: apt pulls only Debian's packages beside the three;
+* in the root: apt pulls only Debian's packages beside the four;
   dnsshim-dump --check; the manual found by man; dnsshim_test built with
   pkg-config, and with CMake's find_package(dnsshim 1.2), prints for the
   test vectors and the malformed messages exactly what the host's build
@@ -25,6 +25,9 @@ developer uses them, and purged without a trace.
   package's library with ctypes as a guest (tests/guest_host.py): its
   sys.path and modules as they were, the C driver in its process printing
   what the host's build prints;
+  libnss-dnsshim's module is in the multiarch libdir and in ld.so's cache,
+  its dependencies found, and neither its install nor its purge touches
+  /etc/nsswitch.conf (turning it on is the administrator's line);
   apt-get purge leaves no file of the packages and none the postinst
   compiled.
 
@@ -62,7 +65,9 @@ from conftest import (BUILD_MODULES, ROOT, require_cares, require_program, requi
                       write_messages)
 
 
-PACKAGES = ("libdnsshim1", "libdnsshim-dev", "dnsshim-tools")
+PACKAGES = ("libdnsshim1", "libdnsshim-dev", "dnsshim-tools", "libnss-dnsshim")
+#: apt-get install's arguments for them, in the root (the .debs in /root)
+DEBS = " ".join(f"./{package}_*.deb" for package in PACKAGES)
 RELEASES = ("12", "13")
 
 
@@ -85,7 +90,7 @@ class Release:
 
     @property
     def dependencies(self) -> tuple:
-        """The Debian packages of that CPython the three packages depend on."""
+        """The Debian packages of that CPython the packages depend on."""
         v = self.python
         return (f"python{v}", f"libpython{v}", f"libpython{v}-stdlib", "python3-cffi-backend",
                 f"libpython{v}-dev")
@@ -111,6 +116,8 @@ ARCH = (subprocess.run(["dpkg", "--print-architecture"], capture_output=True, te
 TRIPLET = {"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}.get(ARCH, ARCH)
 LIBDIR = f"/usr/lib/{TRIPLET}"
 PRIVATE = f"{LIBDIR}/dnsshim/python"
+#: libnss-dnsshim's module, where glibc's NSS finds "dnsshim" of nsswitch.conf
+NSS_MODULE = f"{LIBDIR}/libnss_dnsshim.so.2"
 #: the environment of the package build: nothing of this process's Python
 #: (a virtualenv, pyenv's shims) but what reaches the network
 BUILD_ENV_KEPT = ("HOME", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY",
@@ -196,6 +203,14 @@ class PackageBuild:
     def field(self, package: str, name: str) -> str:
         return subprocess.run(["dpkg-deb", "-f", str(self.deb(package)), name],
                               capture_output=True, text=True, check=True).stdout.strip()
+
+    def control(self, package: str) -> dict:
+        """The control archive's files: {name: text}."""
+        data = subprocess.run(["dpkg-deb", "--ctrl-tarfile", str(self.deb(package))],
+                              capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            return {m.name.lstrip("./"): tar.extractfile(m).read().decode()
+                    for m in tar.getmembers() if m.isfile()}
 
 
 def copy_project(dest: Path) -> None:
@@ -318,10 +333,11 @@ def package_build(release, tmp_path_factory) -> PackageBuild:
         root.remove()
 
 
-def test_build_gives_the_three_packages_and_their_debug_symbols(package_build, release):
+def test_build_gives_the_packages_and_their_debug_symbols(package_build, release):
     debs = sorted(p.name for p in package_build.out.glob("*.deb"))
     assert debs == sorted(f"{p}_{VERSION}_{ARCH}.deb" for p in
-                          (*PACKAGES, "libdnsshim1-dbgsym", "dnsshim-tools-dbgsym"))
+                          (*PACKAGES, "libdnsshim1-dbgsym", "dnsshim-tools-dbgsym",
+                           "libnss-dnsshim-dbgsym"))
     # the staged library checked itself in the build (debian/rules), from
     # its own path, Debian's CPython and cffi backend, the copied dnspython
     staged = f"{package_build.inside}/debian/tmp{PRIVATE}"
@@ -387,6 +403,15 @@ def test_each_package_holds_exactly_its_files(package_build):
         "/usr/share/man/man1/dnsshim-dump.1.gz": "",
         "/usr/share/man/man1/dnsshim-config.1.gz": "",
         "/usr/share/lintian/overrides/dnsshim-tools": "", **_docs("dnsshim-tools")}
+    # the NSS module alone (no link, no archive: nothing links it; glibc
+    # dlopen()s it by its name), its page, and how to turn it on
+    assert package_build.contents("libnss-dnsshim") == {
+        NSS_MODULE: "", "/usr/share/man/man8/libnss_dnsshim.8.gz": "",
+        "/usr/share/lintian/overrides/libnss-dnsshim": "",
+        "/usr/share/doc/libnss-dnsshim/README.Debian": "", **_docs("libnss-dnsshim")}
+    readme = package_build.read("libnss-dnsshim",
+                                "/usr/share/doc/libnss-dnsshim/README.Debian").decode()
+    assert "hosts:          files dnsshim\n" in readme
 
 
 def test_no_package_holds_build_code(package_build):
@@ -433,18 +458,40 @@ def test_dependencies(package_build, release):
     assert package_build.field("libdnsshim1", "Multi-Arch") == "same"
     # the symbols file, not a shlibs file, with libdnsshim-dev as the
     # Build-Depends-Package
-    control = subprocess.run(["dpkg-deb", "--ctrl-tarfile", str(package_build.deb("libdnsshim1"))],
-                             capture_output=True, check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(control)) as tar:
-        names = {m.name.lstrip("./") for m in tar.getmembers() if m.isfile()}
-        symbols = tar.extractfile("./symbols").read().decode()
-        postinst = tar.extractfile("./postinst").read().decode()
-    assert {"symbols", "postinst", "prerm", "triggers", "md5sums"} <= names
+    control = package_build.control("libdnsshim1")
+    symbols, postinst = control["symbols"], control["postinst"]
+    assert {"symbols", "postinst", "prerm", "triggers", "md5sums"} <= set(control)
     assert symbols.startswith("libdnsshim.so.1 libdnsshim1 #MINVER#\n"
                               "* Build-Depends-Package: libdnsshim-dev\n")
     assert " dns_shim_last_error@DNSSHIM_1.2 1.2.0\n" in symbols
     assert f"/usr/lib/{TRIPLET}/dnsshim/python" in postinst
     assert f"\tpython{v} -m compileall " in postinst
+
+
+def test_the_nss_module_package_is_packaged_as_debian_s_nss_modules(package_build):
+    """libnss-dnsshim as Debian packages its NSS modules (libnss-resolve,
+    libnss-myhostname, libnss-mdns): Section admin, Multi-Arch same, the
+    ldconfig trigger, dh_makeshlibs's own shlibs line and no symbols file
+    (nothing links an NSS module: glibc dlopen()s it); and, unlike those,
+    no maintainer script at all: nothing edits /etc/nsswitch.conf."""
+    package = "libnss-dnsshim"
+    assert package_build.field(package, "Section") == "admin"
+    assert package_build.field(package, "Multi-Arch") == "same"
+    depends = _relations(package_build.field(package, "Depends"))
+    # libdnsshim1 of this very build (the module calls its private entry,
+    # DNSSHIM_PRIVATE), which dpkg-gencontrol merges with what dpkg-shlibdeps
+    # found (libdnsshim1 (>= 1.3.0), by its symbols file); and glibc
+    # (libresolv, libc)
+    assert {r.split()[0] for r in depends} == {"libdnsshim1", "libc6"}
+    assert {r for r in depends if r.startswith("libdnsshim1 ")} == {f"libdnsshim1 (= {VERSION})"}
+    control = package_build.control(package)
+    assert set(control) == {"control", "md5sums", "shlibs", "triggers"}
+    assert re.search(r"^activate-noawait ldconfig$", control["triggers"], re.M)
+    assert control["shlibs"] == \
+        f"libnss_dnsshim 2 {package} (>= {pipeline.package_version()})\n"
+    for text in (package_build.field(package, "Description"),
+                 package_build.read(package, f"/usr/share/doc/{package}/README.Debian").decode()):
+        assert "/etc/nsswitch.conf" in text and "files dnsshim" in text
 
 
 #: What each release's lintian (2.116 on Debian 12, 2.122 on Debian 13) says
@@ -479,11 +526,13 @@ TOOLS = ("gcc", "libc6-dev", "make", "pkg-config", "cmake", "libc-ares-dev", "ma
 
 
 class Installed:
-    def __init__(self, root: debian_root.DebianRoot, release: Release, before: dict, after: dict):
+    def __init__(self, root: debian_root.DebianRoot, release: Release, before: dict, after: dict,
+                 nsswitch: bytes):
         self.root = root
         self.release = release
-        self.before = before  # {package: version} installed, before the three
+        self.before = before  # {package: version} installed, before the packages
         self.after = after
+        self.nsswitch = nsswitch  # /etc/nsswitch.conf before the packages
 
     def run(self, script: str, **kw) -> subprocess.CompletedProcess:
         return self.root.run(script, **kw)
@@ -498,7 +547,7 @@ def _dpkg_packages(root) -> dict:
 @pytest.fixture(scope="session")
 def installed(package_build, release, tmp_path_factory) -> Installed:
     """A fresh root of the release the packages were built for, the build
-    tools installed, then the three packages with apt-get install ./*.deb."""
+    tools installed, then the packages with apt-get install ./*.deb."""
     root = _new_root(tmp_path_factory.mktemp(f"debian{release.number}-root"), TOOLS, release)
     try:
         for package in PACKAGES:
@@ -507,9 +556,9 @@ def installed(package_build, release, tmp_path_factory) -> Installed:
         # (already in the cached base: a no-op that checks they are there)
         root.run(f"apt-get install -y -q --no-install-recommends {' '.join(TOOLS)}")
         before = _dpkg_packages(root)
-        root.run("apt-get install -y ./libdnsshim1_*.deb ./libdnsshim-dev_*.deb "
-                 "./dnsshim-tools_*.deb")
-        yield Installed(root, release, before, _dpkg_packages(root))
+        nsswitch = root.path("/etc/nsswitch.conf").read_bytes()
+        root.run(f"apt-get install -y {DEBS}")
+        yield Installed(root, release, before, _dpkg_packages(root), nsswitch)
     finally:
         root.remove()
 
@@ -561,12 +610,129 @@ def test_dnsshim_dump_check(installed):
     assert installed.run(f"find {LIBDIR}/dnsshim -newer /root/before-check").stdout == ""
 
 
+def _installed_again(installed) -> None:
+    """The packages installed again from the same .debs where a test before
+    (test_purge_leaves_nothing, in the same root) purged them."""
+    states = installed.run("dpkg-query -W -f '${db:Status-Status}\\n' " + " ".join(PACKAGES),
+                           check=False).stdout.split()
+    if states != ["installed"] * len(PACKAGES):
+        installed.run(f"apt-get install -y {DEBS}")
+
+
+def _ld_cache_lists_the_nss_module(installed) -> bool:
+    cache = installed.run("ldconfig -p").stdout
+    return bool(re.search(rf"^\s+libnss_dnsshim\.so\.2 \([^)]*\) => (/usr)?/lib/{TRIPLET}/"
+                          r"libnss_dnsshim\.so\.2$", cache, re.M))
+
+
+def test_the_nss_module_package_leaves_nsswitch_conf_alone(installed):
+    """libnss-dnsshim puts libnss_dnsshim.so.2 where glibc's NSS finds the
+    module of the word "dnsshim": the multiarch libdir, in ld.so's cache (its
+    ldconfig trigger), its libraries found and its symbols bound; and
+    /etc/nsswitch.conf is byte for byte what it was before the install,
+    after it, after the package's purge (which takes the module out of the
+    cache) and after its install again: turning the module on is the
+    administrator's line ("hosts: files dnsshim"), never the package's."""
+    _installed_again(installed)
+    conf = installed.root.path("/etc/nsswitch.conf")
+    assert b"dnsshim" not in installed.nsswitch
+    assert conf.read_bytes() == installed.nsswitch
+    assert installed.run(f"dpkg-query -S {NSS_MODULE}").stdout == \
+        f"libnss-dnsshim:{ARCH}: {NSS_MODULE}\n"
+    assert _ld_cache_lists_the_nss_module(installed)
+    # a system library: no run path; libdnsshim found by ld.so.cache, and
+    # every symbol of the module and its libraries bound
+    dynamic = installed.run(f"readelf -d {NSS_MODULE}").stdout
+    assert "Library soname: [libnss_dnsshim.so.2]" in dynamic
+    assert "Shared library: [libdnsshim.so.1]" in dynamic
+    assert "RUNPATH" not in dynamic and "RPATH" not in dynamic
+    ldd = installed.run(f"ldd -r {NSS_MODULE}")
+    assert re.search(rf"^\s+libdnsshim\.so\.1 => (/usr)?/lib/{TRIPLET}/libdnsshim\.so\.1 ",
+                     ldd.stdout, re.M), ldd.stdout
+    assert "not found" not in ldd.stdout + ldd.stderr
+    assert "undefined symbol" not in ldd.stdout + ldd.stderr
+
+    installed.run("apt-get purge -y libnss-dnsshim")
+    assert installed.run("dpkg-query -W -f '${db:Status-Status}' libnss-dnsshim",
+                         check=False).stdout in ("not-installed", "")
+    assert not os.path.lexists(installed.root.path(NSS_MODULE))
+    assert not _ld_cache_lists_the_nss_module(installed)
+    assert conf.read_bytes() == installed.nsswitch
+    installed.run("apt-get install -y ./libnss-dnsshim_*.deb")
+    assert _ld_cache_lists_the_nss_module(installed)
+    assert conf.read_bytes() == installed.nsswitch
+
+
+#: The release's lookups through glibc's dns and through the package's module:
+#: what the responder answers (tests/nss_env.py), and what getent is asked.
+NSS_ZONE = {
+    ("www.example.test", "A"): ["www.example.test. 300 IN A 192.0.2.1",
+                                "www.example.test. 300 IN A 192.0.2.2"],
+    ("www.example.test", "AAAA"): ["www.example.test. 300 IN AAAA 2001:db8::1"],
+    ("alias.example.test", "A"): ["alias.example.test. 60 IN CNAME mid.example.test.",
+                                  "mid.example.test. 60 IN CNAME www.example.test.",
+                                  "www.example.test. 300 IN A 192.0.2.1"],
+    ("alias.example.test", "AAAA"): ["alias.example.test. 60 IN CNAME mid.example.test.",
+                                     "mid.example.test. 60 IN CNAME www.example.test.",
+                                     "www.example.test. 300 IN AAAA 2001:db8::1"],
+    ("1.2.0.192.in-addr.arpa", "PTR"): ["1.2.0.192.in-addr.arpa. 300 IN PTR www.example.test."],
+}
+NSS_LOOKUPS = ["ahosts www.example.test", "hosts alias.example.test", "ahostsv4 alias",
+               "ahosts missing.example.test", "hosts 192.0.2.1", "ahostsv4 bad.example.test"]
+
+
+def test_the_release_s_glibc_resolves_through_the_module_as_through_dns(installed, tmp_path):
+    """In the release's root (glibc 2.36 on Debian 12, 2.41 on 13), getent
+    with ``hosts: files dns`` and then with ``hosts: files dnsshim`` (the
+    package's module, found where it installed it), against the same
+    responder on loopback: the same output and exit status for every
+    well-formed reply; a reply with trailing octets, which dns answers
+    from, gives no address through the module."""
+    import nss_env
+
+    zone = dict(NSS_ZONE)
+    zone[("bad.example.test", "A")] = nss_env.raw(nss_env.reply_wire(
+        "bad.example.test", "A", answer=["bad.example.test. 300 IN A 192.0.2.66"]) + b"\x00")
+    root = installed.root.dir
+    saved = {name: installed.root.path(f"/etc/{name}").read_bytes()
+             for name in ("nsswitch.conf", "resolv.conf")}
+    script = [f"mount -t proc proc {root}/proc", f"mount --bind /dev {root}/dev",
+              f"printf 'nameserver 127.0.0.1\\nsearch example.test\\n' > {root}/etc/resolv.conf"]
+    for module in ("dns", "dnsshim"):
+        script.append(f"printf 'hosts: files {module}\\n' > {root}/etc/nsswitch.conf")
+        for lookup in NSS_LOOKUPS:
+            script.append(f"echo '== {module} {lookup}'; chroot {root} /usr/bin/env -i "
+                          f"PATH=/usr/bin:/bin getent {lookup} 2>&1; echo \"rc=$?\"")
+    try:
+        result = nss_env.run(tmp_path, zone, [nss_env.command(["sh", "-c", "\n".join(script)])],
+                             timeout=300)
+    finally:
+        for name, text in saved.items():
+            installed.root.path(f"/etc/{name}").write_bytes(text)
+    out = result.commands[0].stdout
+    dns, dnsshim = (dict(re.findall(rf"^== {m} (.*)\n((?:(?!== ).*\n)*)", out, re.M))
+                    for m in ("dns", "dnsshim"))
+    assert sorted(dns) == sorted(dnsshim) == sorted(NSS_LOOKUPS), out
+    bad = "ahostsv4 bad.example.test"
+    for lookup in NSS_LOOKUPS:
+        if lookup != bad:
+            assert dnsshim[lookup] == dns[lookup], lookup
+    assert dns["ahosts www.example.test"].splitlines()[0] == (
+        "2001:db8::1     STREAM www.example.test")
+    assert dns["hosts alias.example.test"] == (
+        "2001:db8::1     www.example.test alias.example.test mid.example.test\nrc=0\n")
+    assert dns["ahosts missing.example.test"] == "rc=2\n"
+    assert dns[bad].startswith("192.0.2.66      STREAM bad.example.test\n")
+    assert dnsshim[bad] == "rc=2\n"
+
+
 def test_manual_pages_found_by_man(installed):
     result = installed.run("man -w dns_shim_process_reply; man -w 7 dnsshim; man -w dnsshim-dump;"
-                           " man -w dnsshim_ares")
+                           " man -w dnsshim_ares; man -w libnss_dnsshim")
     assert result.stdout.splitlines() == [
         "/usr/share/man/man3/dns_shim_process_reply.3.gz", "/usr/share/man/man7/dnsshim.7.gz",
-        "/usr/share/man/man1/dnsshim-dump.1.gz", "/usr/share/man/man3/dnsshim_ares.3.gz"]
+        "/usr/share/man/man1/dnsshim-dump.1.gz", "/usr/share/man/man3/dnsshim_ares.3.gz",
+        "/usr/share/man/man8/libnss_dnsshim.8.gz"]
 
 
 # ---- C programs in the root against the host's build -------------------------------------
@@ -847,6 +1013,7 @@ def test_purge_leaves_nothing(installed):
     directories = [p for p in listed if root.path(p).is_dir() and not root.path(p).is_symlink()]
     files = [p for p in listed if p not in directories]
     assert f"{LIBDIR}/libdnsshim.so.1" in files and "/usr/bin/dnsshim-dump" in files
+    assert NSS_MODULE in files
     # the postinst compiled the private side (checked-hash .pyc files: flags 3)
     pyc = sorted(root.path(f"{PRIVATE}/shim/__pycache__").glob("*.pyc"))
     assert [p.name for p in pyc if p.name.startswith("__init__.")] == [
@@ -864,8 +1031,9 @@ def test_purge_leaves_nothing(installed):
                        "; do dpkg-query -S \"$d\" >/dev/null 2>&1 || echo \"$d\"; done").stdout
     assert unowned == ""
     for gone in (f"{LIBDIR}/dnsshim", f"{LIBDIR}/cmake/dnsshim", "/usr/share/dnsshim",
-                 "/usr/share/doc/libdnsshim1"):
+                 "/usr/share/doc/libdnsshim1", NSS_MODULE, "/usr/share/doc/libnss-dnsshim"):
         assert not os.path.lexists(root.path(gone)), gone
+    assert root.path("/etc/nsswitch.conf").read_bytes() == installed.nsswitch
 
 
 # ---- what the packages have of 1.3's features (tests/forms_matrix.py) ----------------------
@@ -880,12 +1048,9 @@ def test_the_packages_have_what_the_forms_matrix_says(installed):
     the memory limit); the release's python3.X loading libdnsshim.so.1 with
     ctypes (guest mode); man -w.  On Debian 12, whose c-ares 1.18 has no record
     API, ares_dns_parse is ARES_ENOTIMP with its one log line.  Last in this
-    file: test_purge_leaves_nothing has purged the three packages, so they are
+    file: test_purge_leaves_nothing has purged the packages, so they are
     installed again first, from the same .debs (a no-op when it did not run)."""
-    state = installed.run("dpkg-query -W -f '${db:Status-Status}' libdnsshim1", check=False)
-    if state.stdout != "installed":
-        installed.run("apt-get install -y ./libdnsshim1_*.deb ./libdnsshim-dev_*.deb "
-                      "./dnsshim-tools_*.deb")
+    _installed_again(installed)
     form = f"debian{installed.release.number}"
     args = forms_matrix.write_probe_messages(installed.root.path("/root/forms"))
     shutil.copy(forms_matrix.PROBE_SOURCE, installed.root.path("/root/forms"))

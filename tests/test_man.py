@@ -24,7 +24,7 @@ ARES_MAP = (ROOT / "csrc" / "ares" / "libdnsshim_ares.map").read_text()
 # not the SGR escapes groff 1.23 (Debian 13) writes by default
 MAN_ENV = {"LC_ALL": "C.UTF-8", "MANROFFSEQ": "", "MANWIDTH": "80", "GROFF_NO_SGR": "1"}
 MANUALS = {"1": "User Commands", "3": "Library Functions Manual",
-           "7": "Miscellaneous Information Manual"}
+           "7": "Miscellaneous Information Manual", "8": "System Manager's Manual"}
 
 
 def map_globals(text: str) -> dict:
@@ -48,7 +48,8 @@ def header_prototypes() -> dict:
 
 FUNCTIONS = header_prototypes()
 TOOLS = ["dnsshim-dump", "dnsshim-config"]
-PAGES = [f"{f}.3" for f in FUNCTIONS] + ["dnsshim.7", "dnsshim_ares.3"] + [f"{t}.1" for t in TOOLS]
+PAGES = ([f"{f}.3" for f in FUNCTIONS] + ["dnsshim.7", "dnsshim_ares.3", "libnss_dnsshim.8"]
+         + [f"{t}.1" for t in TOOLS])
 
 
 @pytest.fixture(scope="module")
@@ -525,3 +526,13 @@ def test_table_text_blocks_are_set_ragged_right():
               if "T{\n" in text]
     assert blocks, "no table text block in any page"
     assert [(name, first) for name, first in blocks if first != ".ad l"] == []
+
+
+def test_the_nss_module_s_page_names_every_function_it_exports(pages):
+    """libnss_dnsshim(8) names each function of the module's export list, and
+    no other _nss_ function; and the variable it reads."""
+    exported = set(map_globals((ROOT / "csrc" / "nss" / "libnss_dnsshim.map").read_text()))
+    text = flat(rendered(pages["libnss_dnsshim.8"]))
+    assert set(re.findall(r"\b(_nss_\w+)", text)) == exported
+    assert len(exported) == 6
+    assert "DNS_SHIM_NSS_LOG" in section(rendered(pages["libnss_dnsshim.8"]), "ENVIRONMENT")

@@ -70,12 +70,17 @@ def test_no_suppression_could_match_the_librarys_own_code():
     loader, libcrypto), or the library's accounting allocators, which
     CPython alone calls (through the hooks it is given: no other line of the
     library's C names them); never another frame of libdnsshim or of the
-    program."""
+    program.  The one entry that is not a leak's is a read inside the
+    dynamic loader, by two of its own functions."""
     text = pipeline.SUPPRESSIONS.read_text()
     entries = re.findall(r"\{\n(.*?)\n\}", text, re.S)
     assert len(entries) >= 10
     for entry in entries:
         lines = [line.strip() for line in entry.splitlines()]
+        if lines[1] != "Memcheck:Leak":
+            assert lines == ["dnsshim-loader-run-path", "Memcheck:Addr8", "fun:strncmp",
+                             "fun:is_dst"], lines
+            continue
         name, kind, kinds, frames = lines[0], lines[1], lines[2], lines[3:]
         assert name.startswith("dnsshim-") and kind == "Memcheck:Leak", name
         assert set(kinds.split(": ")[1].split(",")) <= {"reachable", "possible"}, name

@@ -1,0 +1,1078 @@
+/*
+** nss_dnsshim.c: libnss_dnsshim.so.2, a glibc NSS "hosts" module whose
+** replies are parsed by libdnsshim (dnspython), never by glibc's parser.
+**
+** Turned on by the word "dnsshim" in nsswitch.conf ("hosts: files dnsshim").
+** The transport is glibc's own resolver: the thread's resolv.conf settings
+** (res_ninit), each query made by res_nmkquery and sent by res_nsend, which
+** tries the name servers, waits and repeats as resolv.conf says and goes to
+** TCP after a truncated reply.  What glibc's nss_dns then hands to its C
+** parser, this module hands to dns_shim_process_reply, against the query it
+** sent; only a reply the library accepted whole is read, through the
+** library's callbacks.  The search list is walked as glibc's res_nsearch
+** walks it (__res_context_search), so that a name is looked up under the
+** same names in the same order, and the answers are made as nss_dns makes
+** them (resolv/nss_dns/dns-host.c), so that a program sees what it saw with
+** "dns" for every well-formed reply.
+**
+** A reply the library refuses gives no address: NSS_STATUS_TRYAGAIN with
+** h_errno TRY_AGAIN (getaddrinfo's EAI_AGAIN).  Not NOTFOUND: that would let
+** the search list go on to the next name, an answer a spoofer could then
+** choose, and a refusal may be a forged or damaged datagram that a later
+** try does not meet.  A runtime that cannot start (a broken installation,
+** the memory limit) is NSS_STATUS_UNAVAIL, so that the administrator's
+** [UNAVAIL=...] action or the next source decides (nsswitch.conf(5)).
+**
+** Diagnostics go to syslog (the daemon facility), one line each, prefixed
+** "libnss_dnsshim: "; DNS_SHIM_NSS_LOG=stderr sends them to stderr, =none
+** drops them.  The variable is read with secure_getenv: a setuid program
+** logs to syslog whatever its user set.  Nothing else is written into the
+** program.  The module keeps no state of its own between lookups but the
+** library's; every lookup is thread-safe.
+*/
+#define _GNU_SOURCE 1
+#include <arpa/inet.h>
+#include <arpa/nameser.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <nss.h>
+#include <pthread.h>
+#include <resolv.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <syslog.h>
+
+#include "dns_shim.h"
+
+#define NSS_DNSSHIM_API __attribute__((visibility("default")))
+
+/* libdnsshim's private entry (DNSSHIM_PRIVATE): where its diagnostics go
+** when the program set no handler of its own. */
+void dns_shim__set_default_log_handler(dns_shim_log_handler handler, void *ctx);
+
+/* The EDNS0 payload glibc's resolver advertises (RESOLV_EDNS_BUFFER_SIZE). */
+#define NSS_DNSSHIM_EDNS_PAYLOAD 1200
+/* The largest reply: a TCP message. */
+#define NSS_DNSSHIM_ANSWER_MAX 65536
+
+/* ------------------------------------------------------------------ */
+/* Diagnostics                                                          */
+
+enum { NSS_LOG_SYSLOG, NSS_LOG_STDERR, NSS_LOG_NONE };
+
+static int nss_log_where(void)
+{
+    const char *where = secure_getenv("DNS_SHIM_NSS_LOG");
+    if (where != NULL && strcmp(where, "stderr") == 0)
+        return NSS_LOG_STDERR;
+    if (where != NULL && strcmp(where, "none") == 0)
+        return NSS_LOG_NONE;
+    return NSS_LOG_SYSLOG;
+}
+
+/* One line where the diagnostics go; a message of several lines (a
+** traceback) is written line by line. */
+static void nss_say(int priority, const char *fmt, ...)
+{
+    char text[2048];
+    char *line, *next;
+    va_list ap;
+    int where = nss_log_where();
+
+    if (where == NSS_LOG_NONE)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    for (line = text; line != NULL && *line != '\0'; line = next) {
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        if (where == NSS_LOG_STDERR)
+            fprintf(stderr, "libnss_dnsshim: %s\n", line);
+        else
+            syslog(LOG_DAEMON | priority, "libnss_dnsshim: %s", line);
+    }
+    if (where == NSS_LOG_STDERR)
+        fflush(stderr);
+}
+
+/* The library's diagnostics (a start that failed, with its traceback):
+** where the module's go, at their syslog severity, unless the program set
+** a handler of its own. */
+static void nss_library_log(void *ctx, int32_t level, const char *message)
+{
+    (void)ctx;
+    if (level > DNS_SHIM_LOG_WARNING)
+        return;
+    nss_say(level == DNS_SHIM_LOG_ERROR ? LOG_ERR : LOG_WARNING, "%s", message);
+}
+
+static pthread_once_t nss_once = PTHREAD_ONCE_INIT;
+
+static void nss_setup(void)
+{
+    dns_shim__set_default_log_handler(nss_library_log, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* One reply, as the library delivered it                               */
+
+typedef struct nss_rr {
+    uint16_t type;           /* ns_t_a, ns_t_aaaa, ns_t_cname, ns_t_ptr */
+    uint32_t ttl;
+    char *owner;
+    char *target;            /* CNAME, PTR */
+    unsigned char addr[16];  /* A: 4 octets, AAAA: 16 */
+} nss_rr;
+
+typedef struct nss_reply {
+    uint16_t qtype;
+    uint16_t rcode;
+    uint16_t ancount;
+    char *qname;             /* the question's name as the reply has it */
+    nss_rr *rr;
+    size_t n, cap;
+    int no_memory;
+} nss_reply;
+
+static void nss_reply_free(nss_reply *reply)
+{
+    size_t i;
+    for (i = 0; i < reply->n; i++) {
+        free(reply->rr[i].owner);
+        free(reply->rr[i].target);
+    }
+    free(reply->rr);
+    free(reply->qname);
+    memset(reply, 0, sizeof *reply);
+}
+
+static nss_rr *nss_reply_add(nss_reply *reply, uint16_t type, const dns_shim_rr *rr,
+                             const char *target)
+{
+    nss_rr *slot;
+    if (reply->n == reply->cap) {
+        size_t cap = reply->cap ? reply->cap * 2 : 8;
+        nss_rr *grown = realloc(reply->rr, cap * sizeof *grown);
+        if (grown == NULL)
+            goto no_memory;
+        reply->rr = grown;
+        reply->cap = cap;
+    }
+    slot = &reply->rr[reply->n];
+    memset(slot, 0, sizeof *slot);
+    slot->type = type;
+    slot->ttl = rr->ttl;
+    slot->owner = strdup(rr->owner);
+    slot->target = target != NULL ? strdup(target) : NULL;
+    if (slot->owner == NULL || (target != NULL && slot->target == NULL)) {
+        free(slot->owner);
+        free(slot->target);
+        goto no_memory;
+    }
+    reply->n++;
+    return slot;
+no_memory:
+    reply->no_memory = 1;
+    return NULL;
+}
+
+static int32_t nss_on_header(void *ctx, const dns_shim_header *header)
+{
+    nss_reply *reply = ctx;
+    reply->rcode = header->rcode;
+    reply->ancount = header->ancount;
+    reply->qname = strdup(header->qname != NULL ? header->qname : ".");
+    if (reply->qname == NULL) {
+        reply->no_memory = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int32_t nss_on_a(void *ctx, const dns_shim_a *record)
+{
+    nss_rr *rr = nss_reply_add(ctx, ns_t_a, &record->rr, NULL);
+    if (rr == NULL)
+        return 1;
+    memcpy(rr->addr, record->address, 4);
+    return 0;
+}
+
+static int32_t nss_on_aaaa(void *ctx, const dns_shim_aaaa *record)
+{
+    nss_rr *rr = nss_reply_add(ctx, ns_t_aaaa, &record->rr, NULL);
+    if (rr == NULL)
+        return 1;
+    memcpy(rr->addr, record->address, 16);
+    return 0;
+}
+
+static int32_t nss_on_cname(void *ctx, const dns_shim_target *record)
+{
+    return nss_reply_add(ctx, ns_t_cname, &record->rr, record->target) == NULL;
+}
+
+static int32_t nss_on_ptr(void *ctx, const dns_shim_target *record)
+{
+    return nss_reply_add(ctx, ns_t_ptr, &record->rr, record->target) == NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Asking: one question, one reply                                      */
+
+/* How a lookup ended, as glibc's resolver says it: h_errno, the errno of
+** the send, and whether the library refused a reply or the runtime failed. */
+typedef struct nss_outcome {
+    int herrno;              /* NETDB_SUCCESS, HOST_NOT_FOUND, NO_DATA, ... */
+    int sys_errno;           /* errno as glibc's search leaves it: 0 at its
+                             ** start, then the last failed send's, kept
+                             ** across the names asked after it */
+    int refused;             /* a reply the library refused: its status */
+    int runtime;             /* the runtime failed: its status */
+    uint16_t last_rcode;     /* the RCODE in the first answer buffer of the
+                             ** last name asked (the search list's SERVFAIL
+                             ** rule): of the reply, or of the error reply
+                             ** res_nsend left there, NOERROR if none */
+} nss_outcome;
+
+/* The names compared as DNS compares them: ASCII letters without case, as
+** presentation text from the same writer (the library's, for both). */
+static int nss_same_name(const char *a, const char *b)
+{
+    return strcasecmp(a, b) == 0;
+}
+
+static const char *nss_type_name(int qtype)
+{
+    return qtype == ns_t_a ? "A" : qtype == ns_t_aaaa ? "AAAA" : "PTR";
+}
+
+/* Asks `name` for `qtype` and reads the reply into `reply` (answer
+** section); returns 0 when the library accepted it whole (whatever its
+** RCODE), -2 when no server answered usefully (res_nsend failed: a
+** timeout, or every server's reply an error such as SERVFAIL), -1 otherwise
+** with `out` saying why. */
+static int nss_ask(res_state res, const char *name, int qtype, unsigned char *answer,
+                   nss_reply *reply, nss_outcome *out)
+{
+    unsigned char query[NS_MAXMSG < 1024 ? NS_MAXMSG : 1024];
+    char qname[NS_MAXDNAME + 1];
+    int qlen, n;
+    int32_t status;
+    dns_shim_callbacks callbacks;
+    dns_shim_query asked;
+
+    memset(reply, 0, sizeof *reply);
+    reply->qtype = (uint16_t)qtype;
+    qlen = res_nmkquery(res, ns_o_query, name, ns_c_in, qtype, NULL, 0, NULL, query,
+                        (int)sizeof query - 11);
+    if (qlen <= 0) {
+        out->herrno = NO_RECOVERY;
+        return -1;
+    }
+    if (res->options & (RES_USE_EDNS0 | RES_USE_DNSSEC)) {
+        /* the OPT record glibc's res_nquery adds (__res_nopt) */
+        static const unsigned char opt[11] = {0, 0, ns_t_opt,
+                                              NSS_DNSSHIM_EDNS_PAYLOAD >> 8,
+                                              NSS_DNSSHIM_EDNS_PAYLOAD & 0xff};
+        memcpy(query + qlen, opt, sizeof opt);
+        if (res->options & RES_USE_DNSSEC)
+            query[qlen + 7] = 0x80; /* DO */
+        qlen += (int)sizeof opt;
+        query[11] = 1; /* ARCOUNT */
+    }
+    /* The question as sent, in presentation form: from the bytes this
+    ** module made, the name the reply must answer. */
+    if (dn_expand(query, query + qlen, query + NS_HFIXEDSZ, qname, sizeof qname) < 0) {
+        out->herrno = NO_RECOVERY;
+        return -1;
+    }
+    if (qname[0] == '\0')
+        strcpy(qname, ".");
+    memset(answer, 0, NS_HFIXEDSZ);
+    n = res_nsend(res, query, qlen, answer, NSS_DNSSHIM_ANSWER_MAX);
+    if (n < 0) {
+        /* the RCODE of the error reply res_nsend may have left (glibc's
+        ** search reads it so): four bits of this module's own buffer, not
+        ** a parse */
+        reply->rcode = answer[3] & 0x0f;
+        out->sys_errno = errno;
+        out->herrno = TRY_AGAIN;
+        return -2;
+    }
+    memset(&asked, 0, sizeof asked);
+    asked.struct_size = sizeof asked;
+    asked.id = (uint16_t)(query[0] << 8 | query[1]);
+    asked.qname = qname;
+    asked.qtype = (uint16_t)qtype;
+    asked.qclass = ns_c_in;
+    memset(&callbacks, 0, sizeof callbacks);
+    callbacks.struct_size = sizeof callbacks;
+    callbacks.sections = DNS_SHIM_SECTION_ANSWER;
+    callbacks.ctx = reply;
+    callbacks.on_header = nss_on_header;
+    callbacks.on_a = nss_on_a;
+    callbacks.on_aaaa = nss_on_aaaa;
+    callbacks.on_cname = nss_on_cname;
+    callbacks.on_ptr = nss_on_ptr;
+    status = dns_shim_process_reply(answer, n, &asked, &callbacks);
+    if (status == DNS_SHIM_OK)
+        return 0;
+    if (reply->no_memory || status == DNS_SHIM_ERR_NO_MEMORY || status == DNS_SHIM_ERR_INIT
+        || status == DNS_SHIM_ERR_INTERNAL || status == DNS_SHIM_ERR_UNSUPPORTED) {
+        out->runtime = reply->no_memory ? DNS_SHIM_ERR_NO_MEMORY : status;
+        out->herrno = NO_RECOVERY;
+        out->sys_errno = reply->no_memory || status == DNS_SHIM_ERR_NO_MEMORY ? ENOMEM : ENOENT;
+        /* a start that failed was logged by the library, once, with what
+        ** it tried and the fix */
+        if (status != DNS_SHIM_ERR_INIT)
+            nss_say(LOG_ERR, "%s %s: cannot parse: %s", qname, nss_type_name(qtype),
+                    reply->no_memory ? "out of memory" : dns_shim_last_error());
+    } else {
+        out->refused = status;
+        out->herrno = TRY_AGAIN;
+        nss_say(LOG_WARNING, "%s %s: reply refused: %s", qname, nss_type_name(qtype),
+                dns_shim_last_error());
+    }
+    nss_reply_free(reply);
+    return -1;
+}
+
+/* The verdict on one name's replies, as glibc's __res_context_query gives
+** it for one question or for the A and AAAA pair: 0 when at least one
+** reply is NOERROR with an answer, else -1 with h_errno by the RCODE of
+** the first reply, or of the second when the first is NOERROR.  A question
+** of the pair that no server answered is left out, as glibc's pair does
+** when one of its two replies does not come or is an error (send_dg then
+** keeps the other alone). */
+static int nss_judge(const nss_reply *replies, const int *answered, int count,
+                     nss_outcome *out)
+{
+    const nss_reply *hp = NULL, *hp2 = NULL;
+    int i;
+    uint16_t rcode;
+    for (i = 0; i < count; i++) {
+        if (!answered[i])
+            continue;
+        if (replies[i].rcode == ns_r_noerror && replies[i].ancount != 0)
+            return 0;
+        if (hp == NULL)
+            hp = &replies[i];
+        else
+            hp2 = &replies[i];
+    }
+    rcode = hp->rcode;
+    if (rcode == ns_r_noerror && hp2 != NULL)
+        rcode = hp2->rcode;
+    switch (rcode) {
+    case ns_r_nxdomain:
+        out->herrno = HOST_NOT_FOUND;
+        break;
+    case ns_r_servfail:
+        out->herrno = TRY_AGAIN;
+        break;
+    case ns_r_noerror:
+        out->herrno = NO_DATA;
+        break;
+    default: /* FORMERR, NOTIMP, REFUSED and the rest */
+        out->herrno = NO_RECOVERY;
+        break;
+    }
+    return -1;
+}
+
+/* One name asked for every type of `qtypes` (glibc's querydomain with
+** __res_context_query): 0 and the replies, or -1.  A reply the library
+** refused, or a runtime that failed, ends the lookup there. */
+static int nss_query(res_state res, const char *name, const int *qtypes, int count,
+                     unsigned char *answer, nss_reply *replies, nss_outcome *out)
+{
+    int i, r, answered[2] = {0, 0}, any = 0;
+    for (i = 0; i < count; i++) {
+        r = nss_ask(res, name, qtypes[i], answer, &replies[i], out);
+        if (i == 0)
+            out->last_rcode = replies[0].rcode;
+        if (r == -1) {
+            while (i-- > 0)
+                nss_reply_free(&replies[i]);
+            return -1;
+        }
+        answered[i] = r == 0;
+        any |= r == 0;
+    }
+    if (!any || nss_judge(replies, answered, count, out) < 0) {
+        if (!any)
+            out->herrno = TRY_AGAIN;
+        for (i = 0; i < count; i++)
+            nss_reply_free(&replies[i]);
+        return -1;
+    }
+    return 0;
+}
+
+/* glibc's querydomain: name, or name.domain; a final dot of a name asked
+** as is dropped; a name too long is NO_RECOVERY. */
+static int nss_query_domain(res_state res, const char *name, const char *domain,
+                            const int *qtypes, int count, unsigned char *answer,
+                            nss_reply *replies, nss_outcome *out, char *asked)
+{
+    size_t n = strlen(name);
+    if (domain == NULL) {
+        if (n >= NS_MAXDNAME) {
+            out->herrno = NO_RECOVERY;
+            return -1;
+        }
+        memcpy(asked, name, n + 1);
+        if (n > 0 && asked[n - 1] == '.')
+            asked[n - 1] = '\0';
+    } else {
+        size_t d = strlen(domain);
+        if (n + d + 1 >= NS_MAXDNAME) {
+            out->herrno = NO_RECOVERY;
+            return -1;
+        }
+        memcpy(asked, name, n);
+        asked[n] = '.';
+        memcpy(asked + n + 1, domain, d + 1);
+    }
+    return nss_query(res, asked, qtypes, count, answer, replies, out);
+}
+
+/* glibc's res_nsearch (__res_context_search): the name as is, under each
+** search domain, by the same rules and in the same order; `asked` gets the
+** name whose replies answered. */
+static int nss_search(res_state res, const char *name, const int *qtypes, int count,
+                      unsigned char *answer, nss_reply *replies, nss_outcome *out,
+                      char *asked)
+{
+    const char *cp;
+    unsigned dots = 0;
+    int trailing_dot = 0, saved_herrno = -1, tried_as_is = 0, searched = 0;
+    int root_on_list = 0, got_nodata = 0, got_servfail = 0, ret;
+    char alias[NS_MAXDNAME];
+
+    out->herrno = HOST_NOT_FOUND;
+    out->sys_errno = 0;
+    for (cp = name; *cp != '\0'; cp++)
+        dots += (*cp == '.');
+    if (cp > name && cp[-1] == '.')
+        trailing_dot = 1;
+    /* a single label may be a user's alias (HOSTALIASES; never in a setuid
+    ** program: glibc reads it with secure_getenv) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* as nss_dns's own */
+    cp = dots == 0 ? res_hostalias(res, name, alias, sizeof alias) : NULL;
+#pragma GCC diagnostic pop
+    if (cp != NULL)
+        return nss_query_domain(res, cp, NULL, qtypes, count, answer, replies, out, asked);
+    if (dots >= res->ndots || trailing_dot) {
+        ret = nss_query_domain(res, name, NULL, qtypes, count, answer, replies, out, asked);
+        if (ret == 0 || trailing_dot || out->refused || out->runtime)
+            return ret;
+        saved_herrno = out->herrno;
+        tried_as_is = 1;
+    }
+    if ((dots == 0 && (res->options & RES_DEFNAMES))
+        || (dots != 0 && !trailing_dot && (res->options & RES_DNSRCH))) {
+        int done = 0, i;
+        for (i = 0; i < MAXDNSRCH && res->dnsrch[i] != NULL && !done; i++) {
+            const char *domain = res->dnsrch[i];
+            searched = 1;
+            if (domain[0] == '.')
+                domain++;
+            if (domain[0] == '\0')
+                root_on_list = 1;
+            ret = nss_query_domain(res, name, domain, qtypes, count, answer, replies, out,
+                                   asked);
+            if (ret == 0 || out->refused || out->runtime)
+                return ret;
+            if (out->sys_errno == ECONNREFUSED) {
+                out->herrno = TRY_AGAIN;
+                return -1;
+            }
+            switch (out->herrno) {
+            case NO_DATA:
+                got_nodata = 1;
+                /* fall through */
+            case HOST_NOT_FOUND:
+                break;
+            case TRY_AGAIN:
+                if (out->last_rcode == ns_r_servfail) {
+                    got_servfail = 1;
+                    break;
+                }
+                /* fall through */
+            default:
+                done = 1;
+            }
+            if (!(res->options & RES_DNSRCH))
+                done = 1;
+        }
+    }
+    if ((dots != 0 || !searched || !(res->options & RES_NOTLDQUERY))
+        && !(tried_as_is || root_on_list)) {
+        ret = nss_query_domain(res, name, NULL, qtypes, count, answer, replies, out, asked);
+        if (ret == 0 || out->refused || out->runtime)
+            return ret;
+    }
+    if (saved_herrno != -1)
+        out->herrno = saved_herrno;
+    else if (got_nodata)
+        out->herrno = NO_DATA;
+    else if (got_servfail)
+        out->herrno = TRY_AGAIN;
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Status, as nss_dns gives it                                          */
+
+/* A lookup that failed: its NSS status, *errnop and *h_errnop. */
+static enum nss_status nss_failed(const nss_outcome *out, int *errnop, int *h_errnop,
+                                  int olderr)
+{
+    enum nss_status status;
+    if (out->runtime) {
+        /* UNAVAIL with NO_RECOVERY: the next source, or the administrator's
+        ** [UNAVAIL=...] action, decides (NETDB_INTERNAL would end
+        ** getaddrinfo with EAI_SYSTEM there and then) */
+        *errnop = out->sys_errno;
+        *h_errnop = NO_RECOVERY;
+        return NSS_STATUS_UNAVAIL;
+    }
+    if (out->refused) {
+        *errnop = EAGAIN;
+        *h_errnop = TRY_AGAIN;
+        return NSS_STATUS_TRYAGAIN;
+    }
+    switch (out->sys_errno) {
+    case ESRCH:
+        status = NSS_STATUS_TRYAGAIN;
+        break;
+    case EMFILE:
+    case ENFILE:
+    case ECONNREFUSED:
+    case ETIMEDOUT:
+        status = NSS_STATUS_UNAVAIL;
+        break;
+    default:
+        status = NSS_STATUS_NOTFOUND;
+        break;
+    }
+    *h_errnop = (out->sys_errno == EMFILE || out->sys_errno == ENFILE) ? NETDB_INTERNAL
+                                                                      : out->herrno;
+    if (*h_errnop == TRY_AGAIN)
+        *errnop = EAGAIN;
+    errno = olderr;
+    return status;
+}
+
+/* The resolver state for one lookup: resolv.conf as it is now. */
+static int nss_begin(struct __res_state *res, unsigned char **answer, int *errnop,
+                     int *h_errnop)
+{
+    pthread_once(&nss_once, nss_setup);
+    memset(res, 0, sizeof *res);
+    if (res_ninit(res) < 0) {
+        *errnop = errno;
+        *h_errnop = NETDB_INTERNAL;
+        return -1;
+    }
+    *answer = malloc(NSS_DNSSHIM_ANSWER_MAX);
+    if (*answer == NULL) {
+        res_nclose(res);
+        *errnop = ENOMEM;
+        *h_errnop = NETDB_INTERNAL;
+        return -1;
+    }
+    return 0;
+}
+
+static void nss_end(struct __res_state *res, unsigned char *answer)
+{
+    free(answer);
+    res_nclose(res);
+}
+
+/* ------------------------------------------------------------------ */
+/* The caller's buffer                                                  */
+
+typedef struct nss_buffer {
+    char *at;
+    size_t left;
+} nss_buffer;
+
+static void *nss_take(nss_buffer *b, size_t size, size_t align)
+{
+    uintptr_t p = (uintptr_t)b->at;
+    size_t pad = (align - p % align) % align;
+    void *got;
+    if (pad > b->left || size > b->left - pad)
+        return NULL;
+    got = b->at + pad;
+    b->at += pad + size;
+    b->left -= pad + size;
+    return got;
+}
+
+static char *nss_copy(nss_buffer *b, const char *text)
+{
+    size_t n = strlen(text) + 1;
+    char *to = nss_take(b, n, 1);
+    if (to != NULL)
+        memcpy(to, text, n);
+    return to;
+}
+
+static enum nss_status nss_too_small(int *errnop, int *h_errnop)
+{
+    *errnop = ERANGE;
+    *h_errnop = NETDB_INTERNAL;
+    return NSS_STATUS_TRYAGAIN;
+}
+
+/* ------------------------------------------------------------------ */
+/* Answers, read as nss_dns reads them                                  */
+
+/* The least TTL of the records nss_dns counts: the CNAMEs and the records
+** of the type asked, whatever their owner. */
+static void nss_ttl(const nss_reply *reply, uint32_t *ttl, int *have)
+{
+    size_t i;
+    for (i = 0; i < reply->n; i++) {
+        const nss_rr *rr = &reply->rr[i];
+        if (rr->type != ns_t_cname && rr->type != reply->qtype)
+            continue;
+        if (!*have || rr->ttl < *ttl)
+            *ttl = rr->ttl;
+        *have = 1;
+    }
+}
+
+static int32_t nss_ttl_value(uint32_t ttl)
+{
+    return (int32_t)(ttl > INT32_MAX ? INT32_MAX : ttl);
+}
+
+/* ------------------------------------------------------------------ */
+/* gethostbyname4_r: getaddrinfo's, for AF_UNSPEC                       */
+
+/* One reply's addresses as tuples (nss_dns's gaih_getanswer_slice): the
+** name starts as the question's and follows each CNAME (whatever its
+** owner: an RFC 2317 chain) to its target, which becomes the canonical
+** name when it is a host name, until the first address; an address counts
+** when its owner is the name the chain has reached.  The first tuple of
+** the lookup gets the canonical name.  NOTFOUND when the reply has no
+** answer, a question that is not a host name, or no address. */
+static enum nss_status nss_slice(const nss_reply *reply, nss_buffer *b,
+                                 struct gaih_addrtuple ***next, char **name_slot_done,
+                                 int *errnop, int *h_errnop)
+{
+    const char *expected, *canon;
+    int have_addr = 0;
+    size_t i;
+
+    if (reply->ancount == 0 || reply->qname == NULL || !res_hnok(reply->qname)) {
+        *h_errnop = HOST_NOT_FOUND;
+        return NSS_STATUS_NOTFOUND;
+    }
+    expected = canon = reply->qname;
+    for (i = 0; i < reply->n; i++) {
+        const nss_rr *rr = &reply->rr[i];
+        struct gaih_addrtuple *t;
+        if (rr->type == ns_t_cname) {
+            expected = rr->target;
+            if (!have_addr && res_hnok(rr->target))
+                canon = rr->target;
+            continue;
+        }
+        if (rr->type != reply->qtype || !nss_same_name(rr->owner, expected))
+            continue;
+        if (*name_slot_done == NULL) {
+            *name_slot_done = nss_copy(b, canon);
+            if (*name_slot_done == NULL)
+                return nss_too_small(errnop, h_errnop);
+        }
+        t = **next;
+        if (t == NULL) {
+            t = nss_take(b, sizeof *t, __alignof__(struct gaih_addrtuple));
+            if (t == NULL)
+                return nss_too_small(errnop, h_errnop);
+            t->next = NULL;
+            **next = t;
+        }
+        t->name = NULL;
+        t->family = rr->type == ns_t_a ? AF_INET : AF_INET6;
+        memset(t->addr, 0, sizeof t->addr);
+        memcpy(t->addr, rr->addr, rr->type == ns_t_a ? 4 : 16);
+        t->scopeid = 0;
+        *next = &t->next;
+        have_addr = 1;
+    }
+    if (!have_addr) {
+        *h_errnop = HOST_NOT_FOUND;
+        return NSS_STATUS_NOTFOUND;
+    }
+    *h_errnop = NETDB_SUCCESS;
+    return NSS_STATUS_SUCCESS;
+}
+
+NSS_DNSSHIM_API enum nss_status
+_nss_dnsshim_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat, char *buffer,
+                              size_t buflen, int *errnop, int *h_errnop, int32_t *ttlp)
+{
+    struct __res_state res;
+    unsigned char *answer;
+    nss_reply replies[2];
+    nss_outcome out;
+    nss_buffer b = {buffer, buflen};
+    char asked[NS_MAXDNAME];
+    int qtypes[2] = {ns_t_a, ns_t_aaaa}, count, olderr = errno, have_ttl = 0, i;
+    enum nss_status status, status2;
+    struct gaih_addrtuple **next = pat, *given = *pat;
+    char *canon = NULL;
+    uint32_t ttl = 0;
+
+    if (!res_hnok(name)) {
+        *errnop = ENOENT;
+        *h_errnop = HOST_NOT_FOUND;
+        return NSS_STATUS_NOTFOUND;
+    }
+    if (nss_begin(&res, &answer, errnop, h_errnop) < 0)
+        return NSS_STATUS_UNAVAIL;
+    count = (res.options & RES_NOAAAA) ? 1 : 2;
+    memset(&out, 0, sizeof out);
+    if (nss_search(&res, name, qtypes, count, answer, replies, &out, asked) < 0) {
+        status = nss_failed(&out, errnop, h_errnop, olderr);
+        nss_end(&res, answer);
+        return status;
+    }
+    status = nss_slice(&replies[0], &b, &next, &canon, errnop, h_errnop);
+    if (count > 1 && (status == NSS_STATUS_SUCCESS || status == NSS_STATUS_NOTFOUND)) {
+        status2 = nss_slice(&replies[1], &b, &next, &canon, errnop, h_errnop);
+        if (status != NSS_STATUS_SUCCESS && status2 != NSS_STATUS_NOTFOUND)
+            status = status2;
+    }
+    if (status == NSS_STATUS_SUCCESS) {
+        /* the canonical name on the first tuple, none on the others */
+        struct gaih_addrtuple *t;
+        for (t = *pat; t != NULL && t != *next; t = t->next)
+            t->name = t == *pat ? canon : NULL;
+        for (i = 0; i < count; i++)
+            nss_ttl(&replies[i], &ttl, &have_ttl);
+        if (ttlp != NULL && have_ttl)
+            *ttlp = nss_ttl_value(ttl);
+        errno = olderr;
+    } else {
+        /* no tuple of this call stays linked: a caller that grows its
+        ** buffer after ERANGE must not find one in the buffer it freed */
+        *pat = given;
+        if (given != NULL)
+            given->next = NULL;
+        if (status == NSS_STATUS_NOTFOUND)
+            *errnop = ENOENT;
+    }
+    for (i = 0; i < count; i++)
+        nss_reply_free(&replies[i]);
+    nss_end(&res, answer);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* gethostbyname3_r and its elders: one family, a struct hostent        */
+
+/* Fills `result` in the caller's buffer: h_name, h_aliases, and one
+** address per entry of addrs. */
+static enum nss_status nss_hostent(struct hostent *result, nss_buffer *b, int af,
+                                   const char *hname, const char *const *aliases,
+                                   size_t naliases, const unsigned char *const *addrs,
+                                   size_t naddrs, int *errnop, int *h_errnop)
+{
+    size_t len = af == AF_INET ? 4 : 16, i;
+    char **alias_list, **addr_list;
+
+    addr_list = nss_take(b, (naddrs + 1) * sizeof *addr_list, __alignof__(char *));
+    alias_list = nss_take(b, (naliases + 1) * sizeof *alias_list, __alignof__(char *));
+    if (addr_list == NULL || alias_list == NULL)
+        return nss_too_small(errnop, h_errnop);
+    for (i = 0; i < naddrs; i++) {
+        addr_list[i] = nss_take(b, len, 4);
+        if (addr_list[i] == NULL)
+            return nss_too_small(errnop, h_errnop);
+        memcpy(addr_list[i], addrs[i], len);
+    }
+    addr_list[naddrs] = NULL;
+    for (i = 0; i < naliases; i++)
+        if ((alias_list[i] = nss_copy(b, aliases[i])) == NULL)
+            return nss_too_small(errnop, h_errnop);
+    alias_list[naliases] = NULL;
+    result->h_name = nss_copy(b, hname);
+    if (result->h_name == NULL)
+        return nss_too_small(errnop, h_errnop);
+    result->h_aliases = alias_list;
+    result->h_addrtype = af;
+    result->h_length = (int)len;
+    result->h_addr_list = addr_list;
+    return NSS_STATUS_SUCCESS;
+}
+
+/* nss_dns's getanswer_r: the names are the question's (as the reply has
+** it) and each CNAME target that is a host name, in order; the last is
+** h_name, the others the aliases.  The chain is followed through every
+** CNAME, whatever its owner; an address counts when its owner is the name
+** reached.  A reply without an address is TRYAGAIN with NO_RECOVERY, as
+** nss_dns answers it. */
+static enum nss_status nss_getanswer(const nss_reply *reply, int af, struct hostent *result,
+                                     nss_buffer *b, int *errnop, int *h_errnop,
+                                     int32_t *ttlp, char **canonp)
+{
+    const char **names;
+    const unsigned char **addrs;
+    const char *expected;
+    size_t nnames = 0, naddrs = 0, i;
+    enum nss_status status;
+    uint32_t ttl = 0;
+    int have_ttl = 0;
+
+    if (reply->qname == NULL || !res_hnok(reply->qname) || reply->rcode == ns_r_nxdomain) {
+        *errnop = ENOENT;
+        *h_errnop = HOST_NOT_FOUND;
+        if (ttlp != NULL)
+            *ttlp = 0;
+        return NSS_STATUS_NOTFOUND;
+    }
+    names = calloc(reply->n + 1, sizeof *names);
+    addrs = calloc(reply->n + 1, sizeof *addrs);
+    if (names == NULL || addrs == NULL) {
+        free(names);
+        free(addrs);
+        *errnop = ENOMEM;
+        *h_errnop = NETDB_INTERNAL;
+        return NSS_STATUS_TRYAGAIN;
+    }
+    names[nnames++] = expected = reply->qname;
+    for (i = 0; i < reply->n; i++) {
+        const nss_rr *rr = &reply->rr[i];
+        if (rr->type == ns_t_cname) {
+            expected = rr->target;
+            if (res_hnok(rr->target))
+                names[nnames++] = rr->target;
+            continue;
+        }
+        if (rr->type == reply->qtype && nss_same_name(rr->owner, expected))
+            addrs[naddrs++] = rr->addr;
+    }
+    nss_ttl(reply, &ttl, &have_ttl);
+    if (naddrs == 0) {
+        *errnop = ENOENT;
+        *h_errnop = NO_RECOVERY;
+        if (ttlp != NULL)
+            *ttlp = 0;
+        status = NSS_STATUS_TRYAGAIN;
+    } else {
+        status = nss_hostent(result, b, af, names[nnames - 1], names, nnames - 1, addrs, naddrs,
+                             errnop, h_errnop);
+        if (status == NSS_STATUS_SUCCESS) {
+            if (ttlp != NULL && have_ttl)
+                *ttlp = nss_ttl_value(ttl);
+            if (canonp != NULL)
+                *canonp = result->h_name;
+            *h_errnop = NETDB_SUCCESS;
+        }
+    }
+    free(names);
+    free(addrs);
+    return status;
+}
+
+static enum nss_status nss_gethostbyname3(const char *name, int af, struct hostent *result,
+                                          char *buffer, size_t buflen, int *errnop,
+                                          int *h_errnop, int32_t *ttlp, char **canonp)
+{
+    struct __res_state res;
+    unsigned char *answer;
+    nss_reply reply;
+    nss_outcome out;
+    nss_buffer b = {buffer, buflen};
+    char asked[NS_MAXDNAME];
+    int qtype, olderr = errno;
+    enum nss_status status;
+
+    if (af != AF_INET && af != AF_INET6) {
+        *errnop = EAFNOSUPPORT;
+        *h_errnop = NO_DATA;
+        return NSS_STATUS_UNAVAIL;
+    }
+    qtype = af == AF_INET ? ns_t_a : ns_t_aaaa;
+    if (nss_begin(&res, &answer, errnop, h_errnop) < 0)
+        return NSS_STATUS_UNAVAIL;
+    memset(&out, 0, sizeof out);
+    if (nss_search(&res, name, &qtype, 1, answer, &reply, &out, asked) < 0) {
+        status = nss_failed(&out, errnop, h_errnop, olderr);
+        nss_end(&res, answer);
+        return status;
+    }
+    status = nss_getanswer(&reply, af, result, &b, errnop, h_errnop, ttlp, canonp);
+    if (status == NSS_STATUS_SUCCESS)
+        errno = olderr;
+    nss_reply_free(&reply);
+    nss_end(&res, answer);
+    return status;
+}
+
+NSS_DNSSHIM_API enum nss_status
+_nss_dnsshim_gethostbyname3_r(const char *name, int af, struct hostent *result, char *buffer,
+                              size_t buflen, int *errnop, int *h_errnop, int32_t *ttlp,
+                              char **canonp)
+{
+    return nss_gethostbyname3(name, af, result, buffer, buflen, errnop, h_errnop, ttlp,
+                              canonp);
+}
+
+/* The name checked as a host name first, as nss_dns's check_name. */
+NSS_DNSSHIM_API enum nss_status
+_nss_dnsshim_gethostbyname2_r(const char *name, int af, struct hostent *result, char *buffer,
+                              size_t buflen, int *errnop, int *h_errnop)
+{
+    if (!res_hnok(name)) {
+        *errnop = ENOENT;
+        *h_errnop = HOST_NOT_FOUND;
+        return NSS_STATUS_NOTFOUND;
+    }
+    return nss_gethostbyname3(name, af, result, buffer, buflen, errnop, h_errnop, NULL, NULL);
+}
+
+NSS_DNSSHIM_API enum nss_status
+_nss_dnsshim_gethostbyname_r(const char *name, struct hostent *result, char *buffer,
+                             size_t buflen, int *errnop, int *h_errnop)
+{
+    return _nss_dnsshim_gethostbyname2_r(name, AF_INET, result, buffer, buflen, errnop,
+                                         h_errnop);
+}
+
+/* ------------------------------------------------------------------ */
+/* gethostbyaddr2_r: the PTR record                                     */
+
+/* The reverse name of an address: d.c.b.a.in-addr.arpa, or the 32 nibbles
+** of ip6.arpa. */
+static int nss_reverse_name(const unsigned char *addr, socklen_t len, int af, char *out,
+                            size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t at = 0;
+    int i;
+    if (af == AF_INET && len == 4) {
+        snprintf(out, size, "%u.%u.%u.%u.in-addr.arpa", addr[3], addr[2], addr[1], addr[0]);
+        return 0;
+    }
+    if (af == AF_INET6 && len == 16 && size >= 64 + sizeof "ip6.arpa") {
+        for (i = 15; i >= 0; i--) {
+            out[at++] = hex[addr[i] & 0xf];
+            out[at++] = '.';
+            out[at++] = hex[addr[i] >> 4];
+            out[at++] = '.';
+        }
+        strcpy(out + at, "ip6.arpa");
+        return 0;
+    }
+    return -1;
+}
+
+NSS_DNSSHIM_API enum nss_status
+_nss_dnsshim_gethostbyaddr2_r(const void *addr, socklen_t len, int af, struct hostent *result,
+                              char *buffer, size_t buflen, int *errnop, int *h_errnop,
+                              int32_t *ttlp)
+{
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    static const unsigned char tunnelled[12] = {0};
+    struct __res_state res;
+    unsigned char *answer;
+    nss_reply reply;
+    nss_outcome out;
+    nss_buffer b = {buffer, buflen};
+    char qname[NS_MAXDNAME];
+    const unsigned char *uaddr = addr;
+    const unsigned char *addrs[1];
+    const char *current, *hname = NULL;
+    int qtype = ns_t_ptr, olderr = errno;
+    enum nss_status status;
+    uint32_t ttl = 0;
+    size_t i;
+
+    if (af == AF_INET6 && len == 16
+        && (memcmp(uaddr, mapped, sizeof mapped) == 0
+            || memcmp(uaddr, tunnelled, sizeof tunnelled) == 0)) {
+        /* ::ffff:a.b.c.d and ::a.b.c.d: the IPv4 address's name */
+        uaddr += sizeof mapped;
+        len = 4;
+        af = AF_INET;
+    }
+    if ((af != AF_INET || len != 4) && (af != AF_INET6 || len != 16)) {
+        *errnop = af == AF_INET || af == AF_INET6 ? EINVAL : EAFNOSUPPORT;
+        *h_errnop = NETDB_INTERNAL;
+        return NSS_STATUS_UNAVAIL;
+    }
+    nss_reverse_name(uaddr, len, af, qname, sizeof qname);
+    if (nss_begin(&res, &answer, errnop, h_errnop) < 0)
+        return NSS_STATUS_UNAVAIL;
+    memset(&out, 0, sizeof out);
+    if (nss_query(&res, qname, &qtype, 1, answer, &reply, &out) < 0) {
+        if (out.refused || out.runtime)
+            status = nss_failed(&out, errnop, h_errnop, olderr);
+        else {
+            /* as nss_dns: h_errno of the query, errno as it was */
+            *h_errnop = out.herrno;
+            errno = olderr;
+            status = olderr == ECONNREFUSED ? NSS_STATUS_UNAVAIL : NSS_STATUS_NOTFOUND;
+        }
+        nss_end(&res, answer);
+        return status;
+    }
+    /* nss_dns's getanswer_ptr: through every CNAME (RFC 2317's classless
+    ** delegation), the first PTR whose owner is the name reached */
+    current = qname;
+    for (i = 0; i < reply.n && hname == NULL; i++) {
+        const nss_rr *rr = &reply.rr[i];
+        if (rr->type == ns_t_cname)
+            current = rr->target;
+        else if (rr->type == ns_t_ptr && nss_same_name(rr->owner, current)) {
+            hname = rr->target;
+            ttl = rr->ttl;
+        }
+    }
+    if (hname == NULL) {
+        *errnop = ENOENT;
+        *h_errnop = NO_RECOVERY;
+        if (ttlp != NULL)
+            *ttlp = 0;
+        status = NSS_STATUS_TRYAGAIN;
+    } else {
+        addrs[0] = uaddr;
+        status = nss_hostent(result, &b, af, hname, NULL, 0, addrs, 1, errnop, h_errnop);
+        if (status == NSS_STATUS_SUCCESS) {
+            if (ttlp != NULL)
+                *ttlp = nss_ttl_value(ttl);
+            errno = olderr;
+            *h_errnop = NETDB_SUCCESS;
+        }
+    }
+    nss_reply_free(&reply);
+    nss_end(&res, answer);
+    return status;
+}
+
+NSS_DNSSHIM_API enum nss_status
+_nss_dnsshim_gethostbyaddr_r(const void *addr, socklen_t len, int af, struct hostent *result,
+                             char *buffer, size_t buflen, int *errnop, int *h_errnop)
+{
+    return _nss_dnsshim_gethostbyaddr2_r(addr, len, af, result, buffer, buflen, errnop,
+                                         h_errnop, NULL);
+}
