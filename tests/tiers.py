@@ -65,6 +65,7 @@ CPYTHON = {
     "test_man": (False, "the manual pages, from the header"),
     "test_memory": (True, "the runtime's memory on the host's allocator: that CPython's "
                           "allocations"),
+    "test_nss_env": (False, "the NSS test harness: namespaces, private /etc, a responder"),
     "test_optional_tools": (False, "skips and CI's requirements"),
     "test_parallelism": (False, "the pool of worker images: Debian's python3.11 frozen"),
     "test_plan_checks": (False, "the C checks of what Python hands it"),
