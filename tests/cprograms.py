@@ -71,6 +71,9 @@ def programs() -> dict:
         "dnsshim_bench": Program(bench / "dnsshim_bench.c"),
         "memory_limit": Program(c / "memory_limit.c"),
         "audit_edges": Program(c / "audit_edges.c"),
+        # glibc's NSS loads the module: the program links nothing of ours
+        "nss_lookups": Program(c / "nss_lookups.c", libraries=()),
+        "nss_bench": Program(bench / "nss_bench.c", libraries=()),
     }
     if cares_flags() is not None:
         found["dnsshim_bench"] = Program(bench / "dnsshim_bench.c", cares=True,

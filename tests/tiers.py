@@ -65,6 +65,8 @@ CPYTHON = {
     "test_man": (False, "the manual pages, from the header"),
     "test_memory": (True, "the runtime's memory on the host's allocator: that CPython's "
                           "allocations"),
+    "test_nss": (False, "glibc's NSS module through glibc: the C side and glibc's resolver; "
+                        "Debian's python3 as a host"),
     "test_nss_env": (False, "the NSS test harness: namespaces, private /etc, a responder"),
     "test_optional_tools": (False, "skips and CI's requirements"),
     "test_parallelism": (False, "the pool of worker images: Debian's python3.11 frozen"),

@@ -1,0 +1,110 @@
+/*
+** nss_lookups: getaddrinfo from several threads at once, then from the
+** child of a fork taken while those threads are still looking up: what a
+** threaded daemon that forks does through glibc's NSS, whichever module
+** nsswitch.conf names.  It links no library of this project: glibc loads
+** the module.
+**
+**   nss_lookups NAME THREADS ROUNDS
+**
+** Each thread looks NAME up ROUNDS times (AF_UNSPEC, SOCK_STREAM) and
+** compares every answer with the first thread's first.  Meanwhile the main
+** thread forks; the child looks NAME up once and exits.  Prints
+** "answer <addresses>", "threads <THREADS * ROUNDS> same", "child same";
+** exit status 0 when every lookup gave the same addresses, 1 otherwise
+** (each difference printed), 2 for a usage error.
+*/
+#define _GNU_SOURCE 1
+#include <netdb.h>
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *name;
+static int rounds;
+static char first[1024];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int differences = 0, done = 0;
+
+/* The addresses of one lookup, in order, as text; or "error <gai code>". */
+static void lookup(char *out, size_t size)
+{
+    struct addrinfo hints, *res, *ai;
+    size_t at = 0;
+    int rc;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(name, NULL, &hints, &res);
+    if (rc != 0) {
+        snprintf(out, size, "error %d", rc);
+        return;
+    }
+    out[0] = '\0';
+    for (ai = res; ai != NULL && at < size; ai = ai->ai_next) {
+        char text[INET6_ADDRSTRLEN];
+        const void *addr = ai->ai_family == AF_INET
+            ? (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr
+            : (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
+        inet_ntop(ai->ai_family, addr, text, sizeof text);
+        at += (size_t)snprintf(out + at, size - at, "%s%s", at ? " " : "", text);
+    }
+    freeaddrinfo(res);
+}
+
+static void *worker(void *arg)
+{
+    char got[1024];
+    int i;
+    (void)arg;
+    for (i = 0; i < rounds; i++) {
+        lookup(got, sizeof got);
+        pthread_mutex_lock(&lock);
+        if (strcmp(got, first) != 0) {
+            differences++;
+            printf("thread answer differs: %s\n", got);
+        }
+        done++;
+        pthread_mutex_unlock(&lock);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    pthread_t threads[64];
+    int n, i, status;
+    pid_t child;
+    if (argc != 4 || (n = atoi(argv[2])) < 1 || n > 64 || (rounds = atoi(argv[3])) < 1) {
+        fprintf(stderr, "usage: nss_lookups NAME THREADS ROUNDS\n");
+        return 2;
+    }
+    name = argv[1];
+    lookup(first, sizeof first);
+    printf("answer %s\n", first);
+    fflush(stdout);
+    for (i = 0; i < n; i++)
+        pthread_create(&threads[i], NULL, worker, NULL);
+    child = fork();
+    if (child == 0) {
+        char got[1024];
+        lookup(got, sizeof got);
+        printf("child %s\n", strcmp(got, first) == 0 ? "same" : got);
+        fflush(stdout);
+        _exit(strcmp(got, first) != 0);
+    }
+    for (i = 0; i < n; i++)
+        pthread_join(threads[i], NULL);
+    if (child < 0 || waitpid(child, &status, 0) != child) {
+        printf("fork failed\n");
+        return 1;
+    }
+    printf("threads %d %s\n", done, differences ? "differ" : "same");
+    return differences || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+}

@@ -1,0 +1,591 @@
+"""libnss_dnsshim, glibc's NSS hosts module, through glibc as programs use it.
+
+Every test runs its programs in a network and mount namespace of its own
+(tests/nss_env.py): a private /etc whose nsswitch.conf says ``hosts: files
+dns`` or ``hosts: files dnsshim``, a resolv.conf naming the responder on
+127.0.0.1, and an ld.so.cache that finds the built module by its soname, as
+glibc's dlopen() looks for it (RTLD_LOCAL), in a setuid program too.
+
+- Well-formed replies: what getent (hosts, ahosts, ahostsv4, ahostsv6, by
+  address) and Debian's python3 (getaddrinfo, gethostbyname_ex,
+  gethostbyaddr) print, and their exit status, are byte for byte those of
+  glibc's own dns module: CNAME chains, several addresses, one family,
+  NXDOMAIN, NODATA, SERVFAIL, the search list and ndots, TCP after a
+  truncated reply, reverse lookups through an RFC 2317 CNAME.
+- Malformed replies: each class that glibc's dns module reads an address
+  from is refused by the module: no address, getaddrinfo's EAI_AGAIN,
+  nothing on stdout or stderr; its diagnostic line where DNS_SHIM_NSS_LOG
+  sends it.
+- Any process: threads and fork (tests/c/nss_lookups.c), valgrind on getent,
+  a setuid program run by an unprivileged user with hostile DNS_SHIM_*
+  variables, a runtime that cannot start (NSS_STATUS_UNAVAIL: the next
+  source answers).
+"""
+
+import json
+import os
+import re
+import shutil
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import nss_env
+from conftest import HOSTILE_ENV, ROOT, require_program, require_tool, setuid_root_copy
+from nss_env import getent, records, raw, reply_wire
+
+DNS = "hosts: files dns\n"
+DNSSHIM = "hosts: files dnsshim\n"
+
+#: The zone every comparison answers from.
+ZONE = {
+    ("www.example.test", "A"): ["www.example.test. 300 IN A 192.0.2.1",
+                                "www.example.test. 300 IN A 192.0.2.2"],
+    ("www.example.test", "AAAA"): ["www.example.test. 300 IN AAAA 2001:db8::1"],
+    ("alias.example.test", "A"): ["alias.example.test. 60 IN CNAME mid.example.test.",
+                                  "mid.example.test. 60 IN CNAME www.example.test.",
+                                  "www.example.test. 300 IN A 192.0.2.1"],
+    ("alias.example.test", "AAAA"): ["alias.example.test. 60 IN CNAME mid.example.test.",
+                                     "mid.example.test. 60 IN CNAME www.example.test.",
+                                     "www.example.test. 300 IN AAAA 2001:db8::1"],
+    ("v4.example.test", "A"): ["v4.example.test. 300 IN A 192.0.2.9"],
+    ("v6.example.test", "AAAA"): ["v6.example.test. 300 IN AAAA 2001:db8::9"],
+    ("nodata.example.test", "TXT"): ['nodata.example.test. 300 IN TXT "x"'],
+    ("fail.example.test", "A"): records(rcode="SERVFAIL"),
+    ("fail.example.test", "AAAA"): records(rcode="SERVFAIL"),
+    ("big.example.test", "A"): records([f"big.example.test. 300 IN A 192.0.2.{i}"
+                                        for i in range(10, 50)], tc_udp=True),
+    ("big.example.test", "AAAA"): records(tc_udp=True),
+    ("1.2.0.192.in-addr.arpa", "PTR"): ["1.2.0.192.in-addr.arpa. 300 IN PTR www.example.test."],
+    ("9.2.0.192.in-addr.arpa", "PTR"): [
+        "9.2.0.192.in-addr.arpa. 300 IN CNAME 9.0/25.2.0.192.in-addr.arpa.",
+        "9.0/25.2.0.192.in-addr.arpa. 300 IN PTR v4.example.test."],
+    ("1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa", "PTR"): [
+        "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa. 300 IN PTR "
+        "www.example.test."],
+}
+
+#: resolv.conf of the comparisons: the responder, a search list.
+RESOLV = "nameserver 127.0.0.1\nsearch sub.example.test example.test\noptions timeout:1 attempts:1\n"
+
+#: Debian's python3 resolving as a program does: each call's result or its error.
+PYTHON = r"""
+import json, socket, sys
+out = []
+for call, arg in json.loads(sys.argv[1]):
+    try:
+        if call == "getaddrinfo":
+            r = [(f, a[0]) for f, _, _, _, a in socket.getaddrinfo(arg, None, 0,
+                                                                   socket.SOCK_STREAM)]
+        elif call == "gethostbyname_ex":
+            r = socket.gethostbyname_ex(arg)
+        else:
+            r = socket.gethostbyaddr(arg)
+        out.append([call, arg, "ok", repr(r)])
+    except OSError as e:
+        out.append([call, arg, type(e).__name__, e.errno, str(e)])
+print(json.dumps(out))
+"""
+
+LOOKUPS = [("hosts", "www.example.test"), ("ahosts", "www.example.test"),
+           ("ahostsv4", "www.example.test"), ("ahostsv6", "www.example.test"),
+           ("hosts", "alias.example.test"), ("ahosts", "alias.example.test"),
+           ("ahostsv4", "alias"), ("hosts", "v4.example.test"), ("ahosts", "v4"),
+           ("ahosts", "v6.example.test"), ("hosts", "v6.example.test"),
+           ("ahosts", "nodata.example.test"), ("hosts", "nodata.example.test"),
+           ("ahosts", "missing.example.test"), ("hosts", "missing"),
+           ("ahosts", "fail.example.test"), ("ahosts", "big.example.test"),
+           ("hosts", "www.example.test."), ("ahosts", "www"),
+           ("hosts", "192.0.2.1"), ("hosts", "192.0.2.9"), ("hosts", "2001:db8::1"),
+           ("hosts", "192.0.2.77")]
+
+PYTHON_CALLS = [("getaddrinfo", "www.example.test"), ("getaddrinfo", "alias"),
+                ("getaddrinfo", "missing.example.test"), ("getaddrinfo", "nodata.example.test"),
+                ("getaddrinfo", "fail.example.test"), ("gethostbyname_ex", "alias.example.test"),
+                ("gethostbyname_ex", "v6.example.test"), ("gethostbyaddr", "192.0.2.1"),
+                ("gethostbyaddr", "192.0.2.9"), ("gethostbyaddr", "2001:db8::1")]
+
+
+@pytest.fixture(scope="module")
+def module_dir(built):
+    """The build's folder: libnss_dnsshim.so.2 beside libdnsshim.so.1."""
+    assert (built.dir / "libnss_dnsshim.so.2").is_file()
+    require_program("unshare", "util-linux")
+    return built.dir
+
+
+def _python3():
+    return require_program("/usr/bin/python3", "python3")
+
+
+def _commands(python=True):
+    cmds = [getent(*args) for args in LOOKUPS]
+    if python:
+        cmds.append(nss_env.command([_python3(), "-c", PYTHON, json.dumps(PYTHON_CALLS)]))
+    return cmds
+
+
+def _outputs(result):
+    return [(c.argv[1:3], c.returncode, c.stdout, c.stderr) for c in result.commands]
+
+
+@pytest.fixture(scope="module")
+def compared(module_dir, tmp_path_factory):
+    """The same lookups with dns and with dnsshim: (dns's run, dnsshim's run)."""
+    runs = []
+    for nsswitch in (DNS, DNSSHIM):
+        runs.append(nss_env.run(tmp_path_factory.mktemp("nss"), ZONE, _commands(),
+                                nsswitch=nsswitch, resolv=RESOLV,
+                                library_dirs=[module_dir], timeout=240))
+    return runs
+
+
+def test_every_lookup_prints_what_glibc_s_dns_module_prints(compared):
+    """getent's and python3's stdout, stderr and exit status, command by
+    command, are dns's."""
+    dns, dnsshim = compared
+    for ours, theirs in zip(_outputs(dnsshim), _outputs(dns)):
+        assert ours == theirs
+
+
+def test_the_answers_are_the_zone_s(compared):
+    """What the comparison compares is real: the addresses, the canonical
+    name at the end of the CNAME chain with the earlier names as aliases,
+    the statuses of a missing name, NODATA and SERVFAIL, a reverse name."""
+    _, dnsshim = compared
+    out = {tuple(c.argv[1:3]): c for c in dnsshim.commands}
+    assert out[("hosts", "www.example.test")].stdout == "2001:db8::1     www.example.test\n"
+    assert out[("ahostsv4", "www.example.test")].stdout == (
+        "192.0.2.1       STREAM www.example.test\n192.0.2.1       DGRAM  \n"
+        "192.0.2.1       RAW    \n192.0.2.2       STREAM \n192.0.2.2       DGRAM  \n"
+        "192.0.2.2       RAW    \n")
+    assert out[("hosts", "alias.example.test")].stdout == (
+        "2001:db8::1     www.example.test alias.example.test mid.example.test\n")
+    assert out[("ahostsv4", "alias")].stdout.splitlines()[0] == (
+        "192.0.2.1       STREAM www.example.test")
+    assert out[("hosts", "v4.example.test")].stdout == "192.0.2.9       v4.example.test\n"
+    assert out[("hosts", "192.0.2.9")].stdout == "192.0.2.9       v4.example.test\n"
+    assert out[("hosts", "2001:db8::1")].stdout == "2001:db8::1     www.example.test\n"
+    assert len(out[("ahosts", "big.example.test")].stdout.splitlines()) == 3 * 40
+    for missing in (("ahosts", "missing.example.test"), ("ahosts", "nodata.example.test"),
+                    ("ahosts", "fail.example.test"), ("hosts", "192.0.2.77")):
+        assert (out[missing].returncode, out[missing].stdout) == (2, ""), missing
+    python = json.loads(dnsshim.commands[-1].stdout)
+    by_call = {(entry[0], entry[1]): entry[2:] for entry in python}
+    assert by_call[("getaddrinfo", "missing.example.test")][:2] == ["gaierror", -2]
+    assert by_call[("getaddrinfo", "nodata.example.test")][:2] == ["gaierror", -5]
+    assert by_call[("getaddrinfo", "fail.example.test")][:2] == ["gaierror", -3]
+    assert by_call[("gethostbyname_ex", "alias.example.test")] == [
+        "ok", repr(("www.example.test", ["alias.example.test", "mid.example.test"],
+                    ["192.0.2.1"]))]
+    assert by_call[("gethostbyaddr", "192.0.2.9")] == [
+        "ok", repr(("v4.example.test", [], ["192.0.2.9"]))]
+
+
+def test_the_module_asks_what_glibc_asks(compared):
+    """The same questions for the search list, ndots and a final dot, and
+    TCP after the truncated reply: the set of (transport, name, type) asked
+    is dns's (glibc's dns sends A and AAAA together; the order may differ)."""
+    dns, dnsshim = compared
+    assert set(dnsshim.queries) == set(dns.queries)
+    assert nss_env.Query("tcp", "big.example.test", "A") in dnsshim.queries
+    assert nss_env.Query("udp", "www.sub.example.test", "A") in dnsshim.queries
+
+
+# ---- malformed replies ----------------------------------------------------------------
+
+def _www(answer=("www.example.test. 300 IN A 192.0.2.1",), additional=(), authority=()):
+    return reply_wire("www.example.test", "A", answer=answer, additional=additional,
+                      authority=authority)
+
+
+def _with_bad_additional_a() -> bytes:
+    wire = bytearray(_www(additional=["ns.example.test. 300 IN A 192.0.2.53"]))
+    # the additional A record's RDLENGTH 4 -> 5, one octet more at the end
+    wire[-6:-4] = (5).to_bytes(2, "big")
+    return bytes(wire) + b"\x00"
+
+
+def _with_bad_authority_name() -> bytes:
+    wire = bytearray(_www(authority=["example.test. 300 IN NS ns.example.test."]))
+    # the NS target's compression pointer turned forward, past the end
+    wire[-2:] = b"\xc0\xff"
+    return bytes(wire)
+
+
+def _with_bad_txt_in_answer() -> bytes:
+    wire = bytearray(reply_wire("www.example.test", "A",
+                                answer=['www.example.test. 300 IN TXT "abc"',
+                                        "www.example.test. 300 IN A 192.0.2.1"]))
+    txt = wire.index(b"\x03abc")
+    wire[txt] = 9  # a string length past its RDATA
+    return bytes(wire)
+
+
+def _with_two_opts() -> bytes:
+    wire = bytearray(_www())
+    opt = b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00"
+    wire[11] = 2  # ARCOUNT
+    return bytes(wire) + 2 * opt
+
+
+def _count(wire: bytearray, index: int, add: int) -> None:
+    """A header count (0 QD, 1 AN, 2 NS, 3 AR) changed by add."""
+    at = 4 + 2 * index
+    wire[at:at + 2] = (int.from_bytes(wire[at:at + 2], "big") + add).to_bytes(2, "big")
+
+
+def _with_long_a_beside_a_good_one() -> bytes:
+    wire = bytearray(_www(answer=["www.example.test. 300 IN A 192.0.2.1",
+                                  "www.example.test. 300 IN A 192.0.2.3"]))
+    wire[-6:-4] = (5).to_bytes(2, "big")  # the second A's RDLENGTH: 5
+    return bytes(wire) + b"\x00"
+
+
+def _with_opt_in_the_answer() -> bytes:
+    wire = bytearray(_www())
+    _count(wire, 1, 1)
+    return bytes(wire) + b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00"
+
+
+def _with_pointer_loop_in_additional() -> bytes:
+    wire = bytearray(_www())
+    _count(wire, 3, 1)
+    at = len(wire)
+    return bytes(wire) + bytes([0xC0 | at >> 8, at & 0xFF]) + \
+        b"\x00\x01\x00\x01\x00\x00\x01\x2c\x00\x04\xc0\x00\x02\x35"
+
+
+def _with_option_past_its_opt() -> bytes:
+    wire = bytearray(_www())
+    _count(wire, 3, 1)
+    # an OPT whose one option (COOKIE, 20 octets) runs past its 4-octet RDATA
+    return bytes(wire) + b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x04\x00\x0a\x00\x14"
+
+
+def _with_more_additional_records_than_bytes() -> bytes:
+    wire = bytearray(_www(additional=["ns.example.test. 300 IN A 192.0.2.53"]))
+    _count(wire, 3, 1)
+    return bytes(wire)
+
+
+#: Each class of malformed reply glibc's dns module reads an address from:
+#: the reply's bytes (the ID is the query's), and the library's status.
+MALFORMED = {
+    "trailing octets after the last record": (_www() + b"\x00\x00", "DNS_SHIM_ERR_TRAILING_DATA"),
+    "an additional record whose RDATA is too long for its type": (
+        _with_bad_additional_a(), "DNS_SHIM_ERR_BAD_RDATA"),
+    "an authority record whose name points past the end": (
+        _with_bad_authority_name(), "DNS_SHIM_ERR_BAD_NAME"),
+    "a record of another type in the answer section, malformed": (
+        _with_bad_txt_in_answer(), "DNS_SHIM_ERR_BAD_RDATA"),
+    "two OPT records": (_with_two_opts(), "DNS_SHIM_ERR_BAD_EDNS"),
+    "an A record of five octets beside a good one": (
+        _with_long_a_beside_a_good_one(), "DNS_SHIM_ERR_BAD_RDATA"),
+    "an OPT record in the answer section": (_with_opt_in_the_answer(), "DNS_SHIM_ERR_BAD_EDNS"),
+    "a compression pointer to itself in the additional section": (
+        _with_pointer_loop_in_additional(), "DNS_SHIM_ERR_BAD_NAME"),
+    "an EDNS option longer than its OPT record": (
+        _with_option_past_its_opt(), "DNS_SHIM_ERR_BAD_EDNS"),
+    "more additional records counted than the message holds": (
+        _with_more_additional_records_than_bytes(), "DNS_SHIM_ERR_TRUNCATED"),
+}
+
+
+@pytest.fixture(scope="module")
+def malformed(module_dir, tmp_path_factory):
+    """For each class: getent ahostsv4 and hosts with dns, then with dnsshim,
+    and python3's getaddrinfo, with DNS_SHIM_NSS_LOG=stderr for the last."""
+    out = {}
+    for label, (wire, _) in MALFORMED.items():
+        zone = {("www.example.test", "A"): raw(wire), ("www.example.test", "AAAA"): []}
+        runs = {}
+        for nsswitch in (DNS, DNSSHIM):
+            cmds = [getent("ahostsv4", "www.example.test"),
+                    getent("hosts", "www.example.test"),
+                    nss_env.command([_python3(), "-c", PYTHON,
+                                     json.dumps([["getaddrinfo", "www.example.test"]])]),
+                    getent("ahostsv4", "www.example.test",
+                           env={**nss_env.ENV, "DNS_SHIM_NSS_LOG": "stderr"})]
+            runs[nsswitch] = nss_env.run(tmp_path_factory.mktemp("nss-bad"), zone, cmds,
+                                         nsswitch=nsswitch, library_dirs=[module_dir],
+                                         timeout=120)
+        out[label] = runs
+    return out
+
+
+@pytest.mark.parametrize("label", sorted(MALFORMED))
+def test_glibc_s_dns_module_reads_an_address_from_it(malformed, label):
+    """The reply is one that glibc 2.36's dns module accepts."""
+    dns = malformed[label][DNS].commands
+    assert (dns[0].returncode, dns[0].stdout.splitlines()[0]) == (
+        0, "192.0.2.1       STREAM www.example.test")
+
+
+@pytest.mark.parametrize("label", sorted(MALFORMED))
+def test_the_module_refuses_it(malformed, label):
+    """No address, exit status 2, nothing on stdout or stderr; getaddrinfo
+    says EAI_AGAIN (the refusal may be a forged or damaged datagram that
+    the next try does not meet); with DNS_SHIM_NSS_LOG=stderr, one line
+    naming the question and the library's status."""
+    ours = malformed[label][DNSSHIM].commands
+    for c in ours[:2]:
+        assert (c.returncode, c.stdout, c.stderr) == (2, "", "")
+    python = json.loads(ours[2].stdout)
+    assert python[0][2:4] == ["gaierror", -3]
+    assert ours[2].stderr == ""
+    lines = ours[3].stderr.splitlines()
+    status = MALFORMED[label][1]
+    assert lines and all(line.startswith(
+        f"libnss_dnsshim: www.example.test A: reply refused: {status}: ") for line in lines), lines
+    assert ours[3].stdout == ""
+
+
+# ---- any process ----------------------------------------------------------------------
+
+def test_threads_and_a_fork_get_the_same_answers(module_dir, built, tmp_path):
+    """Eight threads looking up at once, 25 times each, and the child of a
+    fork taken meanwhile: every answer the first."""
+    program = built.dir / "nss_lookups"
+    result = nss_env.run(tmp_path, ZONE, [nss_env.command([program, "www.example.test", 8, 25])],
+                         nsswitch=DNSSHIM, library_dirs=[module_dir], timeout=180)
+    c = result.commands[0]
+    assert c.returncode == 0, (c.stdout, c.stderr)
+    lines = c.stdout.splitlines()
+    assert lines[0] == "answer 2001:db8::1 192.0.2.1 192.0.2.2"
+    assert sorted(lines[1:]) == ["child same", "threads 200 same"]
+    assert c.stderr == ""
+
+
+def test_getent_is_valgrind_clean(module_dir, tmp_path):
+    """getent ahosts through the module under valgrind: no error, no
+    definite or indirect leak, with the library's suppressions."""
+    valgrind = require_program("valgrind", "valgrind")
+    supp = ROOT / "csrc" / "lib" / "libdnsshim.supp"
+    cmd = [valgrind, "--error-exitcode=99", "--leak-check=full",
+           "--errors-for-leak-kinds=definite,indirect", f"--suppressions={supp}",
+           "getent", "ahosts", "alias.example.test"]
+    result = nss_env.run(tmp_path, ZONE, [nss_env.command(cmd)], nsswitch=DNSSHIM,
+                         library_dirs=[module_dir], timeout=300)
+    c = result.commands[0]
+    assert c.returncode == 0, c.stderr[-3000:]
+    assert c.stdout.splitlines()[0] == "2001:db8::1     STREAM www.example.test"
+    assert "ERROR SUMMARY: 0 errors" in c.stderr
+
+
+def test_a_setuid_program_reads_no_variable(module_dir, tmp_path):
+    """A setuid-root getent run by nobody, with every DNS_SHIM_* variable
+    hostile and DNS_SHIM_NSS_LOG=stderr: the answer root gets without them,
+    and nothing on stderr, for a good reply and for a refused one."""
+    getent_path = Path(shutil.which("getent"))
+    hostile = {**nss_env.ENV, **HOSTILE_ENV, "DNS_SHIM_NSS_LOG": "stderr"}
+    zone = dict(ZONE)
+    zone[("bad.example.test", "A")] = raw(reply_wire(
+        "bad.example.test", "A", answer=["bad.example.test. 300 IN A 192.0.2.66"]) + b"\x00")
+    with setuid_root_copy(getent_path) as setuid:
+        os.chmod(tmp_path, 0o755)
+        cmds = [nss_env.command([setuid, "ahosts", "www.example.test"], env=hostile,
+                                user=65534),
+                nss_env.command([setuid, "ahostsv4", "bad.example.test"], env=hostile,
+                                user=65534),
+                getent("ahosts", "www.example.test"),
+                nss_env.command([getent_path, "ahostsv4", "bad.example.test"], env=hostile)]
+        result = nss_env.run(tmp_path, zone, cmds, nsswitch=DNSSHIM,
+                             library_dirs=[module_dir], timeout=180)
+    good, bad, root, root_bad = result.commands
+    assert (good.returncode, good.stdout, good.stderr) == (0, root.stdout, "")
+    assert root.stdout.splitlines()[0] == "2001:db8::1     STREAM www.example.test"
+    assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", "")
+    # root, not in secure-execution mode, reads the variables: the library's
+    # lines come where the module sends its diagnostics
+    lines = root_bad.stderr.splitlines()
+    assert (root_bad.returncode, root_bad.stdout) == (2, "")
+    assert lines[0] == ("libnss_dnsshim: DNS_SHIM_PARALLELISM=hostile is not a number from 0 "
+                        "to 64: parallelism stays 1")
+    assert lines[1].startswith("libnss_dnsshim: cannot start: the python "
+                               f"{HOSTILE_ENV['DNS_SHIM_PYTHON']} (from DNS_SHIM_PYTHON)")
+
+
+#: The fallback the manual gives: dns answers only when the module is unavailable.
+FALLBACK = "hosts: files dnsshim [!UNAVAIL=return] dns\n"
+
+
+def test_a_runtime_that_cannot_start_is_unavail_and_the_next_source_answers(module_dir,
+                                                                            tmp_path):
+    """DNS_SHIM_PYTHON naming no python: the runtime does not start, the
+    module answers NSS_STATUS_UNAVAIL, and with ``dnsshim [!UNAVAIL=return]
+    dns`` glibc's dns answers; alone, no address; the reason on stderr only
+    where DNS_SHIM_NSS_LOG sends it, one line naming what was tried and the
+    fix.  With the runtime up, the same line refuses a reply with trailing
+    octets and does not pass it on to dns; a missing name is not asked of
+    dns again."""
+    env = {**nss_env.ENV, "DNS_SHIM_PYTHON": "/nonexistent/bin/python3"}
+    logged = {**env, "DNS_SHIM_NSS_LOG": "stderr"}
+    zone = dict(ZONE)
+    zone[("bad.example.test", "A")] = raw(reply_wire(
+        "bad.example.test", "A", answer=["bad.example.test. 300 IN A 192.0.2.66"]) + b"\x00")
+    cmds = [getent("ahostsv4", "www.example.test", env=env),
+            getent("ahostsv4", "www.example.test", env=logged),
+            getent("ahostsv4", "bad.example.test"), getent("ahostsv4", "missing.example.test")]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    then_dns = nss_env.run(tmp_path / "a", zone, cmds, nsswitch=FALLBACK,
+                           library_dirs=[module_dir], timeout=120)
+    alone = nss_env.run(tmp_path / "b", ZONE, cmds[:1], nsswitch=DNSSHIM,
+                        library_dirs=[module_dir], timeout=120)
+    quiet, loud, bad, missing = then_dns.commands
+    assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", "")
+    assert (missing.returncode, missing.stdout) == (2, "")
+    assert [q for q in then_dns.queries if q.qname == "bad.example.test"] == [
+        nss_env.Query("udp", "bad.example.test", "A")]
+    # asked once, by the module (ahostsv4: A alone), not again by dns
+    assert [q.qname for q in then_dns.queries].count("missing.example.test") == 1
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+    assert quiet.stdout.splitlines()[0] == "192.0.2.1       STREAM www.example.test"
+    assert loud.stdout == quiet.stdout
+    assert loud.stderr.splitlines() == [
+        "libnss_dnsshim: cannot start: the python /nonexistent/bin/python3 (from "
+        "DNS_SHIM_PYTHON) does not exist (moved or removed): set DNS_SHIM_PYTHON to the "
+        f"python executable of a CPython {sysconfig.get_python_version()} installation, "
+        "or unset it"]
+    c = alone.commands[0]
+    assert (c.returncode, c.stdout, c.stderr) == (2, "", "")
+
+
+# ---- the README's lines ---------------------------------------------------------------
+
+def _readme_lines() -> list:
+    """The README's shell block that turns the module on, line by line."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", readme, re.S) if "--nss-module" in b]
+    assert len(blocks) == 1
+    return blocks[0].splitlines()
+
+
+def test_the_readme_s_lines_turn_it_on_for_the_pip_install(installed, tmp_path):
+    """The README's lines, as written, for the virtualenv of `pip install .`,
+    run as root in a namespace whose /etc starts with ``hosts: files dns``:
+    the module's folder in ld.so.conf.d, the word in nsswitch.conf; then
+    getent resolves through the module (a reply with trailing octets, which
+    dns answers from, gives nothing), and the module's path is the
+    package's."""
+    lines = _readme_lines()
+    assert lines[0].startswith(".venv/bin/dnsshim-config --nss-module")
+    assert lines[-1].startswith("getent ahosts example.org")
+    # (ldconfig writes its aux-cache outside /etc: a folder of the namespace's)
+    script = "\n".join(["set -e", "mount --bind \"$(mktemp -d)\" /var/cache/ldconfig",
+                        "cd \"$(mktemp -d)\"", f"ln -s {installed} .venv", *lines[:-1]])
+    zone = dict(ZONE)
+    zone[("bad.example.test", "A")] = raw(reply_wire(
+        "bad.example.test", "A", answer=["bad.example.test. 300 IN A 192.0.2.66"]) + b"\x00")
+    cmds = [nss_env.command(["sh", "-c", script]), getent("ahosts", "www.example.test"),
+            getent("ahostsv4", "bad.example.test"),
+            nss_env.command(["sh", "-c", "grep ^hosts: /etc/nsswitch.conf"])]
+    (tmp_path / "run").mkdir()
+    result = nss_env.run(tmp_path / "run", zone, cmds, timeout=180)
+    turn_on, good, bad, line = result.commands
+    assert turn_on.returncode == 0, turn_on.stderr
+    assert turn_on.stdout == f"{installed}/lib/python{sysconfig.get_python_version()}/" \
+        "site-packages/shim/lib/libnss_dnsshim.so.2\n"
+    assert line.stdout == "hosts: files dnsshim\n"
+    assert good.returncode == 0
+    assert good.stdout.splitlines()[0] == "2001:db8::1     STREAM www.example.test"
+    assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", "")
+
+
+# ---- a real server ----------------------------------------------------------------------
+
+BIND_ZONE = """\
+$TTL 300
+@        IN SOA ns.example.test. hostmaster.example.test. 2026120601 3600 900 604800 300
+@        IN NS  ns.example.test.
+ns       IN A   127.0.0.2
+www      IN A   192.0.2.1
+www      IN A   192.0.2.2
+www      IN AAAA 2001:db8::1
+alias    IN CNAME mid
+mid      IN CNAME www
+v4       IN A   192.0.2.9
+text     IN TXT "no address here"
+"""
+
+BIND_REVERSE = """\
+$TTL 300
+@        IN SOA ns.example.test. hostmaster.example.test. 2026120601 3600 900 604800 300
+@        IN NS  ns.example.test.
+1        IN PTR www.example.test.
+9        IN CNAME 9.0/25
+9.0/25   IN PTR v4.example.test.
+"""
+
+BIND_LOOKUPS = ["hosts www.example.test", "ahosts www.example.test", "ahostsv6 alias",
+                "hosts alias.example.test", "ahostsv4 v4", "ahosts text.example.test",
+                "ahosts missing.example.test", "hosts 192.0.2.1", "hosts 192.0.2.9",
+                "ahosts big.example.test"]
+
+
+def _unordered(text: str) -> tuple:
+    """getent's lines as a set, ahosts' canonical name (on whichever line is
+    first) apart."""
+    lines = text.splitlines()
+    names = {m.group(1) for m in re.finditer(r"STREAM (\S+)", text)}
+    return sorted(re.sub(r"STREAM.*", "STREAM", line) for line in lines), names
+
+
+def test_bind_s_replies_read_as_dns_reads_them(module_dir, tmp_path):
+    """BIND 9's named, authoritative on 127.0.0.2 in the namespace, with EDNS
+    asked (``options edns0``): its replies carry the authority and
+    additional sections, an OPT record and a COOKIE; a big RRset goes to TCP.
+    getent prints the same through the module as through dns."""
+    named = shutil.which("named") or "/usr/sbin/named"
+    require_tool("BIND's named", "bind9", os.access(named, os.X_OK))
+    d = tmp_path / "named"
+    d.mkdir()
+    big = "".join(f"big      IN A   192.0.2.{i}\n" for i in range(10, 60))
+    (d / "example.test.db").write_text(BIND_ZONE + big)
+    (d / "reverse.db").write_text(BIND_REVERSE)
+    (d / "named.conf").write_text(f"""\
+options {{
+    directory "{d}";
+    pid-file "{d}/named.pid";
+    session-keyfile "{d}/session.key";
+    managed-keys-directory "{d}";
+    listen-on port 53 {{ 127.0.0.2; }};
+    listen-on-v6 {{ none; }};
+    recursion no;
+    dnssec-validation no;
+    notify no;
+}};
+controls {{ }};
+zone "example.test" {{ type primary; file "{d}/example.test.db"; }};
+zone "2.0.192.in-addr.arpa" {{ type primary; file "{d}/reverse.db"; }};
+""")
+    script = [f"{named} -g -n 1 -c {d}/named.conf > {d}/named.log 2>&1 &",
+              "for i in $(seq 100); do grep -q 'running$' "
+              f"{d}/named.log && break; sleep 0.1; done"]
+    for module in ("dns", "dnsshim"):
+        script.append(f"printf 'hosts: files {module}\\n' > /etc/nsswitch.conf")
+        for lookup in BIND_LOOKUPS:
+            script.append(f"echo '== {module} {lookup}'; getent {lookup} 2>&1; echo \"rc=$?\"")
+    script.append("kill %1")
+    result = nss_env.run(tmp_path, {}, [nss_env.command(["sh", "-c", "\n".join(script)])],
+                         resolv="nameserver 127.0.0.2\nsearch example.test\noptions edns0\n",
+                         addresses=(*nss_env.ADDRESSES, "127.0.0.2/8"),
+                         library_dirs=[module_dir], timeout=300)
+    out = result.commands[0].stdout
+    dns, dnsshim = (dict(re.findall(rf"^== {m} (.*)\n((?:(?!== ).*\n)*)", out, re.M))
+                    for m in ("dns", "dnsshim"))
+    assert sorted(dns) == sorted(BIND_LOOKUPS), (out, (d / "named.log").read_text()[-2000:])
+    # named rotates an RRset's records from one reply to the next (its
+    # rrset-order is cyclic): the order within one is compared with the
+    # tests' own responder above, here the lines as a set
+    for lookup in BIND_LOOKUPS:
+        assert _unordered(dnsshim[lookup]) == _unordered(dns[lookup]), lookup
+    assert dns["hosts www.example.test"] == "2001:db8::1     www.example.test\nrc=0\n"
+    assert dns["hosts alias.example.test"] == (
+        "2001:db8::1     www.example.test alias.example.test mid.example.test\nrc=0\n")
+    assert dns["hosts 192.0.2.9"] == "192.0.2.9       v4.example.test\nrc=0\n"
+    assert dns["ahosts text.example.test"] == dns["ahosts missing.example.test"] == "rc=2\n"
+    assert len(dns["ahosts big.example.test"].splitlines()) == 3 * 50 + 1
+    assert result.queries == []  # the harness's responder was not asked
