@@ -118,6 +118,56 @@ def test_benchmark_compares_ares_dns_parse(smoke):
     assert "ares_dns_parse" in stdout and "dnsshim/c-ares" in stdout
 
 
+NSS_CONFIGS = {"dns", "dnsshim", "dns single-request"}
+
+
+def _check_nss(n: dict, stdout: str):
+    """The NSS part's numbers, where the harness runs (tests/nss_env.py:
+    root, namespaces): every configuration's, dnsshim's ratios, the table's
+    lines."""
+    if "not measured" in n:
+        assert not os.environ.get("CI"), n
+        pytest.skip(f"NSS module: {n['not measured']}")
+    for key in ("first_lookup_ms", "rss_added_mib", "steady_us_per_lookup",
+                "steady_cpu_us_per_lookup", "queries_per_lookup"):
+        assert set(n[key]) == NSS_CONFIGS, key
+    for key in ("first_lookup_ms", "steady_us_per_lookup", "steady_cpu_us_per_lookup"):
+        assert min(n[key].values()) > 0, key
+    # the module's runtime is in the process after its first lookup
+    assert n["rss_added_mib"]["dnsshim"] > 1
+    # an A and an AAAA query per getaddrinfo, whichever module asks
+    assert n["queries_per_lookup"] == {name: 2 for name in NSS_CONFIGS}
+    first, steady, cpu = (n["first_lookup_ms"], n["steady_us_per_lookup"],
+                          n["steady_cpu_us_per_lookup"])
+    assert n["first_lookup dnsshim/dns"] == first["dnsshim"] / first["dns"]
+    assert n["steady dnsshim/dns"] == steady["dnsshim"] / steady["dns"]
+    assert n["steady dnsshim/dns single-request"] == (steady["dnsshim"]
+                                                      / steady["dns single-request"])
+    assert n["steady cpu dnsshim/dns"] == cpu["dnsshim"] / cpu["dns"]
+    assert "NSS module (getaddrinfo AF_UNSPEC of www.example.test" in stdout
+    assert "first lookup in a fresh process" in stdout and "dnsshim/dns" in stdout
+
+
+def test_benchmark_measures_the_nss_module(smoke):
+    """The NSS module against glibc's dns module (and with single-request):
+    the first lookup, the memory it adds, the steady lookup."""
+    data, stdout = smoke
+    _check_nss(data["nss"], stdout)
+
+
+def test_benchmark_runs_the_nss_part_alone(built, tmp_path):
+    """--only nss: that part alone, its lines and its JSON."""
+    out = tmp_path / "nss.json"
+    result = subprocess.run([sys.executable, str(ROOT / "tests" / "bench" / "benchmark.py"),
+                             "--smoke", "--only", "nss", "--build", str(built.dir), "--json",
+                             str(out)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert set(data) == {"nss", "rounds", "python", "dnspython"}
+    assert "shim/from_wire" not in result.stdout
+    _check_nss(data["nss"], result.stdout)
+
+
 def test_benchmark_says_why_the_3_13_object_is_not_measured(smoke):
     """The 3.13 object is measured in a Debian 13 root, never in smoke mode:
     the table says so."""

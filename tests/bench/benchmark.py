@@ -1,6 +1,6 @@
 """The benchmark: libdnsshim against what a user would use instead, in one run.
 
-    python tests/bench/benchmark.py [--rounds N] [--json FILE] [--smoke]
+    python tests/bench/benchmark.py [--rounds N] [--json FILE] [--smoke] [--only nss]
 
 For each message of a fixed set it measures, interleaved round by round (the
 order of the methods shuffled each round, so machine noise hits all alike):
@@ -39,6 +39,18 @@ on each message of the set and on held-out shapes, against the floor,
 dnspython's own name and RDATA parsers alone on the same bytes in the same
 interpreter (tests/bench/floor.py); reported as shim/floor (when valgrind and its
 callgrind.h are installed).
+
+Then the NSS module (libnss_dnsshim.so.2): getaddrinfo(AF_UNSPEC,
+SOCK_STREAM) of a name the responder of tests/nss_env.py answers with 2 A
+and 1 AAAA records (on loopback, in a namespace of its own), through glibc's
+NSS with ``hosts: files dnsshim`` against ``hosts: files dns``, and against
+``dns`` with ``options single-request`` in resolv.conf (glibc's parser, the
+A and AAAA queries sent one after the other as the module sends them):
+the first lookup in a fresh process and the resident memory it adds, and
+the steady lookup (tests/bench/nss_bench.c), one harness run per
+configuration, interleaved round by round (needs root and namespaces; the
+JSON says why it was not measured otherwise).  ``--only nss`` runs that
+part alone.
 
 It prints one table of medians and ratios and can write everything as JSON.
 ``--smoke`` runs a couple of iterations of everything, only to keep the
@@ -187,11 +199,13 @@ def py_time(fn, wire, iterations):
     return time.perf_counter() - t0
 
 
-def ensure_built(build: Path):
-    if not (build / "libdnsshim.so").exists():
+def ensure_built(build: Path, programs=None):
+    """The libraries (and the NSS module) where missing, and the C programs
+    named (default: every one)."""
+    if not (build / "libdnsshim.so").exists() or not (build / pipeline.NSS_MODULE).exists():
         subprocess.run([sys.executable, str(ROOT / "build_ffi.py"), "--out", str(build)],
                        check=True, stdout=subprocess.DEVNULL)
-    cprograms.build(build)
+    cprograms.build(build, programs)
 
 
 def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
@@ -328,6 +342,7 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
     result["cold_firmware_313"] = firmware_313(files[2], smoke)
     result["pool"] = pool_scaling(tmp, fw_dirs[0] if fw_bench is not None else None, files[1],
                                   smoke, fw_missing, build)
+    result["nss"] = nss_module(build, rounds, smoke)
     result["instructions"] = instructions(build, {n: msgs[n][0] for n in names}, smoke)
     result["instructions_bundle"] = instructions(bundle_dir / "lib", {n: msgs[n][0] for n in names},
                                                  smoke, bundle_dir / "lib")
@@ -425,6 +440,137 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
                 calls["library 2x1"] / calls["library 1x1"],
             "rss_mib": mib, "rss_mib_per_extra_instance": (mib[4] - mib[1]) / 3,
             "instance_start_ms": statistics.median(start)}
+
+
+#: The NSS part's name and zone: what the harness's responder answers it with.
+NSS_NAME = "www.example.test"
+NSS_ZONE = {(NSS_NAME, "A"): [f"{NSS_NAME}. 300 IN A 192.0.2.1", f"{NSS_NAME}. 300 IN A 192.0.2.2"],
+            (NSS_NAME, "AAAA"): [f"{NSS_NAME}. 300 IN AAAA 2001:db8::1"]}
+NSS_ANSWER = "2001:db8::1 192.0.2.1 192.0.2.2"
+
+#: name -> (nsswitch.conf, resolv.conf): the module, glibc's dns module, and
+#: glibc's with its A and AAAA queries one after the other, as the module
+#: sends them (res_nsend each), so that the difference is the parsing.
+NSS_CONFIGS = {
+    "dns": ("hosts: files dns\n", "nameserver 127.0.0.1\n"),
+    "dnsshim": ("hosts: files dnsshim\n", "nameserver 127.0.0.1\n"),
+    "dns single-request": ("hosts: files dns\n",
+                           "nameserver 127.0.0.1\noptions single-request\n"),
+}
+
+
+def nss_unavailable(build: Path):
+    """Why the NSS part cannot run here, or None."""
+    import shutil
+
+    if os.geteuid() != 0:
+        return "not root (it runs in network and mount namespaces of its own, tests/nss_env.py)"
+    for program in ("unshare", "ip", "mount", "ldconfig"):
+        if shutil.which(program) is None:
+            return f"no {program} (tests/nss_env.py needs it)"
+    for name in (pipeline.NSS_MODULE, "nss_bench"):
+        if not (build / name).exists():
+            return f"no {build / name}"
+    return None
+
+
+def nss_module(build: Path, rounds: int, smoke: bool) -> dict:
+    """The NSS module against glibc's dns module, through getaddrinfo in
+    tests/nss_env.py's namespace (tests/bench/nss_bench.c): each round, one
+    harness run per configuration of NSS_CONFIGS, in an order shuffled each
+    round, each run a few fresh processes making one lookup (its wall time,
+    the VmRSS it adds) and one process making a warm-up lookup then a run of
+    lookups (wall and CPU µs per lookup: the CPU time is the process's own
+    work, without the wait for the responder); medians over the rounds (the
+    fresh processes of every round together), with dnsshim's ratios to
+    dns's.  {"not measured": why} where the harness cannot run."""
+    why = nss_unavailable(build)
+    if why:
+        return {"not measured": why}
+    import shutil
+    import pytest  # nss_env skips (or fails, under CI=true) through pytest
+    import nss_env
+
+    firsts, steady_n = (1, 5) if smoke else (3, 200)
+    program = build / "nss_bench"
+    commands = ([nss_env.command([program, "first", NSS_NAME])] * firsts
+                + [nss_env.command([program, "steady", NSS_NAME, steady_n])])
+    first_ms = {name: [] for name in NSS_CONFIGS}
+    rss_mib = {name: [] for name in NSS_CONFIGS}
+    steady_us = {name: [] for name in NSS_CONFIGS}
+    steady_cpu_us = {name: [] for name in NSS_CONFIGS}
+    queries = {name: [] for name in NSS_CONFIGS}
+    tmp = Path(tempfile.mkdtemp(prefix="dnsshim-bench-nss-"))
+    try:
+        for _ in range(1 if smoke else rounds):
+            order = list(NSS_CONFIGS)
+            random.shuffle(order)
+            for name in order:
+                nsswitch, resolv = NSS_CONFIGS[name]
+                try:
+                    run = nss_env.run(tmp, NSS_ZONE, commands, nsswitch=nsswitch, resolv=resolv,
+                                      library_dirs=[build], timeout=120)
+                except (pytest.skip.Exception, pytest.fail.Exception) as e:
+                    return {"not measured": str(e)}
+                for c in run.commands:
+                    fields = c.stdout.split()
+                    if (c.returncode != 0 or c.stderr or "answer" not in fields
+                            or " ".join(fields[fields.index("answer") + 1:]) != NSS_ANSWER):
+                        raise RuntimeError(f"nss_bench with {name} ({' '.join(c.argv[1:])}): "
+                                           f"status {c.returncode}\n{c.stdout}{c.stderr}")
+                    out = dict(zip(fields[:fields.index("answer"):2],
+                                   fields[1:fields.index("answer"):2]))
+                    if c.argv[1] == "steady":
+                        steady_us[name].append(float(out["us_per_lookup"]))
+                        steady_cpu_us[name].append(float(out["cpu_us_per_lookup"]))
+                        continue
+                    if out["dnsshim_loaded"] != ("1" if name == "dnsshim" else "0"):
+                        raise RuntimeError(f"nss_bench with {name}: libnss_dnsshim "
+                                           f"{'not ' if name == 'dnsshim' else ''}loaded")
+                    first_ms[name].append(float(out["first_lookup_us"]) / 1000)
+                    rss_mib[name].append((int(out["rss_after_kib"])
+                                          - int(out["rss_before_kib"])) / 1024)
+                queries[name].append(len(run.queries) / (firsts + 1 + steady_n))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    result = {"name": NSS_NAME, "answer": NSS_ANSWER, "rounds": 1 if smoke else rounds,
+              "fresh_processes": len(first_ms["dns"]), "steady_lookups": steady_n,
+              "first_lookup_ms": {k: statistics.median(v) for k, v in first_ms.items()},
+              "rss_added_mib": {k: statistics.median(v) for k, v in rss_mib.items()},
+              "steady_us_per_lookup": {k: statistics.median(v) for k, v in steady_us.items()},
+              "steady_cpu_us_per_lookup": {k: statistics.median(v)
+                                           for k, v in steady_cpu_us.items()},
+              "queries_per_lookup": {k: statistics.median(v) for k, v in queries.items()}}
+    first, steady = result["first_lookup_ms"], result["steady_us_per_lookup"]
+    result["first_lookup dnsshim/dns"] = first["dnsshim"] / first["dns"]
+    result["steady dnsshim/dns"] = steady["dnsshim"] / steady["dns"]
+    result["steady dnsshim/dns single-request"] = steady["dnsshim"] / steady["dns single-request"]
+    cpu = result["steady_cpu_us_per_lookup"]
+    result["steady cpu dnsshim/dns"] = cpu["dnsshim"] / cpu["dns"]
+    return result
+
+
+def nss_lines(n: dict) -> list:
+    """The NSS part's lines of the table."""
+    if "not measured" in n:
+        return [f"NSS module: not measured ({n['not measured']})"]
+    f, r, s = n["first_lookup_ms"], n["rss_added_mib"], n["steady_us_per_lookup"]
+    c = n["steady_cpu_us_per_lookup"]
+    return [
+        f"NSS module (getaddrinfo AF_UNSPEC of {n['name']}: 2 A, 1 AAAA, from the harness's "
+        f"responder on loopback; {n['rounds']} rounds):",
+        f"  first lookup in a fresh process (median of {n['fresh_processes']}): dns "
+        f"{f['dns']:.1f} ms, dnsshim {f['dnsshim']:.1f} ms, dnsshim/dns "
+        f"{n['first_lookup dnsshim/dns']:.1f}; resident memory added: dns {r['dns']:.2f} MiB, "
+        f"dnsshim {r['dnsshim']:.1f} MiB",
+        f"  steady ({n['steady_lookups']} lookups): dns {s['dns']:.0f} µs, dns single-request "
+        f"{s['dns single-request']:.0f} µs, dnsshim {s['dnsshim']:.0f} µs per lookup; "
+        f"dnsshim/dns {n['steady dnsshim/dns']:.2f}, dnsshim/dns single-request "
+        f"{n['steady dnsshim/dns single-request']:.2f}",
+        f"  the process's CPU time per steady lookup: dns {c['dns']:.0f} µs, dns single-request "
+        f"{c['dns single-request']:.0f} µs, dnsshim {c['dnsshim']:.0f} µs; dnsshim/dns "
+        f"{n['steady cpu dnsshim/dns']:.1f}",
+    ]
 
 
 def dnsrec_program(build: Path):
@@ -716,6 +862,7 @@ def table(result) -> str:
                      f"thread = {p['firmware 2 threads parallelism 2 / 1 thread parallelism 1']:.2f}"
                      f"; each copy adds {per_copy['stripped']:.2f} MiB stripped, "
                      f"{per_copy['xz -9']:.2f} MiB with xz -9, to a program")
+    lines.extend(nss_lines(result["nss"]))
     if result["instructions"]:
         bundled = result.get("instructions_bundle") or {}
         lines.append("")
@@ -742,11 +889,19 @@ def main(argv=None):
                         "(python -m shim firmware DIR); default: built here")
     parser.add_argument("--firmware-sip", type=Path, help="one of the SIP/IMS set (--types "
                         "A,AAAA,CNAME,SRV,NAPTR); default: built here")
+    parser.add_argument("--only", choices=["nss"], help="run one part alone: nss, the NSS "
+                        "module against glibc's dns module (needs root)")
     args = parser.parse_args(argv)
-    ensure_built(args.build)
-    result = run(args.build, 2 if args.smoke else args.rounds, args.smoke,
-                 (args.firmware, args.firmware_sip))
-    print(table(result))
+    rounds = 2 if args.smoke else args.rounds
+    if args.only == "nss":
+        ensure_built(args.build, ["nss_bench"])
+        result = {"nss": nss_module(args.build, rounds, args.smoke), "rounds": rounds,
+                  "python": sys.version.split()[0], "dnspython": dns.version.version}
+        print("\n".join(nss_lines(result["nss"])))
+    else:
+        ensure_built(args.build)
+        result = run(args.build, rounds, args.smoke, (args.firmware, args.firmware_sip))
+        print(table(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0
