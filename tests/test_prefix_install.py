@@ -228,6 +228,40 @@ def test_the_manual_is_installed(standalone):
         (ROOT / "NEWS").read_bytes()
 
 
+def test_the_nss_module_is_installed_beside_the_library_and_resolves(standalone, tmp_path):
+    """lib/libnss_dnsshim.so.2, named by dnsshim-config --nss-module and by
+    the manifest (so that uninstall removes it), finds the prefix's
+    libdnsshim beside it; its page is in the manual; and, found by glibc
+    through an ld.so.cache that lists lib/ (as the README's ld.so.conf.d
+    line makes one), getent resolves through it in a namespace of its own
+    (tests/nss_env.py)."""
+    import nss_env
+
+    prefix = standalone[0]
+    module = prefix / "lib" / "libnss_dnsshim.so.2"
+    named = subprocess.run([str(prefix / "bin" / "dnsshim-config"), "--nss-module"],
+                           capture_output=True, text=True, env=MINIMAL_ENV, cwd="/")
+    assert (named.returncode, named.stdout) == (0, f"{module}\n")
+    manifest = json.loads((prefix / "share" / "dnsshim" / "install-manifest").read_text())
+    assert str(module) in manifest["files"]
+    dynamic = subprocess.run(["readelf", "-d", str(module)], capture_output=True, text=True,
+                             check=True).stdout
+    assert "Shared library: [libdnsshim.so.1]" in dynamic and "[$ORIGIN]" in dynamic
+    ldd = subprocess.run(["ldd", str(module)], capture_output=True, text=True,
+                         env=MINIMAL_ENV).stdout
+    assert f"libdnsshim.so.1 => {prefix}/lib/libdnsshim.so.1 " in ldd
+    where = subprocess.run(["man", "-M", str(prefix / "share" / "man"), "-w", "8",
+                            "libnss_dnsshim"], capture_output=True, text=True, env=MINIMAL_ENV)
+    assert where.stdout.strip() == str(prefix / "share" / "man" / "man8" / "libnss_dnsshim.8")
+    zone = {("www.example.test", "A"): ["www.example.test. 300 IN A 192.0.2.1"],
+            ("www.example.test", "AAAA"): []}
+    result = nss_env.run(tmp_path, zone, [nss_env.getent("ahostsv4", "www.example.test")],
+                         nsswitch="hosts: files dnsshim\n", library_dirs=[prefix / "lib"])
+    c = result.commands[0]
+    assert (c.returncode, c.stdout.splitlines()[0], c.stderr) == (
+        0, "192.0.2.1       STREAM www.example.test", "")
+
+
 def test_a_removed_python_side_says_so(standalone, tmp_path):
     """A copy of the installation without its Python side: the one line
     that says what is missing and the fix (dnsshim-dump --check logs it at
