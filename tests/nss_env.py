@@ -121,6 +121,22 @@ HOSTNAME = "nss-env"
 #: An entry: no reply at all, over UDP or TCP.
 DROP = {"drop": True}
 
+#: Well-formed answers the NSS tests share: www with two A records and an
+#: AAAA record, alias -> mid -> www (a CNAME chain, for A and AAAA), and
+#: www's first address's PTR record.
+SAMPLE_ZONE = {
+    ("www.example.test", "A"): ["www.example.test. 300 IN A 192.0.2.1",
+                                "www.example.test. 300 IN A 192.0.2.2"],
+    ("www.example.test", "AAAA"): ["www.example.test. 300 IN AAAA 2001:db8::1"],
+    ("alias.example.test", "A"): ["alias.example.test. 60 IN CNAME mid.example.test.",
+                                  "mid.example.test. 60 IN CNAME www.example.test.",
+                                  "www.example.test. 300 IN A 192.0.2.1"],
+    ("alias.example.test", "AAAA"): ["alias.example.test. 60 IN CNAME mid.example.test.",
+                                     "mid.example.test. 60 IN CNAME www.example.test.",
+                                     "www.example.test. 300 IN AAAA 2001:db8::1"],
+    ("1.2.0.192.in-addr.arpa", "PTR"): ["1.2.0.192.in-addr.arpa. 300 IN PTR www.example.test."],
+}
+
 _SOA = "{apex}. 3600 IN SOA ns.{apex}. hostmaster.{apex}. 1 3600 600 86400 60"
 _ROOT_SOA = ". 86400 IN SOA a.root-servers.net. nstld.verisign-grs.com. 1 1800 900 604800 86400"
 _RECORD_KEYS = {"answer", "authority", "additional", "rcode", "aa", "tc_udp"}

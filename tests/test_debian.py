@@ -663,20 +663,8 @@ def test_the_nss_module_package_leaves_nsswitch_conf_alone(installed):
     assert conf.read_bytes() == installed.nsswitch
 
 
-#: The release's lookups through glibc's dns and through the package's module:
-#: what the responder answers (tests/nss_env.py), and what getent is asked.
-NSS_ZONE = {
-    ("www.example.test", "A"): ["www.example.test. 300 IN A 192.0.2.1",
-                                "www.example.test. 300 IN A 192.0.2.2"],
-    ("www.example.test", "AAAA"): ["www.example.test. 300 IN AAAA 2001:db8::1"],
-    ("alias.example.test", "A"): ["alias.example.test. 60 IN CNAME mid.example.test.",
-                                  "mid.example.test. 60 IN CNAME www.example.test.",
-                                  "www.example.test. 300 IN A 192.0.2.1"],
-    ("alias.example.test", "AAAA"): ["alias.example.test. 60 IN CNAME mid.example.test.",
-                                     "mid.example.test. 60 IN CNAME www.example.test.",
-                                     "www.example.test. 300 IN AAAA 2001:db8::1"],
-    ("1.2.0.192.in-addr.arpa", "PTR"): ["1.2.0.192.in-addr.arpa. 300 IN PTR www.example.test."],
-}
+#: The release's lookups through glibc's dns and through the package's module,
+#: answered from tests/nss_env.py's SAMPLE_ZONE.
 NSS_LOOKUPS = ["ahosts www.example.test", "hosts alias.example.test", "ahostsv4 alias",
                "ahosts missing.example.test", "hosts 192.0.2.1", "ahostsv4 bad.example.test"]
 
@@ -690,7 +678,7 @@ def test_the_release_s_glibc_resolves_through_the_module_as_through_dns(installe
     from, gives no address through the module."""
     import nss_env
 
-    zone = dict(NSS_ZONE)
+    zone = dict(nss_env.SAMPLE_ZONE)
     zone[("bad.example.test", "A")] = nss_env.raw(nss_env.reply_wire(
         "bad.example.test", "A", answer=["bad.example.test. 300 IN A 192.0.2.66"]) + b"\x00")
     root = installed.root.dir

@@ -26,6 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nss_answer.h"
+
 static const char *name;
 static int rounds;
 static char first[1024];
@@ -35,27 +37,9 @@ static int differences = 0, done = 0;
 /* The addresses of one lookup, in order, as text; or "error <gai code>". */
 static void lookup(char *out, size_t size)
 {
-    struct addrinfo hints, *res, *ai;
-    size_t at = 0;
-    int rc;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    rc = getaddrinfo(name, NULL, &hints, &res);
-    if (rc != 0) {
+    int rc = nss_answer(name, out, size);
+    if (rc != 0)
         snprintf(out, size, "error %d", rc);
-        return;
-    }
-    out[0] = '\0';
-    for (ai = res; ai != NULL && at < size; ai = ai->ai_next) {
-        char text[INET6_ADDRSTRLEN];
-        const void *addr = ai->ai_family == AF_INET
-            ? (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr
-            : (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
-        inet_ntop(ai->ai_family, addr, text, sizeof text);
-        at += (size_t)snprintf(out + at, size - at, "%s%s", at ? " " : "", text);
-    }
-    freeaddrinfo(res);
 }
 
 static void *worker(void *arg)
