@@ -1,18 +1,22 @@
 /*
 ** nss_lookups: getaddrinfo from several threads at once, then from the
-** child of a fork taken while those threads are still looking up: what a
-** threaded daemon that forks does through glibc's NSS, whichever module
-** nsswitch.conf names.  It links no library of this project: glibc loads
-** the module.
+** child of a fork: what a threaded daemon that forks its workers does
+** through glibc's NSS, whichever module nsswitch.conf names.  It links no
+** library of this project: glibc loads the module.
 **
 **   nss_lookups NAME THREADS ROUNDS
 **
 ** Each thread looks NAME up ROUNDS times (AF_UNSPEC, SOCK_STREAM) and
-** compares every answer with the first thread's first.  Meanwhile the main
-** thread forks; the child looks NAME up once and exits.  Prints
-** "answer <addresses>", "threads <THREADS * ROUNDS> same", "child same";
-** exit status 0 when every lookup gave the same addresses, 1 otherwise
-** (each difference printed), 2 for a usage error.
+** compares every answer with the main thread's first.  Once they are done
+** (their thread states left behind in the module's interpreter), the main
+** thread forks; the child looks NAME up once and exits.  The fork is not
+** taken while another thread is inside getaddrinfo: glibc's own locks
+** (__check_pf's) are not made anew in a child, which may then wait for
+** ever, whatever the module (POSIX: only async-signal-safe functions in the
+** child of a multithreaded process).  Prints "answer <addresses>",
+** "threads <THREADS * ROUNDS> same", "child same"; exit status 0 when every
+** lookup gave the same addresses, 1 otherwise (each difference printed), 2
+** for a usage error.
 */
 #define _GNU_SOURCE 1
 #include <netdb.h>
@@ -75,6 +79,10 @@ int main(int argc, char **argv)
     fflush(stdout);
     for (i = 0; i < n; i++)
         pthread_create(&threads[i], NULL, worker, NULL);
+    for (i = 0; i < n; i++)
+        pthread_join(threads[i], NULL);
+    printf("threads %d %s\n", done, differences ? "differ" : "same");
+    fflush(stdout);
     child = fork();
     if (child == 0) {
         char got[1024];
@@ -83,12 +91,9 @@ int main(int argc, char **argv)
         fflush(stdout);
         _exit(strcmp(got, first) != 0);
     }
-    for (i = 0; i < n; i++)
-        pthread_join(threads[i], NULL);
     if (child < 0 || waitpid(child, &status, 0) != child) {
         printf("fork failed\n");
         return 1;
     }
-    printf("threads %d %s\n", done, differences ? "differ" : "same");
     return differences || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 }
