@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sysconfig
 from pathlib import Path
 
@@ -581,3 +582,48 @@ zone "2.0.192.in-addr.arpa" {{ type primary; file "{d}/reverse.db"; }};
     assert dns["ahosts text.example.test"] == dns["ahosts missing.example.test"] == "rc=2\n"
     assert len(dns["ahosts big.example.test"].splitlines()) == 3 * 50 + 1
     assert result.queries == []  # the harness's responder was not asked
+
+
+# ---- loading is not starting ------------------------------------------------------------
+
+_DLOPEN_ONLY = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+#include <dirent.h>
+int main(int argc, char **argv)
+{
+    void *module = dlopen("libnss_dnsshim.so.2", RTLD_NOW | RTLD_LOCAL), *python;
+    int (*initialized)(void);
+    int threads = 0;
+    DIR *d;
+    if (module == NULL || argc != 2) {
+        printf("dlopen: %s\n", dlerror());
+        return 1;
+    }
+    python = dlopen(argv[1], RTLD_LAZY | RTLD_NOLOAD);
+    initialized = python ? (int (*)(void))dlsym(python, "Py_IsInitialized") : NULL;
+    if ((d = opendir("/proc/self/task")) != NULL) {
+        while (readdir(d) != NULL)
+            threads++;
+        closedir(d);
+    }
+    printf("libpython loaded %d, initialized %d, threads %d\n", python != NULL,
+           initialized ? initialized() : -1, threads - 2);
+    return 0;
+}
+"""
+
+
+def test_loading_the_module_starts_nothing(module_dir, tmp_path):
+    """glibc dlopen()s the module when nsswitch.conf names it: that maps
+    libdnsshim and libpython, and starts no interpreter and no thread; the
+    start is paid at the first lookup."""
+    gcc = require_program("gcc", "gcc")
+    source, program = tmp_path / "dlopen_only.c", tmp_path / "dlopen_only"
+    source.write_text(_DLOPEN_ONLY)
+    subprocess.run([gcc, "-Wall", "-Werror", str(source), "-o", str(program), "-ldl"], check=True)
+    libpython = sysconfig.get_config_var("INSTSONAME")
+    result = subprocess.run([str(program), libpython], capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(module_dir)})
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0, "libpython loaded 1, initialized 0, threads 1\n", "")
