@@ -330,7 +330,7 @@ DNSSHIM = Library(
     pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True, guest_prefix="dns_shim",
     units=(CSRC / "lib" / "api.c", CSRC / "lib" / "dispatch.c",
            CSRC / "lib" / "failure.c", CSRC / "lib" / "guest.c", CSRC / "lib" / "memory.c",
-           CSRC / "lib" / "pool.c", CSRC / "lib" / "runtime.c"))
+           CSRC / "lib" / "pool.c", CSRC / "lib" / "runtime.c", CSRC / "lib" / "service.c"))
 
 #: libdnsshim_ares: c-ares's classic reply parsers, on libdnsshim's runtime.
 #: c-ares's classic parse API is fixed (1.18, 1.19): its major stays 1.

@@ -75,6 +75,27 @@ int32_t dns_shim__callback_failed(const dns_shim__step *step, int32_t result)
     return dns_shim__fail(DNS_SHIM_ERR_CALLBACK, "%s returned %" PRId32, name, result);
 }
 
+/* A checked plan's calls, in order, each callback's return looked at: the
+** call's status (the detail set after the callbacks: one that called into
+** the library on this thread left that call's detail behind).  The plan
+** comes from the Python side (dns_shim.c) or from the parse service's
+** answer (service.c). */
+int32_t dns_shim__dispatch(const dns_shim_callbacks *callbacks, const dns_shim__step *steps,
+                           size_t count)
+{
+    size_t i;
+    for (i = 0; i < count; i++) {
+        int32_t result = 0;
+        if (dns_shim__call(callbacks, &steps[i], &result) != 0) {
+            dns_shim__log("the parser planned a call to no callback; returning DNS_SHIM_ERR_INTERNAL");
+            return dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned a call to no callback");
+        }
+        if (result != 0)
+            return dns_shim__callback_failed(&steps[i], result);
+    }
+    return dns_shim__ok();
+}
+
 /* The longest text a name can have (255 octets, each label octet escaped
 ** as \DDD, and the dots), and the most steps one message can plan (a
 ** record takes at least 11 octets of its 65,535, an EDNS option 4). */

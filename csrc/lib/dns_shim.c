@@ -481,6 +481,10 @@ static int32_t dns_shim__init_failed(void)
 
 DNS_SHIM_API int32_t dns_shim_init(void)
 {
+    int32_t answered;
+    /* A service that answers is the runtime: nothing starts here. */
+    if (dns_shim__service_ping(&answered))
+        return answered;
     if (dns_shim__pool_on()) {
         int32_t rc = dns_shim__pool_init();
         if (rc != DNS_SHIM__POOL_SINGLE)
@@ -514,10 +518,13 @@ int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *que
 {
     static const uint8_t empty[1] = {0};
     dns_shim__step *steps = NULL;
-    size_t count = 0, i, n_done;
+    size_t count = 0, n_done;
     uint64_t token = 0, done[DNS_SHIM__QUEUE];
     int32_t rc;
 
+    /* The parse service, where there is one (service.c). */
+    if (dns_shim__service_run(buf, len, query, callbacks, &rc))
+        return rc;
     /* Parallelism above 1: the pool's interpreters parse (pool.c). */
     if (dns_shim__pool_on()) {
         rc = dns_shim__pool_run(buf, len, query, callbacks);
@@ -577,23 +584,9 @@ int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *que
         dns_shim__finished(token);
         return rc;
     }
-    rc = DNS_SHIM_OK;
-    for (i = 0; i < count; i++) {
-        int32_t result = 0;
-        if (dns_shim__call(callbacks, &steps[i], &result) != 0) {
-            dns_shim__log("the parser planned a call to no callback; returning DNS_SHIM_ERR_INTERNAL");
-            rc = dns_shim__fail(DNS_SHIM_ERR_INTERNAL, "the parser planned a call to no callback");
-            break;
-        }
-        if (result != 0) {
-            rc = dns_shim__callback_failed(&steps[i], result);
-            break;
-        }
-    }
+    rc = dns_shim__dispatch(callbacks, steps, count);
     dns_shim__finished(token);
-    /* Set after the callbacks: one that called into the library on this
-    ** thread left that call's detail behind. */
-    return rc == DNS_SHIM_OK ? dns_shim__ok() : rc;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ */

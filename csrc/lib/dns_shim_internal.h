@@ -123,6 +123,27 @@ DNS_SHIM__HIDDEN int32_t dns_shim__callback_failed(const dns_shim__step *step, i
 DNS_SHIM__HIDDEN int32_t dns_shim__check_plan(const dns_shim_callbacks *cb,
                                               const dns_shim__step *steps, size_t count);
 
+/* A checked plan's calls made: the call's status (dispatch.c). */
+DNS_SHIM__HIDDEN int32_t dns_shim__dispatch(const dns_shim_callbacks *callbacks,
+                                            const dns_shim__step *steps, size_t count);
+
+/* The parse service (service.c): a checked call parsed by dnsshimd.
+** Returns 1 with the call's status in *status, or 0: the call parses in
+** this process.  dns_shim__service_ping: 1 when a service answers (then
+** *status is DNS_SHIM_OK), for dns_shim_init; dns_shim__service_off: the
+** process is the service itself (dnsshimd) and parses every message. */
+DNS_SHIM__HIDDEN int dns_shim__service_run(const uint8_t *buf, int32_t len,
+                                           const dns_shim_query *query,
+                                           const dns_shim_callbacks *callbacks,
+                                           int32_t *status);
+DNS_SHIM__HIDDEN int dns_shim__service_ping(int32_t *status);
+/* The reader of the service's answer (its frame after the length), the
+** untrusted input of a call through the service: 1 with the call made and
+** its status in *status, or 0 with why the answer cannot be used. */
+DNS_SHIM__HIDDEN int dns_shim__service_read(const uint8_t *frame, size_t n, int op,
+                                            const dns_shim_callbacks *callbacks,
+                                            int32_t *status, char *why, size_t whylen);
+
 /* A checked call's message parsed by the Python side and its plan
 ** dispatched: a status (the bridge, dns_shim.c). */
 DNS_SHIM__HIDDEN int32_t dns_shim__run(const uint8_t *buf, int32_t len,
@@ -255,6 +276,10 @@ DNS_SHIM__PRIVATE_API int32_t dns_shim__own_start(void (*then)(void));
 ** module glibc loads into any program must never write to). */
 DNS_SHIM__PRIVATE_API void dns_shim__set_default_log_handler(dns_shim_log_handler handler,
                                                             void *ctx);
+
+/* dnsshimd's entry (service.c): the process is the parse service, and
+** parses every message itself. */
+DNS_SHIM__PRIVATE_API void dns_shim__service_off(void);
 
 /* A failure detail without its status's name ("DNS_SHIM_ERR_INIT: "), for
 ** a detail that is quoted inside another (failure.c). */
