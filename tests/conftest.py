@@ -82,6 +82,7 @@ class Built:
         self.test_prog = out / "dnsshim_test"
         self.stress_prog = out / "dnsshim_stress"
         self.dump_prog = out / "dnsshim-dump"
+        self.service_prog = out / "dnsshimd"
 
 
 def built_once(tmp_path_factory, name: str, make) -> Path:

@@ -66,6 +66,7 @@ def programs() -> dict:
     c, bench = HERE / "c", HERE / "bench"
     found = {
         "dnsshim-dump": Program(pipeline.TOOLS / "dnsshim-dump.c"),
+        "dnsshimd": Program(pipeline.CSRC / "service" / "dnsshimd.c"),
         "dnsshim_test": Program(c / "dnsshim_test.c"),
         "dnsshim_stress": Program(c / "dnsshim_stress.c"),
         "dnsshim_bench": Program(bench / "dnsshim_bench.c"),

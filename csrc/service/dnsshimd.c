@@ -1,0 +1,954 @@
+/*
+** dnsshimd: the parse service.  One process parses DNS messages for every
+** program on the machine, so that no other process has to carry a Python.
+**
+**   dnsshimd [--socket PATH] [--parallelism N] [--memory-limit BYTES]
+**            [--max-clients N] [--user NAME]
+**   dnsshimd --version | --help
+**
+** It parses; it never sends, receives nor resolves DNS.  A client (any form
+** of libdnsshim: csrc/lib/service.c) connects to its Unix stream socket and
+** sends a message, the query where the call has one, and which callbacks
+** its set has; the service parses it with the library, in this process,
+** and answers with the status, the failure detail and every call the
+** library would make, each with its struct (csrc/lib/service_wire.h).
+**
+** The socket: socket activation (LISTEN_FDS, the first descriptor passed,
+** which must be a listening Unix stream socket), else --socket PATH (default
+** /run/dnsshim/parse.sock; its directory is made, mode 0755, when missing; a
+** stale socket there is replaced; the socket is made mode 0666 and removed
+** at exit).  Run as root without socket activation, it starts its runtime,
+** then gives up root for --user's (default nobody), its groups included,
+** and sets no_new_privs.  It runs in the foreground and logs to standard
+** error.
+**
+** Work per client is bounded: one request at a time per connection, a
+** request at most DNS_SHIM__WIRE_REQUEST_MAX octets, IDLE_MS to send a
+** whole request or to read an answer, at most --max-clients connections
+** (one more is accepted and closed at once, so that its client parses on
+** its own instead of waiting), and the answers waiting to be read held
+** under ANSWER_BUDGET octets (past it a client is told to parse on its own).
+** Requests are parsed in arrival order by max(1, parallelism) threads; the
+** library's pool gives each its own interpreter.
+**
+** SIGTERM or SIGINT: no new connection; the requests received are parsed
+** and answered (within IDLE_MS), then it exits 0.
+**
+** Exit status: 0 after SIGTERM; 1 when it cannot start (one line saying
+** why); 2 on a usage error.
+*/
+#define _GNU_SOURCE 1
+#include "dns_shim.h"
+#include "dns_shim_kinds.h" /* the table of kinds: written by the build */
+#include "lib/service_wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG "dnsshimd"
+#define IDLE_MS 5000
+#define ANSWER_BUDGET (64u * 1024u * 1024u)
+#define MAX_CLIENTS_DEFAULT 1024
+#define MAX_CLIENTS_MAX 65536
+
+/* libdnsshim's private entry (csrc/lib/dns_shim_internal.h): this process
+** is the service, and parses every message itself. */
+void dns_shim__service_off(void);
+
+/* ------------------------------------------------------------------ */
+/* Logging                                                              */
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    char line[2400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, PROG ": %s\n", line);
+}
+
+static void library_log(void *ctx, int32_t level, const char *message)
+{
+    (void)ctx;
+    if (level <= DNS_SHIM_LOG_INFO)
+        say("%s", message);
+}
+
+/* ------------------------------------------------------------------ */
+/* Clients                                                              */
+
+enum { C_FREE, C_READ, C_BUSY, C_WRITE };
+
+typedef struct client {
+    int fd;
+    int state;
+    int close_after; /* the answer written, the connection ends */
+    uint8_t head[4];
+    size_t got;       /* octets of the request (head included) received */
+    uint32_t length;  /* the request's, from its head */
+    uint8_t *request; /* its body */
+    uint8_t *answer;
+    size_t answer_len, sent;
+    long deadline;
+    int next; /* in the queue */
+} client;
+
+static client *clients;
+static size_t max_clients = MAX_CLIENTS_DEFAULT;
+
+/* Requests received, parsed in order by the workers; answers done. */
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;
+static int queue_head = -1, queue_tail = -1, done_head = -1, stopping = 0;
+static int wake_fd = -1;
+static size_t answer_held = 0; /* octets of answers not yet sent */
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void *wr_realloc(void *ctx, void *p, size_t n)
+{
+    (void)ctx;
+    return realloc(p, n);
+}
+
+/* ------------------------------------------------------------------ */
+/* An answer                                                            */
+
+typedef struct answer {
+    dns_shim__wr w;
+    uint32_t steps;
+} answer;
+
+static void w_name(dns_shim__wr *w, const char *name)
+{
+    size_t n = strlen(name);
+    if (n > DNS_SHIM__WIRE_NAME_MAX) {
+        w->bad = 1;
+        return;
+    }
+    dns_shim__wr_u16(w, n);
+    dns_shim__wr_data(w, name, n);
+}
+
+static void w_bytes(dns_shim__wr *w, const dns_shim_bytes *b)
+{
+    dns_shim__wr_u32(w, b->len);
+    dns_shim__wr_data(w, b->data, b->len);
+}
+
+static void w_rr(dns_shim__wr *w, const dns_shim_rr *rr)
+{
+    w_name(w, rr->owner);
+    dns_shim__wr_u16(w, rr->type);
+    dns_shim__wr_u16(w, rr->rclass);
+    dns_shim__wr_u32(w, rr->ttl);
+    dns_shim__wr_u32(w, rr->section);
+    dns_shim__wr_u32(w, rr->index);
+}
+
+static int32_t on_header(void *ctx, const dns_shim_header *h)
+{
+    answer *a = ctx;
+    dns_shim__wr *w = &a->w;
+    dns_shim__wr_u16(w, DNS_SHIM__WIRE_HEADER);
+    dns_shim__wr_u16(w, h->id);
+    dns_shim__wr_u16(w, h->flags);
+    dns_shim__wr_u16(w, h->opcode);
+    dns_shim__wr_u16(w, h->rcode);
+    dns_shim__wr_u16(w, h->qdcount);
+    dns_shim__wr_u16(w, h->ancount);
+    dns_shim__wr_u16(w, h->nscount);
+    dns_shim__wr_u16(w, h->arcount);
+    dns_shim__wr_u8(w, h->qname != NULL);
+    if (h->qname != NULL)
+        w_name(w, h->qname);
+    dns_shim__wr_u16(w, h->qtype);
+    dns_shim__wr_u16(w, h->qclass);
+    dns_shim__wr_u32(w, (uint32_t)h->edns_version);
+    dns_shim__wr_u16(w, h->edns_payload);
+    dns_shim__wr_u16(w, h->edns_do);
+    dns_shim__wr_u16(w, h->edns_flags);
+    a->steps++;
+    return w->bad;
+}
+
+static int32_t on_other(void *ctx, const dns_shim_raw *r)
+{
+    answer *a = ctx;
+    dns_shim__wr_u16(&a->w, DNS_SHIM__WIRE_OTHER);
+    w_rr(&a->w, &r->rr);
+    w_bytes(&a->w, &r->rdata);
+    a->steps++;
+    return a->w.bad;
+}
+
+static int32_t on_edns_option(void *ctx, const dns_shim_edns_option *o)
+{
+    answer *a = ctx;
+    dns_shim__wr *w = &a->w;
+    dns_shim__wr_u16(w, DNS_SHIM__WIRE_EDNS_OPTION);
+    dns_shim__wr_u16(w, o->code);
+    w_bytes(w, &o->data);
+    dns_shim__wr_u32(w, (uint32_t)o->ede_info_code);
+    w_bytes(w, &o->ede_text);
+    w_bytes(w, &o->cookie_client);
+    w_bytes(w, &o->cookie_server);
+    dns_shim__wr_u16(w, o->ecs_family);
+    dns_shim__wr_u8(w, o->ecs_source_prefix);
+    dns_shim__wr_u8(w, o->ecs_scope_prefix);
+    w_bytes(w, &o->ecs_address);
+    a->steps++;
+    return w->bad;
+}
+
+/* Each typed kind's callback, its fields by style (shim/kinds.py's table). */
+#define W_FIELD_IPV4(k, f) dns_shim__wr_data(w, k->f, 4);
+#define W_FIELD_IPV6(k, f) dns_shim__wr_data(w, k->f, 16);
+#define W_FIELD_U16(k, f) dns_shim__wr_u16(w, k->f);
+#define W_FIELD_U32(k, f) dns_shim__wr_u32(w, k->f);
+#define W_FIELD_NAME(k, f) w_name(w, k->f);
+#define W_FIELD_BYTES(k, f) w_bytes(w, &k->f);
+#define W_FIELD_STRINGS(k, f) {                  \
+        size_t s;                                \
+        dns_shim__wr_u32(w, (uint32_t)k->count); \
+        for (s = 0; s < k->count; s++)           \
+            w_bytes(w, &k->f[s]);                \
+    }
+#define W_FIELD(type, field, style) W_FIELD_##style(k, field)
+#define W_KIND(rdtype, member, type, kind)                         \
+    static int32_t member(void *ctx, const type *k)               \
+    {                                                             \
+        answer *a = ctx;                                          \
+        dns_shim__wr *w = &a->w;                                  \
+        dns_shim__wr_u16(w, rdtype);                              \
+        w_rr(w, &k->rr);                                          \
+        DNS_SHIM__KIND_FIELDS_##member(W_FIELD)                   \
+        a->steps++;                                               \
+        return w->bad;                                            \
+    }
+DNS_SHIM__KINDS(W_KIND)
+#undef W_KIND
+
+/* The set a request's codes ask for: 0, or -1 for a code no callback has. */
+static int set_callback(dns_shim_callbacks *cb, uint16_t code)
+{
+    switch (code) {
+    case DNS_SHIM__WIRE_HEADER:
+        cb->on_header = on_header;
+        return 0;
+    case DNS_SHIM__WIRE_OTHER:
+        cb->on_other = on_other;
+        return 0;
+    case DNS_SHIM__WIRE_EDNS_OPTION:
+        cb->on_edns_option = on_edns_option;
+        return 0;
+#define SET_KIND(rdtype, member, type, kind) \
+    case rdtype: cb->member = member; return 0;
+    DNS_SHIM__KINDS(SET_KIND)
+#undef SET_KIND
+    }
+    return -1;
+}
+
+/* The answer's frame: its head, the status and detail, then the steps. */
+static uint8_t *frame(int kind, int32_t status, const char *detail, const answer *steps,
+                      size_t *len)
+{
+    dns_shim__wr w;
+    size_t n = strlen(detail);
+    memset(&w, 0, sizeof w);
+    w.realloc_fn = wr_realloc;
+    w.max = DNS_SHIM__WIRE_RESPONSE_MAX + 4;
+    if (n > DNS_SHIM__WIRE_DETAIL_MAX)
+        n = DNS_SHIM__WIRE_DETAIL_MAX;
+    dns_shim__wr_u32(&w, 0);
+    dns_shim__wr_u32(&w, DNS_SHIM__WIRE_RESPONSE_MAGIC);
+    dns_shim__wr_u16(&w, DNS_SHIM__WIRE_VERSION);
+    dns_shim__wr_u16(&w, kind);
+    dns_shim__wr_u32(&w, (uint32_t)status);
+    dns_shim__wr_u16(&w, n);
+    dns_shim__wr_data(&w, detail, n);
+    dns_shim__wr_u32(&w, steps != NULL ? steps->steps : 0);
+    if (steps != NULL)
+        dns_shim__wr_data(&w, steps->w.buf, steps->w.len);
+    dns_shim__wr_frame_done(&w);
+    if (w.bad) {
+        free(w.buf);
+        return NULL;
+    }
+    *len = w.len;
+    return w.buf;
+}
+
+/* A request's body read (untrusted) and parsed: the answer's frame, or NULL
+** (no memory even for a fault: the connection is dropped). */
+static uint8_t *serve(const uint8_t *body, size_t n, size_t *len, int *close_after)
+{
+    dns_shim__rd rd = {body, n, 0};
+    dns_shim_callbacks cb;
+    dns_shim_query q;
+    char qname[DNS_SHIM__WIRE_NAME_MAX + 1];
+    uint8_t cookie[8];
+    const uint8_t *p, *msg;
+    uint16_t flags, ncodes, i, op;
+    uint32_t msglen;
+    answer steps;
+    int32_t status;
+    uint8_t *out;
+
+    if (dns_shim__rd_u32(&rd) != DNS_SHIM__WIRE_REQUEST_MAGIC ||
+        dns_shim__rd_u16(&rd) != DNS_SHIM__WIRE_VERSION) {
+        *close_after = 1;
+        return frame(DNS_SHIM__WIRE_FAULT, DNS_SHIM_ERR_BAD_ARGUMENT, "not a request of this "
+                     "service's format (" PROG " speaks version 1)", NULL, len);
+    }
+    op = dns_shim__rd_u16(&rd);
+    if (op == DNS_SHIM__WIRE_OP_PING && rd.left == 0 && !rd.bad)
+        return frame(DNS_SHIM__WIRE_VERDICT, DNS_SHIM_OK, "", NULL, len);
+    memset(&cb, 0, sizeof cb);
+    cb.struct_size = sizeof cb;
+    memset(&q, 0, sizeof q);
+    q.struct_size = sizeof q;
+    flags = dns_shim__rd_u16(&rd);
+    cb.sections = dns_shim__rd_u32(&rd);
+    ncodes = dns_shim__rd_u16(&rd);
+    if (op != DNS_SHIM__WIRE_OP_PARSE || (flags & ~DNS_SHIM__WIRE_FLAGS) ||
+        ncodes > DNS_SHIM__WIRE_CODES_MAX)
+        goto malformed;
+    for (i = 0; i < ncodes; i++)
+        if (set_callback(&cb, dns_shim__rd_u16(&rd)) != 0)
+            goto malformed;
+    if (flags & DNS_SHIM__WIRE_QUERY) {
+        uint16_t qlen;
+        q.id = dns_shim__rd_u16(&rd);
+        q.qtype = dns_shim__rd_u16(&rd);
+        q.qclass = dns_shim__rd_u16(&rd);
+        qlen = dns_shim__rd_u16(&rd);
+        if (qlen > DNS_SHIM__WIRE_NAME_MAX || !dns_shim__rd_take(&rd, qlen, &p) ||
+            memchr(p, '\0', qlen) != NULL)
+            goto malformed;
+        memcpy(qname, p, qlen);
+        qname[qlen] = '\0';
+        q.qname = qname;
+        if (flags & DNS_SHIM__WIRE_MATCH_CASE)
+            q.flags |= DNS_SHIM_MATCH_CASE;
+        if (flags & DNS_SHIM__WIRE_COOKIE) {
+            if (!dns_shim__rd_take(&rd, 8, &p))
+                goto malformed;
+            memcpy(cookie, p, 8);
+            q.cookie_client = cookie;
+        }
+    } else if (flags & (DNS_SHIM__WIRE_MATCH_CASE | DNS_SHIM__WIRE_COOKIE)) {
+        goto malformed;
+    }
+    msglen = dns_shim__rd_u32(&rd);
+    if (msglen > 65535 || !dns_shim__rd_take(&rd, msglen, &msg) || rd.left != 0)
+        goto malformed;
+
+    memset(&steps, 0, sizeof steps);
+    steps.w.realloc_fn = wr_realloc;
+    steps.w.max = DNS_SHIM__WIRE_RESPONSE_MAX - 4096;
+    cb.ctx = &steps;
+    if (flags & DNS_SHIM__WIRE_QUERY)
+        status = dns_shim_process_reply(msg, (int32_t)msglen, &q,
+                                        (flags & DNS_SHIM__WIRE_CALLBACKS) ? &cb : NULL);
+    else if (flags & DNS_SHIM__WIRE_CALLBACKS)
+        status = dns_shim_process(msg, (int32_t)msglen, &cb);
+    else
+        status = process_dns_response((uint8_t *)(uintptr_t)msg, (int32_t)msglen);
+    if (status == DNS_SHIM_ERR_CALLBACK && steps.w.bad)
+        out = frame(DNS_SHIM__WIRE_FAULT, status, "the answer would be larger than the "
+                    "service sends", NULL, len);
+    else if (!dns_shim__wire_verdict(status))
+        out = frame(DNS_SHIM__WIRE_FAULT, status, dns_shim_last_error(), NULL, len);
+    else
+        out = frame(DNS_SHIM__WIRE_VERDICT, status, dns_shim_last_error(),
+                    status == DNS_SHIM_OK ? &steps : NULL, len);
+    free(steps.w.buf);
+    return out;
+
+malformed:
+    *close_after = 1;
+    return frame(DNS_SHIM__WIRE_FAULT, DNS_SHIM_ERR_BAD_ARGUMENT, "a malformed request", NULL,
+                 len);
+}
+
+/* ------------------------------------------------------------------ */
+/* The workers                                                          */
+
+static void wake(void)
+{
+    uint64_t one = 1;
+    ssize_t rc;
+    do
+        rc = write(wake_fd, &one, sizeof one);
+    while (rc < 0 && errno == EINTR);
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int i;
+        client *c;
+        size_t len = 0;
+        uint8_t *out;
+        int close_after = 0;
+
+        pthread_mutex_lock(&queue_lock);
+        while (queue_head < 0 && !stopping)
+            pthread_cond_wait(&queue_cond, &queue_lock);
+        if (queue_head < 0) {
+            pthread_mutex_unlock(&queue_lock);
+            return NULL;
+        }
+        i = queue_head;
+        c = &clients[i];
+        queue_head = c->next;
+        if (queue_head < 0)
+            queue_tail = -1;
+        pthread_mutex_unlock(&queue_lock);
+
+        out = serve(c->request, c->length, &len, &close_after);
+        free(c->request);
+        c->request = NULL;
+        pthread_mutex_lock(&queue_lock);
+        if (out != NULL && answer_held + len > ANSWER_BUDGET) {
+            /* Answers not yet read would hold too much: this client parses
+            ** on its own. */
+            free(out);
+            out = frame(DNS_SHIM__WIRE_FAULT, DNS_SHIM_ERR_NO_MEMORY, "the service holds as "
+                        "many answers as it may; parse this message in the process", NULL,
+                        &len);
+        }
+        if (out != NULL)
+            answer_held += len;
+        c->answer = out;
+        c->answer_len = out != NULL ? len : 0;
+        c->close_after = close_after || out == NULL;
+        c->next = done_head;
+        done_head = i;
+        pthread_mutex_unlock(&queue_lock);
+        wake();
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The loop                                                             */
+
+static void drop(client *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->request);
+    if (c->answer != NULL) {
+        pthread_mutex_lock(&queue_lock);
+        answer_held -= c->answer_len;
+        pthread_mutex_unlock(&queue_lock);
+        free(c->answer);
+    }
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->state = C_FREE;
+    c->next = -1;
+}
+
+static void enqueue(int i)
+{
+    client *c = &clients[i];
+    c->state = C_BUSY;
+    c->next = -1;
+    pthread_mutex_lock(&queue_lock);
+    if (queue_tail < 0)
+        queue_head = i;
+    else
+        clients[queue_tail].next = i;
+    queue_tail = i;
+    pthread_cond_signal(&queue_cond);
+    pthread_mutex_unlock(&queue_lock);
+}
+
+/* Reads what the client sent; a whole request goes to the queue. */
+static void readable(int i)
+{
+    client *c = &clients[i];
+    for (;;) {
+        ssize_t k;
+        if (c->got < 4) {
+            k = recv(c->fd, c->head + c->got, 4 - c->got, MSG_DONTWAIT);
+        } else {
+            k = recv(c->fd, c->request + (c->got - 4), c->length - (c->got - 4), MSG_DONTWAIT);
+        }
+        if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            drop(c);
+            return;
+        }
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        c->got += (size_t)k;
+        c->deadline = now_ms() + IDLE_MS;
+        if (c->got == 4) {
+            c->length = (uint32_t)c->head[0] << 24 | (uint32_t)c->head[1] << 16 |
+                        (uint32_t)c->head[2] << 8 | c->head[3];
+            if (c->length < 8 || c->length > DNS_SHIM__WIRE_REQUEST_MAX) {
+                drop(c); /* no request is that long: nothing to say to it */
+                return;
+            }
+            c->request = malloc(c->length);
+            if (c->request == NULL) {
+                drop(c);
+                return;
+            }
+        }
+        if (c->got >= 4 && c->got == 4 + (size_t)c->length) {
+            c->got = 0;
+            enqueue(i);
+            return;
+        }
+    }
+}
+
+static void writable(int i)
+{
+    client *c = &clients[i];
+    while (c->sent < c->answer_len) {
+        ssize_t k = send(c->fd, c->answer + c->sent, c->answer_len - c->sent,
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (k <= 0) {
+            drop(c);
+            return;
+        }
+        c->sent += (size_t)k;
+        c->deadline = now_ms() + IDLE_MS;
+    }
+    if (c->close_after) {
+        drop(c);
+        return;
+    }
+    pthread_mutex_lock(&queue_lock);
+    answer_held -= c->answer_len;
+    pthread_mutex_unlock(&queue_lock);
+    free(c->answer);
+    c->answer = NULL;
+    c->answer_len = c->sent = 0;
+    c->state = C_READ;
+}
+
+static void accept_clients(int listen_fd)
+{
+    for (;;) {
+        size_t i;
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE)
+                say("cannot take a connection: %s", strerror(errno));
+            return;
+        }
+        for (i = 0; i < max_clients && clients[i].state != C_FREE; i++)
+            ;
+        if (i == max_clients) {
+            close(fd); /* full: its client parses on its own at once */
+            continue;
+        }
+        clients[i].fd = fd;
+        clients[i].state = C_READ;
+        clients[i].got = 0;
+        clients[i].deadline = now_ms() + IDLE_MS;
+    }
+}
+
+/* Answers the workers finished: to be written. */
+static void collect_done(void)
+{
+    int i;
+    pthread_mutex_lock(&queue_lock);
+    i = done_head;
+    done_head = -1;
+    pthread_mutex_unlock(&queue_lock);
+    while (i >= 0) {
+        client *c = &clients[i];
+        int next = c->next;
+        c->next = -1;
+        if (c->answer == NULL) {
+            drop(c);
+        } else {
+            c->state = C_WRITE;
+            c->sent = 0;
+            c->deadline = now_ms() + IDLE_MS;
+            writable(i);
+        }
+        i = next;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Start                                                                */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: " PROG " [--socket PATH] [--parallelism N] [--memory-limit BYTES]\n"
+            "                [--max-clients N] [--user NAME]\n"
+            "       " PROG " --version | --help\n\n"
+            "The parse service: parses DNS messages for every program that uses libdnsshim.\n\n"
+            "  --socket PATH        the socket to serve (default " DNS_SHIM__SERVICE_SOCKET ")\n"
+            "  --parallelism N      parse up to N messages at once (dns_shim_set_parallelism)\n"
+            "  --memory-limit BYTES the runtime's memory limit (dns_shim_set_memory_limit);\n"
+            "                       a message over it is parsed by its client itself\n"
+            "  --max-clients N      connections at once (default %d)\n"
+            "  --user NAME          run as root: the user to become once started (default\n"
+            "                       nobody)\n"
+            "  --version            the version, the library's and its runtime's\n"
+            "  --help               this text\n\n"
+            "man 8 dnsshimd\n", MAX_CLIENTS_DEFAULT);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, PROG ": ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    usage(stderr);
+    return 2;
+}
+
+static int parse_number(const char *text, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    if (text == NULL || text[0] < '0' || text[0] > '9')
+        return -1;
+    errno = 0;
+    *out = strtoull(text, &end, 10);
+    return errno != 0 || *end != '\0' || *out > max ? -1 : 0;
+}
+
+/* The socket systemd passed (LISTEN_PID, LISTEN_FDS): its descriptor, -1
+** when there is none, -2 when it is not a listening Unix stream socket. */
+static int activated_socket(void)
+{
+    const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+    int type = 0, listening = 0, domain = 0;
+    socklen_t len = sizeof type;
+    if (pid == NULL || fds == NULL || strtol(pid, NULL, 10) != (long)getpid() ||
+        strtol(fds, NULL, 10) < 1)
+        return -1;
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    if (getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
+        return -2;
+    len = sizeof listening;
+    if (getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening)
+        return -2;
+    len = sizeof domain;
+    if (getsockopt(3, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_UNIX)
+        return -2;
+    return 3;
+}
+
+/* Makes the socket at path: its descriptor, or -1 having said why. */
+static int own_socket(const char *path)
+{
+    struct sockaddr_un addr;
+    struct stat st;
+    char dir[sizeof addr.sun_path];
+    char *slash;
+    int fd;
+
+    if (strlen(path) >= sizeof addr.sun_path) {
+        say("cannot serve %s: the path is longer than a socket's address holds (%zu)", path,
+            sizeof addr.sun_path - 1);
+        return -1;
+    }
+    memcpy(dir, path, strlen(path) + 1);
+    slash = strrchr(dir, '/');
+    if (slash != NULL && slash != dir) {
+        *slash = '\0';
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            say("cannot make %s: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            say("cannot serve %s: a file that is not a socket is there", path);
+            return -1;
+        }
+        unlink(path); /* a stale socket, or another service's: ours now */
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        say("socket: %s", strerror(errno));
+        return -1;
+    }
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    memcpy(addr.sun_path, path, strlen(path) + 1);
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 || chmod(path, 0666) != 0 ||
+        listen(fd, SOMAXCONN) != 0) {
+        say("cannot serve %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int drop_root(const char *user)
+{
+    struct passwd *pw = getpwnam(user);
+    if (pw == NULL) {
+        say("cannot become %s: no such user (--user)", user);
+        return -1;
+    }
+    if (setgroups(0, NULL) != 0 || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) != 0 ||
+        setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) != 0) {
+        say("cannot become %s: %s", user, strerror(errno));
+        return -1;
+    }
+    if (pw->pw_uid != 0 && setuid(0) == 0) {
+        say("cannot become %s: root could be taken back", user);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = DNS_SHIM__SERVICE_SOCKET, *user = "nobody";
+    unsigned long long parallelism = 0, limit = 0, n;
+    int listen_fd, sig_fd, activated, i, rc, have_limit = 0, nworkers;
+    pthread_t *workers;
+    struct pollfd *fds;
+    sigset_t mask;
+    long grace = 0;
+
+    for (i = 1; i < argc; i++) {
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(opt, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(opt, "--version") == 0) {
+            printf(PROG " %d.%d.%d, libdnsshim %s\n", DNS_SHIM_VERSION_MAJOR,
+                   DNS_SHIM_VERSION_MINOR, DNS_SHIM_VERSION_PATCH, dns_shim_version());
+            return 0;
+        } else if (strcmp(opt, "--socket") == 0) {
+            if (val == NULL || val[0] != '/')
+                return usage_error("--socket takes an absolute path, not '%s'", val ? val : "");
+            path = val;
+        } else if (strcmp(opt, "--parallelism") == 0) {
+            if (parse_number(val, DNS_SHIM_PARALLELISM_MAX, &parallelism) != 0)
+                return usage_error("--parallelism takes 0 to 64, not '%s'", val ? val : "");
+        } else if (strcmp(opt, "--memory-limit") == 0) {
+            if (parse_number(val, SIZE_MAX, &limit) != 0)
+                return usage_error("--memory-limit takes a number of bytes, not '%s'",
+                                   val ? val : "");
+            have_limit = 1;
+        } else if (strcmp(opt, "--max-clients") == 0) {
+            if (parse_number(val, MAX_CLIENTS_MAX, &n) != 0 || n == 0)
+                return usage_error("--max-clients takes 1 to 65536, not '%s'", val ? val : "");
+            max_clients = (size_t)n;
+        } else if (strcmp(opt, "--user") == 0) {
+            if (val == NULL || val[0] == '\0')
+                return usage_error("--user takes a user's name%s", "");
+            user = val;
+        } else {
+            return usage_error("unknown option '%s'", opt);
+        }
+        i++;
+    }
+
+    dns_shim__service_off();
+    dns_shim_set_log_handler(library_log, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (have_limit && dns_shim_set_memory_limit((size_t)limit) != DNS_SHIM_OK) {
+        say("cannot set the memory limit: %s", dns_shim_last_error());
+        return 1;
+    }
+    if (parallelism > 1 && dns_shim_set_parallelism((uint32_t)parallelism) != DNS_SHIM_OK) {
+        say("cannot parse %llu messages at once: %s", parallelism, dns_shim_last_error());
+        return 1;
+    }
+    activated = activated_socket();
+    if (activated == -2) {
+        say("the socket passed by socket activation is not a listening Unix stream socket");
+        return 1;
+    }
+    if (dns_shim_init() != DNS_SHIM_OK) {
+        say("cannot start: %s", dns_shim_last_error());
+        return 1;
+    }
+    listen_fd = activated >= 0 ? activated : own_socket(path);
+    if (listen_fd < 0)
+        return 1;
+    if (activated < 0 && geteuid() == 0 && drop_root(user) != 0) {
+        unlink(path);
+        return 1;
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        say("no_new_privs: %s", strerror(errno));
+    rc = fcntl(listen_fd, F_GETFL);
+    if (rc < 0 || fcntl(listen_fd, F_SETFL, rc | O_NONBLOCK) != 0) {
+        say("cannot serve: %s", strerror(errno));
+        return 1;
+    }
+
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL); /* the workers inherit it */
+    sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    clients = calloc(max_clients, sizeof *clients);
+    fds = calloc(max_clients + 3, sizeof *fds);
+    nworkers = parallelism > 1 ? (int)parallelism : 1;
+    workers = calloc((size_t)nworkers, sizeof *workers);
+    if (sig_fd < 0 || wake_fd < 0 || clients == NULL || fds == NULL || workers == NULL) {
+        say("cannot start: %s", strerror(errno ? errno : ENOMEM));
+        return 1;
+    }
+    for (n = 0; n < max_clients; n++) {
+        clients[n].fd = -1;
+        clients[n].next = -1;
+    }
+    for (i = 0; i < nworkers; i++)
+        if ((rc = pthread_create(&workers[i], NULL, worker, NULL)) != 0) {
+            say("cannot start a worker: %s", strerror(rc));
+            return 1;
+        }
+    say("serving %s: %s, %d parse%s at once", activated >= 0 ? "the socket systemd passed"
+        : path, dns_shim_version(), nworkers, nworkers > 1 ? "s" : "");
+
+    for (;;) {
+        size_t nfds = 0, k;
+        long now = now_ms(), next = now + IDLE_MS;
+        int busy = 0;
+
+        if (!grace) {
+            fds[nfds].fd = listen_fd;
+            fds[nfds++].events = POLLIN;
+        } else {
+            fds[nfds].fd = -1;
+            fds[nfds++].events = 0;
+        }
+        fds[nfds].fd = sig_fd;
+        fds[nfds++].events = POLLIN;
+        fds[nfds].fd = wake_fd;
+        fds[nfds++].events = POLLIN;
+        for (k = 0; k < max_clients; k++) {
+            client *c = &clients[k];
+            fds[nfds + k].fd = -1;
+            fds[nfds + k].events = 0;
+            fds[nfds + k].revents = 0;
+            if (c->state == C_FREE)
+                continue;
+            if (c->state == C_BUSY) {
+                busy = 1;
+                continue;
+            }
+            if (c->deadline <= now || (grace && c->state == C_READ && c->got == 0)) {
+                drop(c); /* silent too long, or nothing asked while stopping */
+                continue;
+            }
+            busy |= grace != 0;
+            if (c->deadline < next)
+                next = c->deadline;
+            fds[nfds + k].fd = c->fd;
+            fds[nfds + k].events = c->state == C_READ ? POLLIN : POLLOUT;
+        }
+        if (grace && !busy)
+            break;
+        if (grace && now >= grace) {
+            say("stopping with requests unanswered after %d ms", IDLE_MS);
+            break;
+        }
+        rc = poll(fds, nfds + max_clients, (int)(next - now > 0 ? next - now : 0));
+        if (rc < 0 && errno != EINTR) {
+            say("poll: %s", strerror(errno));
+            break;
+        }
+        if (rc <= 0)
+            continue;
+        if (fds[1].revents & POLLIN) {
+            struct signalfd_siginfo info;
+            while (read(sig_fd, &info, sizeof info) > 0)
+                ;
+            if (!grace) {
+                say("stopping: answering the requests received");
+                grace = now_ms() + IDLE_MS;
+                if (activated < 0)
+                    unlink(path);
+            }
+        }
+        if (fds[2].revents & POLLIN) {
+            uint64_t v;
+            while (read(wake_fd, &v, sizeof v) > 0)
+                ;
+            collect_done();
+        }
+        for (k = 0; k < max_clients; k++) {
+            struct pollfd *f = &fds[nfds + k];
+            if (f->fd < 0 || f->revents == 0 || clients[k].fd != f->fd)
+                continue;
+            if (clients[k].state == C_READ)
+                readable((int)k);
+            else if (clients[k].state == C_WRITE)
+                writable((int)k);
+        }
+        if (!grace && (fds[0].revents & POLLIN))
+            accept_clients(listen_fd);
+    }
+
+    pthread_mutex_lock(&queue_lock);
+    stopping = 1;
+    queue_head = queue_tail = -1;
+    pthread_cond_broadcast(&queue_cond);
+    pthread_mutex_unlock(&queue_lock);
+    for (i = 0; i < nworkers; i++)
+        pthread_join(workers[i], NULL);
+    for (n = 0; n < max_clients; n++)
+        if (clients[n].state != C_FREE)
+            drop(&clients[n]);
+    close(listen_fd);
+    close(sig_fd);
+    close(wake_fd);
+    free(clients);
+    free(fds);
+    free(workers);
+    say("stopped");
+    return 0;
+}
