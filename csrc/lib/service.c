@@ -763,6 +763,41 @@ static int ask(exchange *x, const service_target *t, long deadline, size_t *n, i
     return 1;
 }
 
+/* The calls an answer plans, against what the call asked for and the
+** order the library calls in (dns_shim.h, "Order"): on_header once and
+** first, the EDNS options next, then the records, each of a section the
+** set asked for (0: the answer section), in wire order (the section, then
+** the index within it, rising).  NULL when they hold, else why not. */
+static const char *check_order(const dns_shim_callbacks *cb, const dns_shim__step *steps,
+                               size_t count)
+{
+    uint32_t asked = cb->sections ? cb->sections : DNS_SHIM_SECTION_ANSWER;
+    uint32_t last_section = 0, last_index = 0;
+    int records = 0;
+    size_t i;
+    for (i = 0; i < count; i++) {
+        size_t member = steps[i].member;
+        if (member == offsetof(dns_shim_callbacks, on_header)) {
+            if (i != 0)
+                return "on_header planned after another call";
+        } else if (member == offsetof(dns_shim_callbacks, on_edns_option)) {
+            if (records)
+                return "an EDNS option planned after a record";
+        } else {
+            const dns_shim_rr *rr = steps[i].arg;
+            if (!(rr->section & asked))
+                return "a record of a section the call did not ask for";
+            if (records && (rr->section < last_section ||
+                            (rr->section == last_section && rr->index <= last_index)))
+                return "records planned out of their wire order";
+            records = 1;
+            last_section = rr->section;
+            last_index = rr->index;
+        }
+    }
+    return NULL;
+}
+
 /* The answer's frame (without its length) read and, for a parse, its calls
 ** made: SERVICE_ANSWERED with the call's status in *status, or
 ** SERVICE_LOCAL with why the answer cannot be used (*absent unset).  The
@@ -822,6 +857,10 @@ int dns_shim__service_read(const uint8_t *frame, size_t n, int op,
         return SERVICE_ANSWERED;
     }
     if (verdict != DNS_SHIM_OK) {
+        if (detlen == 0) {
+            snprintf(why, whylen, "its answer is a failure without a reason");
+            return SERVICE_LOCAL;
+        }
         dns_shim__set_error(text);
         *status = verdict;
         return SERVICE_ANSWERED;
@@ -838,6 +877,11 @@ int dns_shim__service_read(const uint8_t *frame, size_t n, int op,
     if (count > 0 && dns_shim__check_plan(callbacks, steps, count) != DNS_SHIM_OK) {
         snprintf(why, whylen, "its answer does not hold (%.400s)",
                  dns_shim__reason(dns_shim__error));
+        sa_free(&alloc, st.block);
+        return SERVICE_LOCAL;
+    }
+    if (count > 0 && (fault = check_order(callbacks, steps, count)) != NULL) {
+        snprintf(why, whylen, "its answer does not hold (%s)", fault);
         sa_free(&alloc, st.block);
         return SERVICE_LOCAL;
     }

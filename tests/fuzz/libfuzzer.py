@@ -9,9 +9,12 @@ their C: the bridges, cffi's module, every unit), the harnesses through
 ``pipeline.compile_program`` with ``-fsanitize=fuzzer,address,undefined``.
 A library built with clang's ASan leaves the runtime's symbols to the
 program (clang links the runtime into executables only), so its link gets
-``-Wl,-z,undefs`` after the build's ``--no-undefined``.  The embedded
-CPython is not instrumented: libFuzzer sees the C side's coverage only (the
-Python decoder's own coverage-guided fuzzing is tests/fuzz.py, atheris).
+``-Wl,-z,undefs`` after the build's ``--no-undefined``.  The harnesses of
+the libraries' own units (fuzz_plan, fuzz_ares_plan, fuzz_dnsrec_plan,
+fuzz_service: Harness.units) compile those units into themselves and link
+neither library.  The embedded CPython is not instrumented: libFuzzer sees
+the C side's coverage only (the Python decoder's own coverage-guided
+fuzzing is tests/fuzz.py, atheris).
 
 HARNESSES says what each one is; tests/test_libfuzzer.py runs each for a
 bounded time and replays tests/regressions/ through them; tests/README.md
@@ -23,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -66,7 +70,8 @@ class Harness:
     libraries: tuple = ()
     cares: bool = False
     #: "message": a DNS message; "ares": a function-choosing octet, then a
-    #: message; "plan": a plan built from the octets (no seeds)
+    #: message; "plan": a plan built from the octets (no seeds); "service":
+    #: a call's choices, then dnsshimd's answer (seeds: service_seeds())
     input: str = "message"
     #: seconds of fuzzing in tests/test_libfuzzer.py
     seconds: int = 15
@@ -87,7 +92,7 @@ class Harness:
         own = sorted(p for p in (REGRESSIONS / "libfuzzer" / self.name).glob("*")
                      if p.is_file())
         messages = sorted(REGRESSIONS.glob("*.bin"))
-        if self.input == "plan":
+        if self.input in ("plan", "service"):
             return [(own, {})]
         if self.input == "ares":
             return [(own, {}), (messages, dict(self.raw_env))]
@@ -123,6 +128,11 @@ HARNESSES = {h.name: h for h in (
     Harness("fuzz_dnsrec_plan", "dnsrec.c's plan check and record building with c-ares 1.34's "
             "builders, no Python: its verdict against the harness's, the record the plan",
             units=_ARES_UNITS, cares=True, link_cares=True, input="plan", seconds=10),
+    Harness("fuzz_service", "service.c's reader of dnsshimd's answer (with dispatch.c and "
+            "failure.c), no Python, no socket: its verdict against the harness's, the calls "
+            "the steps, every struct what the answer carries, the host's blocks given back",
+            units=(_LIB / "service.c", _LIB / "dispatch.c", _LIB / "failure.c"),
+            input="service", seconds=10),
 )}
 
 
@@ -178,9 +188,12 @@ def seeds(harness: Harness, out: Path, cares=None, corpus=None) -> list:
     (conftest.available_corpus's rule is the caller's) and c-ares's own fuzz
     inputs; for fuzz_ares each message once for every function (its first
     octet: the function in the low 4 bits, a capacity or offset above),
-    written under out; none for the plan harnesses."""
+    written under out; for fuzz_service, service_seeds() under out; none
+    for the plan harnesses."""
     if harness.input == "plan":
         return []
+    if harness.input == "service":
+        return [service_seeds(Path(out) / f"seeds-{harness.name}")]
     folders = [Path(p) for p in (corpus or ())]
     if cares is not None:
         folders.append(Path(cares.fuzzinput))
@@ -201,6 +214,126 @@ def seeds(harness: Harness, out: Path, cares=None, corpus=None) -> list:
                     bytes([kind | (n % 16) << 4]) + wire)
             n += 1
     return [where]
+
+
+# ---------------------------------------------------------------------------
+# fuzz_service's seeds: answers of dnsshimd (csrc/lib/service_wire.h) encoded
+# here, each behind the harness's choices (tests/fuzz/fuzz_service.c).
+
+#: The response's magic and version; a verdict, a fault; the wire codes of
+#: on_header, on_other and on_edns_option (service_wire.h).
+_MAGIC, _VERSION, _VERDICT, _FAULT = 0x44535231, 1, 0, 1
+_HEADER, _OTHER, _EDNS = 0xFFF0, 0xFFF1, 0xFFF2
+
+
+def _w_name(text: bytes) -> bytes:
+    return struct.pack(">H", len(text)) + text
+
+
+def _w_bytes(data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + data
+
+
+def _w_rr(owner: bytes, rtype: int, section=1, index=0, ttl=300, rclass=1) -> bytes:
+    return _w_name(owner) + struct.pack(">HHIII", rtype, rclass, ttl, section, index)
+
+
+def _w_header(qname=b"example.com", qtype=1, ancount=1, nscount=0, arcount=0,
+              edns=True) -> bytes:
+    has = struct.pack(">B", 1) + _w_name(qname) if qname is not None else b"\0"
+    return (struct.pack(">HHHHHHHHH", _HEADER, 0x1234, 0x8180, 0, 0,
+                        1 if qname is not None else 0, ancount, nscount, arcount + edns)
+            + has + struct.pack(">HHiHHH", qtype if qname else 0, 1 if qname else 0,
+                                0 if edns else -1, 1232 if edns else 0, 0, 0))
+
+
+def _w_edns(code=15, data=b"\0\x12blocked", info=18, text=b"blocked", client=b"",
+            server=b"", family=0, source=0, scope=0, address=b"") -> bytes:
+    return (struct.pack(">HH", _EDNS, code) + _w_bytes(data) + struct.pack(">i", info)
+            + _w_bytes(text) + _w_bytes(client) + _w_bytes(server)
+            + struct.pack(">HBB", family, source, scope) + _w_bytes(address))
+
+
+def _w_answer(steps=(), status=0, detail=b"", kind=_VERDICT) -> bytes:
+    """An answer's frame, without its 4-octet length."""
+    return (struct.pack(">IHHiH", _MAGIC, _VERSION, kind, status, len(detail)) + detail
+            + struct.pack(">I", len(steps)) + b"".join(steps))
+
+
+def service_answers() -> dict:
+    """{name: answer frame}: what dnsshimd answers, hand-encoded: a header
+    and an A record, every typed kind, an EDNS option of each decoded
+    code, a verdict with its detail, a fault, a ping's answer."""
+    a = struct.pack(">H", 1) + _w_rr(b"example.com", 1) + bytes([192, 0, 2, 1])
+    aaaa = struct.pack(">H", 28) + _w_rr(b"example.com", 28, 1, 1) + bytes(range(16))
+    txt = (struct.pack(">H", 16) + _w_rr(b"example.com", 16, 1, 2) + struct.pack(">I", 3)
+           + _w_bytes(b"v=spf1 -all") + _w_bytes(b"") + _w_bytes(b"a\0b"))
+    cname = struct.pack(">H", 5) + _w_rr(b"www.example.com", 5) + _w_name(b"example.com")
+    ns = struct.pack(">H", 2) + _w_rr(b"example.com", 2, 2, 0) + _w_name(b"ns1.example.com")
+    ptr = struct.pack(">H", 12) + _w_rr(b"1.2.0.192.in-addr.arpa", 12) + _w_name(b"host.")
+    dname = struct.pack(">H", 39) + _w_rr(b"example.com", 39) + _w_name(b"example.net")
+    mx = (struct.pack(">H", 15) + _w_rr(b"example.com", 15) + struct.pack(">H", 10)
+          + _w_name(b"mail.example.com"))
+    srv = (struct.pack(">H", 33) + _w_rr(b"_sip._udp.example.com", 33, 1, 3)
+           + struct.pack(">HHH", 10, 60, 5060) + _w_name(b"sip.example.com"))
+    naptr = (struct.pack(">H", 35) + _w_rr(b"example.com", 35, 1, 4) + struct.pack(">HH", 100, 10)
+             + _w_bytes(b"S") + _w_bytes(b"SIP+D2U") + _w_bytes(b"")
+             + _w_name(b"_sip._udp.example.com"))
+    soa = (struct.pack(">H", 6) + _w_rr(b"example.com", 6, 2, 0) + _w_name(b"ns1.example.com")
+           + _w_name(b"hostmaster.example.com") + struct.pack(">IIIII", 2024010101, 7200,
+                                                                3600, 1209600, 300))
+    other = struct.pack(">H", _OTHER) + _w_rr(b"example.com", 257, 4, 0) \
+        + _w_bytes(b"\0\x05issueletsencrypt.org")
+    cookie = _w_edns(10, bytes(range(24)), -1, b"", bytes(range(8)), bytes(range(8, 24)))
+    ecs = _w_edns(8, b"\0\x01\x18\x00\xc0\x00\x02", -1, b"", family=1, source=24,
+                  address=b"\xc0\x00\x02")
+    return {
+        "a": _w_answer([_w_header(), _w_edns(), a]),
+        "every-kind": _w_answer([_w_header(ancount=9, nscount=2, arcount=1), cookie, ecs, a,
+                                 aaaa, txt, cname, dname, mx, srv, naptr, ptr, ns, soa, other]),
+        "txt": _w_answer([_w_header(qtype=16, edns=False), txt]),
+        "no-question": _w_answer([_w_header(qname=None, ancount=0)]),
+        "verdict": _w_answer(status=-4, detail=b"DNS_SHIM_ERR_TRUNCATED: the message ends "
+                                                b"inside the answer section's record 0"),
+        "mismatch": _w_answer(status=-16, detail=b"DNS_SHIM_ERR_MISMATCH: the ID is 0x1234, "
+                                                 b"the query's 0x4321"),
+        "fault": _w_answer(kind=_FAULT, status=-13, detail=b"DNS_SHIM_ERR_NO_MEMORY: the "
+                                                           b"service's memory limit"),
+        "ping": _w_answer(),
+    }
+
+
+def service_seeds(where: Path) -> Path:
+    """fuzz_service's seed folder: each answer of service_answers() behind
+    several choices of the harness (its config octet: the whole set, 1.0's
+    size, a counting allocator, one that refuses, a callback that fails, a
+    ping), written into where."""
+    where = Path(where)
+    where.mkdir(parents=True, exist_ok=True)
+    choices = {
+        "libc": bytes([0x00, 7]),
+        "size-1.0": bytes([0x04, 7]),
+        "counting": bytes([0x10, 7]),
+        "refusing-after-1": bytes([0x30, 7, 1]),
+        "refusing": bytes([0x30, 3, 0]),
+        "no-edns-callback": bytes([0x08, 7, 0x20, 0x00]),
+        "callback-fails": bytes([0x50, 7, 2, 1]),
+        "ping": bytes([0x80, 0]),
+    }
+    for name, frame in service_answers().items():
+        for how, prefix in choices.items():
+            if (how == "ping") != (name in ("ping", "fault")):
+                continue
+            (where / f"{name}-{how}").write_bytes(prefix + frame)
+    # Frame 1, the harness's head: the step count's octet, then the steps.
+    every = service_answers()["every-kind"]
+    (where / "every-kind-head").write_bytes(bytes([0x01, 7, every[17]]) + every[18:])
+    # Frame 2, an answer the harness builds from choices: a step to each
+    # member, its fields from small choices (every one well-formed).
+    choices = b"".join(bytes([m]) + bytes([3]) * 60 for m in range(14))
+    (where / "built-counting").write_bytes(bytes([0x12, 7, 14]) + choices)
+    (where / "built-fails").write_bytes(bytes([0x42, 7, 9, 1, 14]) + choices)
+    return where
 
 
 def environment(base=None) -> dict:
