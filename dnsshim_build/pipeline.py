@@ -358,6 +358,12 @@ NSS_EXPORTS = CSRC / "nss" / "libnss_dnsshim.map"
 
 
 def preamble(library: Library) -> str:
+#: Compiled into the module beside it: libdnsshim's client of the parse
+#: service, its plan's check and calls, and what they need of the rest of the
+#: library (nss_client.c), so that a lookup the service parses loads no
+#: libdnsshim; the module dlopen()s libdnsshim only to parse in the process.
+NSS_UNITS = (CSRC / "lib" / "service.c", CSRC / "lib" / "dispatch.c",
+             CSRC / "nss" / "nss_client.c")
     """cffi's preamble for a library: its bridge, included by its path under
     csrc/ (on the include path of every compile of the unit), so that the
     compiler sees the bridge as itself and its diagnostics name the bridge's
@@ -837,20 +843,23 @@ def _link_shared(library: Library, objects: list, out_dir: Path, mode: Mode,
     return shared
 
 
-def _link_nss_module(out_dir: Path, verbose: bool, system: bool = False) -> Path:
+def _link_nss_module(out_dir: Path, generated: Path, verbose: bool,
+                     system: bool = False) -> Path:
     """libnss_dnsshim.so.2 (NSS_MODULE) into out_dir, beside the libdnsshim it
-    links: compiled and linked in one step, exporting only the _nss_dnsshim_*
-    functions (NSS_EXPORTS), with glibc's resolver (-lresolv).  It finds
-    libdnsshim beside itself ($ORIGIN), or, in a system directory, where the
-    dynamic linker looks anyway; in a setuid program, where glibc ignores
-    $ORIGIN, the module is found by ld.so.cache like any system library.
-    No -z nodelete: glibc never unloads an NSS module, and the module keeps
-    no state the library does not."""
+    loads: compiled and linked in one step with NSS_UNITS (``generated``:
+    the library's generated headers), exporting only the _nss_dnsshim_*
+    functions (NSS_EXPORTS), with glibc's resolver (-lresolv) and nothing of
+    this project's: libdnsshim is dlopen()ed by its SONAME for a reply the
+    parse service does not parse, found beside the module ($ORIGIN) or, in
+    a system directory, where the dynamic linker looks anyway; in a setuid
+    program, where glibc ignores $ORIGIN, by ld.so.cache like any system
+    library.  No -z nodelete: glibc never unloads an NSS module."""
     module = out_dir / NSS_MODULE
-    _run([compiler(), "-shared", *_library_flags(), str(NSS_SOURCE), "-o", f"{module}.tmp",
+    _run([compiler(), "-shared", *_library_flags(), f"-I{generated}", str(NSS_SOURCE),
+          *map(str, NSS_UNITS), "-o", f"{module}.tmp",
           f"-Wl,--version-script={NSS_EXPORTS}", f"-Wl,-soname,{NSS_MODULE}",
-          "-Wl,--no-undefined", f"-L{out_dir}", "-ldnsshim",
-          *([] if system else ["-Wl,-rpath,$ORIGIN"]), "-lresolv", *env_flags("LDFLAGS")],
+          "-Wl,--no-undefined", *([] if system else ["-Wl,-rpath,$ORIGIN"]), "-lresolv",
+          "-ldl", *env_flags("LDFLAGS")],
          verbose)
     os.replace(f"{module}.tmp", module)
     return module
@@ -926,7 +935,7 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
                 _archive(library, _objects(units, STATIC), out_dir, work, verbose)
             entries += [unit.entry(os.getcwd()) for unit in units]
         if mode is not Mode.BUNDLE:
-            _link_nss_module(out_dir, verbose, system)
+            _link_nss_module(out_dir, work, verbose, system)
         if mode is Mode.SOURCE_TREE:
             _write_json(work / COMPILE_COMMANDS, entries)
     return out_dir / DNSSHIM.soname

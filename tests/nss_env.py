@@ -187,11 +187,12 @@ class Result:
     """The commands' results in the order given, the responder's log, and
     where the time went (seconds): ``copy_etc`` (copying /etc, in the
     namespace), ``setup`` (from run()'s start until the first command
-    started), ``total``."""
+    started), ``total``; with a service, its log."""
     commands: list
     queries: list
     received: list
     timings: dict
+    service_log: str = ""
 
 
 # ---- building commands and replies -----------------------------------------------------
@@ -332,7 +333,7 @@ def _unavailable(reason: str) -> None:
 
 def run(tmp_path, zone, commands, *, nsswitch="hosts: files dns\n",
         resolv="nameserver 127.0.0.1\n", hosts="127.0.0.1 localhost\n", library_dirs=(),
-        etc_files=None, apex=APEX, addresses=ADDRESSES, timeout=60) -> Result:
+        etc_files=None, apex=APEX, addresses=ADDRESSES, timeout=60, service=None) -> Result:
     """The commands run one after another in a namespace of their own (the
     module's docstring says what it holds), the responder answering from
     ``zone``; returns their results and the responder's log.
@@ -348,6 +349,10 @@ def run(tmp_path, zone, commands, *, nsswitch="hosts: files dns\n",
     ETC_DEFAULTS.  apex: the zone apex of the default replies.  addresses:
     the loopback interface's other addresses (CIDR).  timeout: seconds for
     all the commands together (a command's own timeout is within it).
+    service: dnsshimd's path (or [path, option...]): /run is then a tmpfs of
+    the namespace's own, and root starts the service on its default socket
+    (/run/dnsshim/parse.sock) before the first command and stops it
+    (SIGTERM) after the last; its log is the result's ``service_log``.
 
     Needs root, unshare, ip, mount and a tmpfs (and setpriv for a command with a
     user, ldconfig with library_dirs); without them, or where namespaces
@@ -381,6 +386,8 @@ def run(tmp_path, zone, commands, *, nsswitch="hosts: files dns\n",
         "zone": _zone_spec(zone or {}),
         "apex": _name(apex),
         "timeout": timeout,
+        "service": None if service is None else [str(a) for a in (
+            [service] if isinstance(service, (str, os.PathLike)) else service)],
         "started": time.time() - (time.monotonic() - started),
         "result": str(work / "result.json"),
         "commands": [{
@@ -423,7 +430,8 @@ def run(tmp_path, zone, commands, *, nsswitch="hosts: files dns\n",
                   for t, server, w, r in out["received"]],
         timings={"copy_etc": out["copy_etc"],
                  "setup": out["first_command"] - spec["started"],
-                 "total": time.monotonic() - started})
+                 "total": time.monotonic() - started},
+        service_log=out.get("service_log", ""))
 
 
 # ---- inside the namespace: the runner and the responder --------------------------------
@@ -590,6 +598,8 @@ def _setup(spec: dict) -> float:
         _check("ip", "address", "add", address, "dev", "lo",
                *(["nodad"] if ":" in address else []))
     _check("mount", "--make-rprivate", "/")
+    if spec.get("service"):
+        _check("mount", "-t", "tmpfs", "-o", "mode=755", "nss-env-run", "/run")
     # Copied onto a tmpfs: a tenth of the time of a copy onto a disk, and
     # gone with the namespace.
     private = Path(spec["private"])
@@ -652,12 +662,34 @@ def _main(spec_path: str) -> None:
     copied = _setup(spec)
     responder = _Responder(spec["zone"], spec["apex"])
     responder.start()
+    service = _start_service(spec["service"]) if spec.get("service") else None
     first = time.time()
     results = [_run_command(c, deadline) for c in spec["commands"]]
+    service_log = ""
+    if service is not None:
+        service.terminate()
+        service.wait(timeout=30)
+        service_log = Path("/run/dnsshimd.log").read_text(errors="replace")
     responder.stop()
     Path(spec["result"]).write_text(json.dumps({
         "commands": results, "queries": responder.queries, "received": responder.received,
-        "errors": responder.errors, "first_command": first, "copy_etc": copied}))
+        "errors": responder.errors, "first_command": first, "copy_etc": copied,
+        "service_log": service_log}))
+
+
+def _start_service(argv):
+    """dnsshimd, started by root on its default socket; waited for."""
+    log = open("/run/dnsshimd.log", "wb")
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/",
+                            env={"PATH": "/usr/bin:/bin"})
+    for _ in range(1200):
+        text = Path("/run/dnsshimd.log").read_text(errors="replace")
+        if "serving" in text:
+            return proc
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise RuntimeError("dnsshimd did not start: " + Path("/run/dnsshimd.log").read_text())
 
 
 if __name__ == "__main__":

@@ -478,10 +478,9 @@ def test_the_nss_module_package_is_packaged_as_debian_s_nss_modules(package_buil
     assert package_build.field(package, "Section") == "admin"
     assert package_build.field(package, "Multi-Arch") == "same"
     depends = _relations(package_build.field(package, "Depends"))
-    # libdnsshim1 of this very build (the module calls its private entry,
-    # DNSSHIM_PRIVATE), which dpkg-gencontrol merges with what dpkg-shlibdeps
-    # found (libdnsshim1 (>= 1.3.0), by its symbols file); and glibc
-    # (libresolv, libc)
+    # libdnsshim1 of this very build (the module dlopen()s it and calls its
+    # private entries, DNSSHIM_PRIVATE: no shlibs dependency can say so); and
+    # glibc (libresolv, libc)
     assert {r.split()[0] for r in depends} == {"libdnsshim1", "libc6"}
     assert {r for r in depends if r.startswith("libdnsshim1 ")} == {f"libdnsshim1 (= {VERSION})"}
     control = package_build.control(package)
@@ -640,8 +639,10 @@ def test_the_nss_module_package_leaves_nsswitch_conf_alone(installed):
     assert installed.run(f"dpkg-query -S {NSS_MODULE}").stdout == \
         f"libnss-dnsshim:{ARCH}: {NSS_MODULE}\n"
     assert _ld_cache_lists_the_nss_module(installed)
-    # a system library: no run path; libdnsshim found by ld.so.cache, and
-    # every symbol of the module and its libraries bound
+    # a system library: no run path; libdnsshim not linked (a lookup the
+    # parse service parses loads no Python) but dlopen()ed by its SONAME, which
+    # ld.so.cache finds, for a reply parsed in the process; every symbol of
+    # the module and its libraries bound
     dynamic = installed.run(f"readelf -d {NSS_MODULE}").stdout
     assert "Library soname: [libnss_dnsshim.so.2]" in dynamic
     assert "Shared library: [libdnsshim.so.1]" in dynamic

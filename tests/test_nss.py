@@ -123,29 +123,41 @@ def _outputs(result):
 
 
 @pytest.fixture(scope="module")
-def compared(module_dir, tmp_path_factory):
-    """The same lookups with dns and with dnsshim: (dns's run, dnsshim's run)."""
+def compared(module_dir, built, tmp_path_factory):
+    """The same lookups with dns, with dnsshim, and with dnsshim while the
+    parse service runs: (dns's run, dnsshim's run, the service's run)."""
     runs = []
-    for nsswitch in (DNS, DNSSHIM):
+    for nsswitch, service in ((DNS, None), (DNSSHIM, None), (DNSSHIM, built.service_prog)):
         runs.append(nss_env.run(tmp_path_factory.mktemp("nss"), ZONE, _commands(),
                                 nsswitch=nsswitch, resolv=RESOLV,
-                                library_dirs=[module_dir], timeout=240))
+                                library_dirs=[module_dir], timeout=240, service=service))
     return runs
 
 
 def test_every_lookup_prints_what_glibc_s_dns_module_prints(compared):
     """getent's and python3's stdout, stderr and exit status, command by
     command, are dns's."""
-    dns, dnsshim = compared
+    dns, dnsshim, _ = compared
     for ours, theirs in zip(_outputs(dnsshim), _outputs(dns)):
         assert ours == theirs
+
+
+def test_through_the_parse_service_every_lookup_prints_what_dns_prints(compared):
+    """The same with dnsshimd on its default socket: each reply parsed by
+    the service, the programs' output dns's, command by command; the
+    service answered and stopped cleanly."""
+    dns, _, through = compared
+    for ours, theirs in zip(_outputs(through), _outputs(dns)):
+        assert ours == theirs
+    assert "serving /run/dnsshim/parse.sock" in through.service_log
+    assert through.service_log.rstrip().endswith("dnsshimd: stopped")
 
 
 def test_the_answers_are_the_zone_s(compared):
     """What the comparison compares is real: the addresses, the canonical
     name at the end of the CNAME chain with the earlier names as aliases,
     the statuses of a missing name, NODATA and SERVFAIL, a reverse name."""
-    _, dnsshim = compared
+    _, dnsshim, _ = compared
     out = {tuple(c.argv[1:3]): c for c in dnsshim.commands}
     assert out[("hosts", "www.example.test")].stdout == "2001:db8::1     www.example.test\n"
     assert out[("ahostsv4", "www.example.test")].stdout == (
@@ -179,8 +191,9 @@ def test_the_module_asks_what_glibc_asks(compared):
     """The same questions for the search list, ndots and a final dot, and
     TCP after the truncated reply: the set of (transport, name, type) asked
     is dns's (glibc's dns sends A and AAAA together; the order may differ)."""
-    dns, dnsshim = compared
+    dns, dnsshim, through = compared
     assert set(dnsshim.queries) == set(dns.queries)
+    assert set(through.queries) == set(dns.queries)
     assert nss_env.Query("tcp", "big.example.test", "A") in dnsshim.queries
     assert nss_env.Query("udp", "www.sub.example.test", "A") in dnsshim.queries
 
@@ -285,24 +298,30 @@ MALFORMED = {
 }
 
 
+#: The malformed replies' third run: dnsshim with the parse service.
+SERVICE = "service"
+
+
 @pytest.fixture(scope="module")
-def malformed(module_dir, tmp_path_factory):
+def malformed(module_dir, built, tmp_path_factory):
     """For each class: getent ahostsv4 and hosts with dns, then with dnsshim,
-    and python3's getaddrinfo, with DNS_SHIM_NSS_LOG=stderr for the last."""
+    then with dnsshim and the parse service (SERVICE), and python3's
+    getaddrinfo, with DNS_SHIM_NSS_LOG=stderr for the last."""
     out = {}
     for label, (wire, _) in MALFORMED.items():
         zone = {("www.example.test", "A"): raw(wire), ("www.example.test", "AAAA"): []}
         runs = {}
-        for nsswitch in (DNS, DNSSHIM):
+        for key, nsswitch, service in ((DNS, DNS, None), (DNSSHIM, DNSSHIM, None),
+                                       (SERVICE, DNSSHIM, built.service_prog)):
             cmds = [getent("ahostsv4", "www.example.test"),
                     getent("hosts", "www.example.test"),
                     nss_env.command([_python3(), "-c", PYTHON,
                                      json.dumps([["getaddrinfo", "www.example.test"]])]),
                     getent("ahostsv4", "www.example.test",
                            env={**nss_env.ENV, "DNS_SHIM_NSS_LOG": "stderr"})]
-            runs[nsswitch] = nss_env.run(tmp_path_factory.mktemp("nss-bad"), zone, cmds,
-                                         nsswitch=nsswitch, library_dirs=[module_dir],
-                                         timeout=120)
+            runs[key] = nss_env.run(tmp_path_factory.mktemp("nss-bad"), zone, cmds,
+                                    nsswitch=nsswitch, library_dirs=[module_dir],
+                                    timeout=120, service=service)
         out[label] = runs
     return out
 
@@ -313,6 +332,15 @@ def test_glibc_s_dns_module_reads_an_address_from_it(malformed, label):
     dns = malformed[label][DNS].commands
     assert (dns[0].returncode, dns[0].stdout.splitlines()[0]) == (
         0, "192.0.2.1       STREAM www.example.test")
+
+
+@pytest.mark.parametrize("label", sorted(MALFORMED))
+def test_through_the_parse_service_the_module_refuses_it_the_same(malformed, label):
+    """The parse service's verdict is the library's: every command's output,
+    the diagnostic line included, is the module's without the service."""
+    alone, through = malformed[label][DNSSHIM], malformed[label][SERVICE]
+    assert _outputs(through) == _outputs(alone)
+    assert "stopped" in through.service_log
 
 
 @pytest.mark.parametrize("label", sorted(MALFORMED))
@@ -586,44 +614,107 @@ zone "2.0.192.in-addr.arpa" {{ type primary; file "{d}/reverse.db"; }};
 
 # ---- loading is not starting ------------------------------------------------------------
 
-_DLOPEN_ONLY = r"""
+_LOADED = r"""
 #include <dlfcn.h>
-#include <stdio.h>
 #include <dirent.h>
-int main(int argc, char **argv)
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+
+/* What this process holds: libdnsshim and libpython mapped or not, the
+** interpreter started or not, its threads. */
+static void state(const char *when, const char *libpython)
 {
-    void *module = dlopen("libnss_dnsshim.so.2", RTLD_NOW | RTLD_LOCAL), *python;
-    int (*initialized)(void);
+    void *lib = dlopen("libdnsshim.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    void *python = dlopen(libpython, RTLD_LAZY | RTLD_NOLOAD);
+    int (*initialized)(void) = python ? (int (*)(void))dlsym(python, "Py_IsInitialized") : NULL;
     int threads = 0;
-    DIR *d;
-    if (module == NULL || argc != 2) {
-        printf("dlopen: %s\n", dlerror());
-        return 1;
-    }
-    python = dlopen(argv[1], RTLD_LAZY | RTLD_NOLOAD);
-    initialized = python ? (int (*)(void))dlsym(python, "Py_IsInitialized") : NULL;
-    if ((d = opendir("/proc/self/task")) != NULL) {
+    DIR *d = opendir("/proc/self/task");
+    if (d != NULL) {
         while (readdir(d) != NULL)
             threads++;
         closedir(d);
     }
-    printf("libpython loaded %d, initialized %d, threads %d\n", python != NULL,
-           initialized ? initialized() : -1, threads - 2);
+    printf("%s: libdnsshim %d, libpython %d, initialized %d, threads %d\n", when, lib != NULL,
+           python != NULL, initialized ? initialized() : -1, threads - 2);
+}
+
+/* argv[1]: libpython's soname; then "load" (dlopen the module, as glibc
+** does when nsswitch.conf names it) or "lookup NAME" (getaddrinfo). */
+int main(int argc, char **argv)
+{
+    state("before", argv[1]);
+    if (argc == 3 && strcmp(argv[2], "load") == 0) {
+        if (dlopen("libnss_dnsshim.so.2", RTLD_NOW | RTLD_LOCAL) == NULL) {
+            printf("dlopen: %s\n", dlerror());
+            return 1;
+        }
+        state("loaded", argv[1]);
+    } else if (argc == 4 && strcmp(argv[2], "lookup") == 0) {
+        struct addrinfo hints, *res;
+        char text[64];
+        int rc;
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = AF_INET;
+        hints.ai_socktype = SOCK_STREAM;
+        rc = getaddrinfo(argv[3], NULL, &hints, &res);
+        if (rc != 0) {
+            printf("getaddrinfo: %d\n", rc);
+            return 1;
+        }
+        inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, text, sizeof text);
+        printf("address %s\n", text);
+        freeaddrinfo(res);
+        state("looked up", argv[1]);
+    }
     return 0;
 }
 """
 
 
-def test_loading_the_module_starts_nothing(module_dir, tmp_path):
-    """glibc dlopen()s the module when nsswitch.conf names it: that maps
-    libdnsshim and libpython, and starts no interpreter and no thread; the
-    start is paid at the first lookup."""
+@pytest.fixture(scope="module")
+def loaded_program(tmp_path_factory):
     gcc = require_program("gcc", "gcc")
-    source, program = tmp_path / "dlopen_only.c", tmp_path / "dlopen_only"
-    source.write_text(_DLOPEN_ONLY)
-    subprocess.run([gcc, "-Wall", "-Werror", str(source), "-o", str(program), "-ldl"], check=True)
+    where = tmp_path_factory.mktemp("nss-loaded")
+    source, program = where / "loaded.c", where / "loaded"
+    source.write_text(_LOADED)
+    subprocess.run([gcc, "-Wall", "-Werror", str(source), "-o", str(program), "-ldl"],
+                   check=True)
+    os.chmod(where, 0o755)
+    return program
+
+
+def test_loading_the_module_starts_nothing(module_dir, loaded_program):
+    """glibc dlopen()s the module when nsswitch.conf names it: that maps
+    neither libdnsshim nor libpython, and starts no thread."""
     libpython = sysconfig.get_config_var("INSTSONAME")
-    result = subprocess.run([str(program), libpython], capture_output=True, text=True,
+    result = subprocess.run([str(loaded_program), libpython, "load"], capture_output=True,
+                            text=True,
                             env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(module_dir)})
     assert (result.returncode, result.stdout, result.stderr) == (
-        0, "libpython loaded 1, initialized 0, threads 1\n", "")
+        0, "before: libdnsshim 0, libpython 0, initialized -1, threads 1\n"
+           "loaded: libdnsshim 0, libpython 0, initialized -1, threads 1\n", "")
+
+
+def test_a_lookup_the_service_parses_maps_no_python(module_dir, built, loaded_program,
+                                                     tmp_path):
+    """A program's getaddrinfo, its reply parsed by dnsshimd: the address,
+    and the process has mapped neither libdnsshim nor libpython and made no
+    thread.  Without the service the same lookup loads libdnsshim and starts
+    its interpreter (the control)."""
+    libpython = sysconfig.get_config_var("INSTSONAME")
+    cmds = [nss_env.command([loaded_program, libpython, "lookup", "www.example.test"])]
+    runs = [nss_env.run(tmp_path / name, ZONE, cmds, nsswitch=DNSSHIM, resolv=RESOLV,
+                        library_dirs=[module_dir], timeout=120, service=service)
+            for name, service in (("service", built.service_prog), ("alone", None))]
+    through, alone = (run.commands[0] for run in runs)
+    assert (through.returncode, through.stderr) == (0, "")
+    assert through.stdout.splitlines() == [
+        "before: libdnsshim 0, libpython 0, initialized -1, threads 1",
+        "address 192.0.2.1",
+        "looked up: libdnsshim 0, libpython 0, initialized -1, threads 1"]
+    assert alone.stdout.splitlines()[1:] == [
+        "address 192.0.2.1",
+        "looked up: libdnsshim 1, libpython 1, initialized 1, threads 1"]

@@ -210,9 +210,10 @@ DNS_SHIM_API int32_t process_dns_response(uint8_t *dns_response, int32_t respons
     return dns_shim__run(dns_response, response_len, NULL, dns_shim__take_registered(&copy));
 }
 
-DNS_SHIM_API int32_t dns_shim_process_reply(const uint8_t *dns_response, int32_t response_len,
-                                            const dns_shim_query *query,
-                                            const dns_shim_callbacks *callbacks)
+/* dns_shim_process_reply, through the service (dns_shim__run) or here. */
+static int32_t dns_shim__process_reply(const uint8_t *dns_response, int32_t response_len,
+                                       const dns_shim_query *query,
+                                       const dns_shim_callbacks *callbacks, int here)
 {
     dns_shim_callbacks copy;
     dns_shim_query query_copy;
@@ -232,7 +233,24 @@ DNS_SHIM_API int32_t dns_shim_process_reply(const uint8_t *dns_response, int32_t
     status = dns_shim__copy_query(query, &query_copy);
     if (status != DNS_SHIM_OK)
         return status;
+    if (here)
+        return dns_shim__run_here(dns_response, response_len, &query_copy, use);
     return dns_shim__run(dns_response, response_len, &query_copy, use);
+}
+
+DNS_SHIM_API int32_t dns_shim_process_reply(const uint8_t *dns_response, int32_t response_len,
+                                            const dns_shim_query *query,
+                                            const dns_shim_callbacks *callbacks)
+{
+    return dns_shim__process_reply(dns_response, response_len, query, callbacks, 0);
+}
+
+DNS_SHIM__PRIVATE_API int32_t dns_shim__process_reply_local(const uint8_t *dns_response,
+                                                            int32_t response_len,
+                                                            const dns_shim_query *query,
+                                                            const dns_shim_callbacks *callbacks)
+{
+    return dns_shim__process_reply(dns_response, response_len, query, callbacks, 1);
 }
 
 /* ------------------------------------------------------------------ */

@@ -516,15 +516,22 @@ DNS_SHIM__PRIVATE_API int32_t dns_shim__own_start(void (*then)(void))
 int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
                       const dns_shim_callbacks *callbacks)
 {
+    int32_t rc;
+    /* The parse service, where there is one (service.c). */
+    if (dns_shim__service_run(buf, len, query, callbacks, &rc))
+        return rc;
+    return dns_shim__run_here(buf, len, query, callbacks);
+}
+
+int32_t dns_shim__run_here(const uint8_t *buf, int32_t len, const dns_shim_query *query,
+                           const dns_shim_callbacks *callbacks)
+{
     static const uint8_t empty[1] = {0};
     dns_shim__step *steps = NULL;
     size_t count = 0, n_done;
     uint64_t token = 0, done[DNS_SHIM__QUEUE];
     int32_t rc;
 
-    /* The parse service, where there is one (service.c). */
-    if (dns_shim__service_run(buf, len, query, callbacks, &rc))
-        return rc;
     /* Parallelism above 1: the pool's interpreters parse (pool.c). */
     if (dns_shim__pool_on()) {
         rc = dns_shim__pool_run(buf, len, query, callbacks);

@@ -149,6 +149,10 @@ DNS_SHIM__HIDDEN int dns_shim__service_read(const uint8_t *frame, size_t n, int 
 DNS_SHIM__HIDDEN int32_t dns_shim__run(const uint8_t *buf, int32_t len,
                                        const dns_shim_query *query,
                                        const dns_shim_callbacks *callbacks);
+/* The same in this process, the service not asked (dns_shim.c). */
+DNS_SHIM__HIDDEN int32_t dns_shim__run_here(const uint8_t *buf, int32_t len,
+                                            const dns_shim_query *query,
+                                            const dns_shim_callbacks *callbacks);
 
 /* The host's allocator and the memory limit (memory.c). */
 DNS_SHIM__HIDDEN extern size_t dns_shim__limit;
@@ -276,6 +280,14 @@ DNS_SHIM__PRIVATE_API int32_t dns_shim__own_start(void (*then)(void));
 ** module glibc loads into any program must never write to). */
 DNS_SHIM__PRIVATE_API void dns_shim__set_default_log_handler(dns_shim_log_handler handler,
                                                             void *ctx);
+
+/* libnss_dnsshim's entry for a reply its own service client could not
+** have parsed (api.c): dns_shim_process_reply in this process, the
+** service not asked again. */
+DNS_SHIM__PRIVATE_API int32_t dns_shim__process_reply_local(const uint8_t *dns_response,
+                                                            int32_t response_len,
+                                                            const dns_shim_query *query,
+                                                            const dns_shim_callbacks *callbacks);
 
 /* dnsshimd's entry (service.c): the process is the parse service, and
 ** parses every message itself. */

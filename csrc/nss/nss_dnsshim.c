@@ -48,13 +48,13 @@
 #include <sys/socket.h>
 #include <syslog.h>
 
+#include <dlfcn.h>
+
+#define DNS_SHIM_BUILDING 1
 #include "dns_shim.h"
+#include "lib/dns_shim_internal.h"
 
 #define NSS_DNSSHIM_API __attribute__((visibility("default")))
-
-/* libdnsshim's private entry (DNSSHIM_PRIVATE): where its diagnostics go
-** when the program set no handler of its own. */
-void dns_shim__set_default_log_handler(dns_shim_log_handler handler, void *ctx);
 
 /* The EDNS0 payload glibc's resolver advertises (RESOLV_EDNS_BUFFER_SIZE). */
 #define NSS_DNSSHIM_EDNS_PAYLOAD 1200
@@ -106,7 +106,7 @@ static void nss_say(int priority, const char *fmt, ...)
 /* The library's diagnostics (a start that failed, with its traceback):
 ** where the module's go, at their syslog severity, unless the program set
 ** a handler of its own. */
-static void nss_library_log(void *ctx, int32_t level, const char *message)
+DNS_SHIM__HIDDEN void nss_dnsshim__library_log(void *ctx, int32_t level, const char *message)
 {
     (void)ctx;
     if (level > DNS_SHIM_LOG_WARNING)
@@ -114,11 +114,83 @@ static void nss_library_log(void *ctx, int32_t level, const char *message)
     nss_say(level == DNS_SHIM_LOG_ERROR ? LOG_ERR : LOG_WARNING, "%s", message);
 }
 
-static pthread_once_t nss_once = PTHREAD_ONCE_INIT;
+/* ------------------------------------------------------------------ */
+/* libdnsshim, loaded for a reply the service does not parse            */
 
-static void nss_setup(void)
+/* The module asks the parse service itself (csrc/lib/service.c, compiled
+** in: nss_client.c).  Only a reply it must parse in the process loads
+** libdnsshim, once, RTLD_LOCAL, by its SONAME: found beside this module
+** ($ORIGIN) or where the dynamic linker looks (in a setuid program, where
+** glibc ignores $ORIGIN, by ld.so.cache).  A program whose lookups the
+** service parses maps neither libdnsshim nor libpython. */
+#define NSS_DNSSHIM_LIBRARY "libdnsshim.so.1"
+
+typedef struct nss_library {
+    /* DNSSHIM_PRIVATE: dns_shim_process_reply in the process, the service
+    ** already asked; where diagnostics go while the program set no handler */
+    int32_t (*process_reply)(const uint8_t *, int32_t, const dns_shim_query *,
+                             const dns_shim_callbacks *);
+    void (*set_default_log_handler)(dns_shim_log_handler, void *);
+    const char *(*last_error)(void);
+} nss_library;
+
+static pthread_once_t nss_once = PTHREAD_ONCE_INIT;
+static nss_library nss_lib;
+static int nss_lib_loaded = 0;
+static char nss_lib_error[512];
+
+static void nss_load(void)
 {
-    dns_shim__set_default_log_handler(nss_library_log, NULL);
+    void *handle = dlopen(NSS_DNSSHIM_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    const char *why = NULL;
+    if (handle == NULL) {
+        why = dlerror();
+    } else {
+        *(void **)&nss_lib.process_reply = dlsym(handle, "dns_shim__process_reply_local");
+        *(void **)&nss_lib.set_default_log_handler =
+            dlsym(handle, "dns_shim__set_default_log_handler");
+        *(void **)&nss_lib.last_error = dlsym(handle, "dns_shim_last_error");
+        if (nss_lib.process_reply == NULL || nss_lib.set_default_log_handler == NULL ||
+            nss_lib.last_error == NULL)
+            why = "it is older than this module (no dns_shim__process_reply_local)";
+    }
+    if (why != NULL) {
+        snprintf(nss_lib_error, sizeof nss_lib_error, "DNS_SHIM_ERR_INIT: cannot load "
+                 NSS_DNSSHIM_LIBRARY ": %s; install the libdnsshim1 package, or the module's "
+                 "own libdnsshim beside it", why);
+        nss_say(LOG_ERR, "%s", nss_lib_error + sizeof "DNS_SHIM_ERR_INIT: " - 1);
+        return;
+    }
+    nss_lib.set_default_log_handler(nss_dnsshim__library_log, NULL);
+    nss_lib_loaded = 1;
+}
+
+/* The library, loaded once; NULL when it cannot be (said once). */
+static const nss_library *nss_library_get(void)
+{
+    pthread_once(&nss_once, nss_load);
+    return nss_lib_loaded ? &nss_lib : NULL;
+}
+
+/* A reply parsed: by the service when one answers, else by libdnsshim in
+** the process.  The status, and *detail the call's dns_shim_last_error. */
+static int32_t nss_parse(const unsigned char *answer, int n, const dns_shim_query *asked,
+                         const dns_shim_callbacks *callbacks, const char **detail)
+{
+    const nss_library *lib;
+    int32_t status;
+    if (dns_shim__service_run(answer, n, asked, callbacks, &status)) {
+        *detail = dns_shim__error;
+        return status;
+    }
+    lib = nss_library_get();
+    if (lib == NULL) {
+        *detail = nss_lib_error;
+        return DNS_SHIM_ERR_INIT;
+    }
+    status = lib->process_reply(answer, n, asked, callbacks);
+    *detail = lib->last_error();
+    return status;
 }
 
 /* ------------------------------------------------------------------ */
@@ -267,6 +339,7 @@ static int nss_ask(res_state res, const char *name, int qtype, unsigned char *an
     char qname[NS_MAXDNAME + 1];
     int qlen, n;
     int32_t status;
+    const char *detail = "";
     dns_shim_callbacks callbacks;
     dns_shim_query asked;
 
@@ -323,7 +396,7 @@ static int nss_ask(res_state res, const char *name, int qtype, unsigned char *an
     callbacks.on_aaaa = nss_on_aaaa;
     callbacks.on_cname = nss_on_cname;
     callbacks.on_ptr = nss_on_ptr;
-    status = dns_shim_process_reply(answer, n, &asked, &callbacks);
+    status = nss_parse(answer, n, &asked, &callbacks, &detail);
     if (status == DNS_SHIM_OK)
         return 0;
     if (reply->no_memory || status == DNS_SHIM_ERR_NO_MEMORY || status == DNS_SHIM_ERR_INIT
@@ -335,12 +408,12 @@ static int nss_ask(res_state res, const char *name, int qtype, unsigned char *an
         ** it tried and the fix */
         if (status != DNS_SHIM_ERR_INIT)
             nss_say(LOG_ERR, "%s %s: cannot parse: %s", qname, nss_type_name(qtype),
-                    reply->no_memory ? "out of memory" : dns_shim_last_error());
+                    reply->no_memory ? "out of memory" : detail);
     } else {
         out->refused = status;
         out->herrno = TRY_AGAIN;
         nss_say(LOG_WARNING, "%s %s: reply refused: %s", qname, nss_type_name(qtype),
-                dns_shim_last_error());
+                detail);
     }
     nss_reply_free(reply);
     return -1;
@@ -579,7 +652,6 @@ static enum nss_status nss_failed(const nss_outcome *out, int *errnop, int *h_er
 static int nss_begin(struct __res_state *res, unsigned char **answer, int *errnop,
                      int *h_errnop)
 {
-    pthread_once(&nss_once, nss_setup);
     memset(res, 0, sizeof *res);
     if (res_ninit(res) < 0) {
         *errnop = errno;
