@@ -41,9 +41,11 @@ class Service:
         self.env = dict(os.environ if env is None else env)
         self.env.pop("DNS_SHIM_SERVICE", None)
         self.log_path = self.dir / "dnsshimd.log"
+        self.log_from = 0
         self.proc = None
 
     def start(self, timeout=60.0):
+        self.log_from = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.log_file = open(self.log_path, "ab")
         self.proc = subprocess.Popen([str(self.program), "--socket", str(self.path), *self.args],
                                      stdin=subprocess.DEVNULL, stdout=self.log_file,
@@ -52,7 +54,7 @@ class Service:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"dnsshimd exited {self.proc.returncode}: {self.log()}")
-            if "serving" in self.log():
+            if "serving" in self.log()[self.log_from:]:
                 return self
             time.sleep(0.02)
         raise RuntimeError(f"dnsshimd did not start within {timeout} s: {self.log()}")

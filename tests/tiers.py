@@ -79,6 +79,10 @@ CPYTHON = {
     "test_readme": (False, "the README's two commands"),
     "test_reply": (True, "the reply check through the runtime of that CPython"),
     "test_sanitizers": (False, "the C side under ASan and UBSan"),
+    "test_service_faults": (False, "dnsshimd's C under faulty clients: its loop, limits and "
+                                   "memory; the parse it serves is test_c_programs'"),
+    "test_service_units": (False, "dnsshimd's systemd units: their text and systemd-analyze's "
+                                  "rating"),
     "test_startup": (True, "what the embedded interpreter of that CPython imports at start"),
     "test_startup_failures": (True, "how an installation of that CPython can be wrong"),
     "test_status": (False, "the status table"),

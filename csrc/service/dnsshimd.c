@@ -16,17 +16,21 @@
 ** The socket: socket activation (LISTEN_FDS, the first descriptor passed,
 ** which must be a listening Unix stream socket), else --socket PATH (default
 ** /run/dnsshim/parse.sock; its directory is made, mode 0755, when missing; a
-** stale socket there is replaced; the socket is made mode 0666 and removed
-** at exit).  Run as root without socket activation, it starts its runtime,
-** then gives up root for --user's (default nobody), its groups included,
-** and sets no_new_privs.  It runs in the foreground and logs to standard
-** error.
+** stale socket there is replaced; the socket is made mode 0666, no longer
+** listened on from SIGTERM, and removed at exit).  Run as root without
+** socket activation, it starts its runtime, then gives up root for
+** --user's (default nobody), its groups included, and sets no_new_privs;
+** a child keeps root for one thing, removing the socket once the service
+** has ended, however it ended (keep_socket).  It runs in the foreground
+** and logs to standard error.
 **
 ** Work per client is bounded: one request at a time per connection, a
-** request at most DNS_SHIM__WIRE_REQUEST_MAX octets, IDLE_MS to send a
-** whole request or to read an answer, at most --max-clients connections
-** (one more is accepted and closed at once, so that its client parses on
-** its own instead of waiting), and the answers waiting to be read held
+** request at most DNS_SHIM__WIRE_REQUEST_MAX octets, IDLE_MS for a whole
+** request from its first octet (and to begin one), IDLE_MS to read a whole
+** answer, at most --max-clients connections (one more is accepted and
+** closed at once, so that its client parses on its own instead of
+** waiting; the soft descriptor limit is raised for them, or the clients
+** are fewer, said at start), and the answers waiting to be read held
 ** under ANSWER_BUDGET octets (past it a client is told to parse on its own).
 ** Requests are parsed in arrival order by max(1, parallelism) threads; the
 ** library's pool gives each its own interpreter.
@@ -57,6 +61,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -514,8 +519,9 @@ static void readable(int i)
                 continue;
             return;
         }
+        if (c->got == 0)
+            c->deadline = now_ms() + IDLE_MS; /* a request's whole time starts */
         c->got += (size_t)k;
-        c->deadline = now_ms() + IDLE_MS;
         if (c->got == 4) {
             c->length = (uint32_t)c->head[0] << 24 | (uint32_t)c->head[1] << 16 |
                         (uint32_t)c->head[2] << 8 | c->head[3];
@@ -552,7 +558,6 @@ static void writable(int i)
             return;
         }
         c->sent += (size_t)k;
-        c->deadline = now_ms() + IDLE_MS;
     }
     if (c->close_after) {
         drop(c);
@@ -565,18 +570,28 @@ static void writable(int i)
     c->answer = NULL;
     c->answer_len = c->sent = 0;
     c->state = C_READ;
+    c->deadline = now_ms() + IDLE_MS; /* to start the next request */
 }
+
+/* Until when accepting waits: no descriptor was left for a connection. */
+static long accept_paused = 0;
 
 static void accept_clients(int listen_fd)
 {
+    static int said = 0;
     for (;;) {
         size_t i;
         int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno == EMFILE || errno == ENFILE)
-                say("cannot take a connection: %s", strerror(errno));
+            if (errno == EMFILE || errno == ENFILE) {
+                /* The connections wait in the backlog (their clients'
+                ** bounded wait) until a descriptor is free. */
+                if (!said++)
+                    say("cannot take a connection: %s (said once)", strerror(errno));
+                accept_paused = now_ms() + 50;
+            }
             return;
         }
         for (i = 0; i < max_clients && clients[i].state != C_FREE; i++)
@@ -728,6 +743,83 @@ static int own_socket(const char *path)
     return fd;
 }
 
+/* The descriptors --max-clients needs (a client's, and a few of the
+** service's own): the soft limit raised towards the hard one; where that
+** is not enough, fewer clients, said.  0, or -1 having said why not. */
+static int descriptors_for(size_t *clients_max)
+{
+    struct rlimit rl;
+    rlim_t need = (rlim_t)*clients_max + 32;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    if (rl.rlim_cur < need) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = was;
+    }
+    if (rl.rlim_cur < need) {
+        if (rl.rlim_cur < 64) {
+            say("cannot start: %llu descriptors are too few (RLIMIT_NOFILE)",
+                (unsigned long long)rl.rlim_cur);
+            return -1;
+        }
+        say("%zu clients at once, not %zu: the descriptor limit is %llu (RLIMIT_NOFILE)",
+            (size_t)(rl.rlim_cur - 32), *clients_max, (unsigned long long)rl.rlim_cur);
+        *clients_max = (size_t)(rl.rlim_cur - 32);
+    }
+    return 0;
+}
+
+/* A socket made by root outside /tmp-like places stays root's to remove:
+** before giving up root, a child that keeps root and nothing else (no
+** descriptor but its end of a pipe) waits for the service to end, however
+** it ends, then removes the socket if it is still the one the service
+** made.  Returns 0, or -1 having said why not. */
+static int keep_socket(const char *path, int listen_fd)
+{
+    struct stat made;
+    int ends[2], fd;
+    pid_t pid;
+    if (lstat(path, &made) != 0 || pipe2(ends, O_CLOEXEC) != 0) {
+        say("cannot watch %s: %s", path, strerror(errno));
+        return -1;
+    }
+    pid = fork();
+    if (pid < 0) {
+        say("cannot watch %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        struct stat now;
+        char octet;
+        sigset_t all;
+        sigfillset(&all);
+        sigprocmask(SIG_BLOCK, &all, NULL); /* ends with the service, not with a signal */
+        /* Nothing but the pipe: above all not the listening socket, which
+        ** would keep it answering connections after the service ends. */
+        if (dup2(ends[0], 3) != 3)
+            _exit(1);
+        closefrom(4);
+        fd = open("/dev/null", O_RDWR);
+        if (fd >= 0) {
+            dup2(fd, 0);
+            dup2(fd, 1);
+            if (fd > 2)
+                close(fd);
+        }
+        (void)listen_fd;
+        prctl(PR_SET_NAME, "dnsshimd-keep", 0, 0, 0);
+        while (read(3, &octet, 1) < 0 && errno == EINTR)
+            ;
+        if (lstat(path, &now) == 0 && now.st_dev == made.st_dev && now.st_ino == made.st_ino)
+            unlink(path);
+        _exit(0);
+    }
+    close(ends[0]);
+    return 0;
+}
+
 static int drop_root(const char *user)
 {
     struct passwd *pw = getpwnam(user);
@@ -756,6 +848,7 @@ int main(int argc, char **argv)
     struct pollfd *fds;
     sigset_t mask;
     long grace = 0;
+    int failed = 0;
 
     for (i = 1; i < argc; i++) {
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -815,7 +908,8 @@ int main(int argc, char **argv)
     listen_fd = activated >= 0 ? activated : own_socket(path);
     if (listen_fd < 0)
         return 1;
-    if (activated < 0 && geteuid() == 0 && drop_root(user) != 0) {
+    if (activated < 0 && geteuid() == 0 &&
+        (keep_socket(path, listen_fd) != 0 || drop_root(user) != 0)) {
         unlink(path);
         return 1;
     }
@@ -833,6 +927,8 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &mask, NULL); /* the workers inherit it */
     sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (descriptors_for(&max_clients) != 0)
+        return 1;
     clients = calloc(max_clients, sizeof *clients);
     fds = calloc(max_clients + 3, sizeof *fds);
     nworkers = parallelism > 1 ? (int)parallelism : 1;
@@ -858,7 +954,7 @@ int main(int argc, char **argv)
         long now = now_ms(), next = now + IDLE_MS;
         int busy = 0;
 
-        if (!grace) {
+        if (!grace && now >= accept_paused) {
             fds[nfds].fd = listen_fd;
             fds[nfds++].events = POLLIN;
         } else {
@@ -896,9 +992,12 @@ int main(int argc, char **argv)
             say("stopping with requests unanswered after %d ms", IDLE_MS);
             break;
         }
+        if (!grace && now < accept_paused && accept_paused < next)
+            next = accept_paused;
         rc = poll(fds, nfds + max_clients, (int)(next - now > 0 ? next - now : 0));
         if (rc < 0 && errno != EINTR) {
             say("poll: %s", strerror(errno));
+            failed = 1;
             break;
         }
         if (rc <= 0)
@@ -910,8 +1009,14 @@ int main(int argc, char **argv)
             if (!grace) {
                 say("stopping: answering the requests received");
                 grace = now_ms() + IDLE_MS;
-                if (activated < 0)
+                if (activated < 0) {
+                    /* New clients parse on their own at once: no one
+                    ** listens (the socket's removal may wait for the
+                    ** process that kept root for it, at exit). */
+                    close(listen_fd);
+                    listen_fd = -1;
                     unlink(path);
+                }
             }
         }
         if (fds[2].revents & POLLIN) {
@@ -943,12 +1048,13 @@ int main(int argc, char **argv)
     for (n = 0; n < max_clients; n++)
         if (clients[n].state != C_FREE)
             drop(&clients[n]);
-    close(listen_fd);
+    if (listen_fd >= 0)
+        close(listen_fd);
     close(sig_fd);
     close(wake_fd);
     free(clients);
     free(fds);
     free(workers);
     say("stopped");
-    return 0;
+    return failed;
 }
