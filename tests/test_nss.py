@@ -16,6 +16,11 @@ glibc's dlopen() looks for it (RTLD_LOCAL), in a setuid program too.
   from is refused by the module: no address, getaddrinfo's EAI_AGAIN,
   nothing on stdout or stderr; its diagnostic line where DNS_SHIM_NSS_LOG
   sends it.
+- The entry points called as glibc calls them (tests/c/nss_calls.c), the
+  module's beside dns's (glibc's _nss_dns_*) in the same namespace: the
+  NSS status, errno, h_errnop and the thread's h_errno for every status,
+  every small buffer size (ERANGE), gethostbyaddr's special addresses and
+  lengths, ``options no-aaaa``, replies near 64 KiB, the memory limit.
 - Any process: threads and fork (tests/c/nss_lookups.c), valgrind on getent,
   a setuid program run by an unprivileged user with hostile DNS_SHIM_*
   variables, a runtime that cannot start (NSS_STATUS_UNAVAIL: the next
@@ -32,8 +37,10 @@ from pathlib import Path
 
 import pytest
 
+import cprograms
 import nss_env
 from conftest import HOSTILE_ENV, ROOT, require_program, require_tool, setuid_root_copy
+from dnsshim_build import pipeline
 from nss_env import getent, records, raw, reply_wire
 
 DNS = "hosts: files dns\n"
@@ -718,3 +725,487 @@ def test_a_lookup_the_service_parses_maps_no_python(module_dir, built, loaded_pr
     assert alone.stdout.splitlines()[1:] == [
         "address 192.0.2.1",
         "looked up: libdnsshim 1, libpython 1, initialized 1, threads 1"]
+
+
+# ---- the entry points, called as glibc calls them ----------------------------------------
+
+@pytest.fixture(scope="module")
+def nss_calls(tmp_path_factory):
+    """tests/c/nss_calls.c, built as nss_lookups is: it links nothing of
+    ours (glibc's dns is in libc, the module is dlopen()ed)."""
+    where = tmp_path_factory.mktemp("nss-calls")
+    program = pipeline.compile_program([ROOT / "tests" / "c" / "nss_calls.c"],
+                                       where / "nss_calls", libraries=(),
+                                       cflags=cprograms.STRICT)
+    os.chmod(where, 0o755)
+    return program
+
+
+def _calls(module_dir, program, tmp_path, zone, lines, *, resolv=RESOLV, extra=(),
+           env=None, timeout=120):
+    """nss_calls's lines (MODULE written ``{m}``) run with ``hosts: files dns``
+    and dns's entry points, then with ``hosts: files dnsshim`` and the
+    module's, each in a namespace of its own with the same zone and
+    resolv.conf, then the ``extra`` commands.  Returns {"dns": (outcomes,
+    result), "dnsshim": ...}: each line's outcome (what nss_calls printed
+    after " -> "), in order, and the run."""
+    out = {}
+    for module, nsswitch in (("dns", DNS), ("dnsshim", DNSSHIM)):
+        text = "".join(line.format(m=module) + "\n" for line in lines)
+        cmds = [nss_env.command([program], stdin=text, env=env), *extra]
+        (tmp_path / module).mkdir(parents=True, exist_ok=True)
+        result = nss_env.run(tmp_path / module, zone, cmds, nsswitch=nsswitch, resolv=resolv,
+                             library_dirs=[module_dir], timeout=timeout)
+        c = result.commands[0]
+        assert (c.returncode, c.stderr) == (0, ""), (module, c.returncode, c.stderr[-2000:],
+                                                     c.stdout[-2000:])
+        printed = c.stdout.splitlines()
+        assert len(printed) == len(lines), (module, printed[-5:])
+        outcomes = []
+        for line, got in zip(lines, printed):
+            asked, _, outcome = got.partition(" -> ")
+            assert asked == line.format(m=module)
+            outcomes.append(outcome)
+        out[module] = (outcomes, result)
+    return out
+
+
+def _same_outcomes(runs, lines) -> dict:
+    """Asserts that every line gave dnsshim what it gave dns; returns
+    {line: dns's outcome}."""
+    dns, dnsshim = runs["dns"][0], runs["dnsshim"][0]
+    differ = [(line, theirs, ours) for line, theirs, ours in zip(lines, dns, dnsshim)
+              if theirs != ours]
+    assert differ == []
+    return dict(zip(lines, dns))
+
+
+#: Replies beside ZONE's for the comparisons of the entry points: a reply
+#: refused by the server, an answer without an address, a missing PTR, a
+#: SERVFAIL, a REFUSED, a NODATA and an answer without a PTR for reverse
+#: names, ::1's PTR and 0.0.0.1's (which ::1 must not ask), 10 A and 40
+#: AAAA records.
+CALLS_ZONE = {
+    **ZONE,
+    ("refused.example.test", "A"): records(rcode="REFUSED"),
+    ("refused.example.test", "AAAA"): records(rcode="REFUSED"),
+    ("cname.example.test", "A"): ["cname.example.test. 60 IN CNAME nowhere.example.test."],
+    ("cname.example.test", "AAAA"): ["cname.example.test. 60 IN CNAME nowhere.example.test."],
+    ("5.2.0.192.in-addr.arpa", "PTR"): records(rcode="SERVFAIL"),
+    ("6.2.0.192.in-addr.arpa", "PTR"): records(rcode="REFUSED"),
+    ("7.2.0.192.in-addr.arpa", "TXT"): ['7.2.0.192.in-addr.arpa. 60 IN TXT "no name"'],
+    ("8.2.0.192.in-addr.arpa", "PTR"): [
+        "8.2.0.192.in-addr.arpa. 60 IN CNAME 8.0/25.2.0.192.in-addr.arpa."],
+    ("1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.ip6.arpa", "PTR"): [
+        "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.ip6.arpa. 300 IN PTR "
+        "localhost6.example.test."],
+    ("1.0.0.0.in-addr.arpa", "PTR"): ["1.0.0.0.in-addr.arpa. 300 IN PTR wrong.example.test."],
+    ("0.0.0.0.in-addr.arpa", "PTR"): ["0.0.0.0.in-addr.arpa. 300 IN PTR zero.example.test."],
+    ("many.example.test", "A"): [f"many.example.test. 300 IN A 192.0.2.{i}"
+                                 for i in range(10, 20)],
+    ("many.example.test", "AAAA"): [f"many.example.test. 300 IN AAAA 2001:db8::{i:x}"
+                                    for i in range(100, 140)],
+}
+
+#: Python's resolver calls in the order given, in one process, each with
+#: its error: gethostbyaddr's herror is the thread's h_errno, as the module
+#: left it (CPython reads h_errno, not the h_errnop it passed).
+PYTHON_FAMILIES = r"""
+import json, socket, sys
+out = []
+for call, arg, family in json.loads(sys.argv[1]):
+    try:
+        if call == "getaddrinfo":
+            r = [a[0] for _, _, _, _, a in socket.getaddrinfo(arg, 80, family,
+                                                               socket.SOCK_STREAM)]
+        elif call == "gethostbyname_ex":
+            r = socket.gethostbyname_ex(arg)
+        else:
+            r = socket.gethostbyaddr(arg)
+        out.append([call, arg, family, "ok", repr(r)])
+    except OSError as e:
+        out.append([call, arg, family, type(e).__name__, e.errno, str(e)])
+print(json.dumps(out))
+"""
+
+
+def _python_families(calls):
+    return nss_env.command([_python3(), "-c", PYTHON_FAMILIES, json.dumps(calls)])
+
+
+def test_no_aaaa_asks_an_aaaa_question_as_dns_does(module_dir, nss_calls, tmp_path):
+    """``options no-aaaa``: an AF_INET6 lookup (getent hosts, ahostsv6,
+    Python's getaddrinfo for AF_INET6 and AF_UNSPEC, gethostbyname2_r,
+    gethostbyname3_r, gethostbyname4_r) goes on, and gives what dns gives:
+    the AAAA question asked as an A question without EDNS whose reply
+    stands for the AAAA one with its RCODE and no record (glibc's
+    __res_handle_no_aaaa), NODATA for a name with addresses, NXDOMAIN for a
+    missing one, NODATA for no reply at all; the same queries, octet for
+    octet but the ID.  (The module used to hand the AAAA question to
+    res_nsend, whose no-aaaa path keeps the thread's resolver context: the
+    program died on glibc's assertion in __resolv_context_put.)"""
+    zone = {**CALLS_ZONE, ("drop.example.test", "A"): nss_env.DROP}
+    names = ["www.example.test", "v6.example.test", "missing.example.test", "fail.example.test",
+             "alias", "cname.example.test"]
+    lines = []
+    for name in names:
+        lines += [f"name4 {{m}} {name} 1024", f"name3 {{m}} {name} inet6 1024",
+                  f"name2 {{m}} {name} inet6 1024", f"api_name2 {name} inet6 1024",
+                  f"getaddrinfo {name} inet6", f"getaddrinfo {name} unspec"]
+    lines.append("name2 {m} drop.example.test inet6 1024")
+    extra = [getent(*args) for args in (
+        ("hosts", "www.example.test"), ("ahosts", "www.example.test"),
+        ("ahostsv6", "www.example.test"), ("hosts", "v6.example.test"),
+        ("ahostsv6", "alias.example.test"), ("hosts", "missing.example.test"))]
+    extra.append(_python_families([["getaddrinfo", "www.example.test", 10],
+                                   ["getaddrinfo", "www.example.test", 0],
+                                   ["getaddrinfo", "v6.example.test", 10],
+                                   ["gethostbyname_ex", "alias.example.test", 0]]))
+    resolv = RESOLV + "options no-aaaa edns0\n"
+    runs = _calls(module_dir, nss_calls, tmp_path, zone, lines, resolv=resolv, extra=extra)
+    got = _same_outcomes(runs, lines)
+    dns, dnsshim = runs["dns"][1], runs["dnsshim"][1]
+    for ours, theirs in zip(dnsshim.commands[1:], dns.commands[1:]):
+        assert (ours.returncode, ours.stdout, ours.stderr) == (
+            theirs.returncode, theirs.stdout, theirs.stderr), ours.argv
+    assert dnsshim.queries == dns.queries
+    assert [r.wire[2:] for r in dnsshim.received] == [r.wire[2:] for r in dns.received]
+    # what dns gives, and the module now
+    assert got["name2 {m} www.example.test inet6 1024"] == (
+        "NOTFOUND errno=EDOM h_errnop=4 h_errno=4")
+    assert got["name2 {m} missing.example.test inet6 1024"] == (
+        "NOTFOUND errno=EDOM h_errnop=1 h_errno=1")
+    assert got["name2 {m} drop.example.test inet6 1024"] == (
+        "NOTFOUND errno=EDOM h_errnop=4 h_errno=4")
+    assert got["name4 {m} www.example.test 1024"].startswith(
+        "SUCCESS errno=0 h_errnop=0 h_errno=1 ttl=300 tuples=[(inet 192.0.2.1 "
+        "www.example.test),(inet 192.0.2.2 -)]")
+    assert got["getaddrinfo www.example.test unspec"] == (
+        "2 canon=www.example.test [192.0.2.1,192.0.2.2]")
+    assert got["getaddrinfo v6.example.test inet6"].startswith("error -5 ")
+    out = {tuple(c.argv[1:3]): c for c in dnsshim.commands[1:-1]}
+    assert (out[("hosts", "www.example.test")].returncode,
+            out[("hosts", "www.example.test")].stdout) == (
+        0, "192.0.2.1       www.example.test\n192.0.2.2       www.example.test\n")
+    assert out[("ahostsv6", "www.example.test")].stdout.splitlines()[0] == (
+        "::ffff:192.0.2.1 STREAM www.example.test")
+    assert (out[("hosts", "v6.example.test")].returncode,
+            out[("hosts", "v6.example.test")].stdout) == (2, "")
+    # no AAAA question was asked; an A question stood for each
+    assert {q.qtype for q in dnsshim.queries} == {"A"}
+
+
+def test_a_buffer_too_small_is_erange_as_dns_gives_it(module_dir, nss_calls, tmp_path):
+    """Every entry point with every buffer size from 0 to 319 octets, and
+    gethostbyname4_r with 10 A and 40 AAAA records in 1,024 and 2,048
+    octets: the status, errno, h_errno and result dns gives (the caller's
+    buffer is taken in nss_dns's order, so that a size too small for dns is
+    too small for the module and no other).  An answer that does not fit,
+    the first or the second, is ERANGE with TRYAGAIN and NETDB_INTERNAL,
+    never a part of the addresses with SUCCESS (the module used to give 25
+    of the 50 addresses); getaddrinfo then grows its buffer and gets them
+    all."""
+    lines = ["name4 {m} many.example.test 1024", "name4 {m} many.example.test 2048",
+             "getaddrinfo many.example.test unspec"]
+    for size in range(320):
+        lines += [f"name4 {{m}} alias.example.test {size}",
+                  f"name3 {{m}} alias.example.test inet {size}",
+                  f"name2 {{m}} www.example.test inet6 {size}",
+                  f"addr2 {{m}} 192.0.2.1 inet 4 {size}",
+                  f"addr {{m}} ::1 inet6 17 {size}",
+                  f"api_name2 alias.example.test inet {size}"]
+    runs = _calls(module_dir, nss_calls, tmp_path, CALLS_ZONE, lines, timeout=240)
+    got = _same_outcomes(runs, lines)
+    erange = "TRYAGAIN errno=ERANGE h_errnop=-1 h_errno=1"
+    assert got["name4 {m} many.example.test 1024"] == erange
+    many = got["name4 {m} many.example.test 2048"]
+    assert many.startswith("SUCCESS ") and many.count("(inet ") == 10 and \
+        many.count("(inet6 ") == 40
+    assert got["getaddrinfo many.example.test unspec"].startswith("50 canon=many.example.test [")
+    # the smallest buffer each entry point answers in, dns's and the module's
+    first = {}
+    for line, outcome in got.items():
+        call = line.rsplit(" ", 1)[0]
+        if "{m} many" in line or line.startswith("getaddrinfo"):
+            continue
+        if outcome.startswith(("SUCCESS", "rc=0 ")) and call not in first:
+            first[call] = int(line.rsplit(" ", 1)[1])
+        elif call not in first:
+            assert outcome.startswith(("TRYAGAIN errno=ERANGE h_errnop=-1 ",
+                                       "rc=ERANGE errno=ERANGE h_errnop=-1 ")), (line, outcome)
+    assert first == {"name4 {m} alias.example.test": 104,
+                     "name3 {m} alias.example.test inet": 104,
+                     "name2 {m} www.example.test inet6": 64,
+                     "addr2 {m} 192.0.2.1 inet 4": 40,
+                     "addr {m} ::1 inet6 17": 57,
+                     "api_name2 alias.example.test inet": 104}, first
+    assert got["addr {m} ::1 inet6 17 319"] == (
+        "SUCCESS errno=0 h_errnop=0 h_errno=-7 name=localhost6.example.test aliases=[] af=10 "
+        "len=17 addrs=[0000000000000000000000000000000100]")
+
+
+def test_replies_up_to_64_kib_give_every_address(module_dir, nss_calls, tmp_path):
+    """3,000 A and 2,000 AAAA records, each reply near 64 KiB and over TCP:
+    getaddrinfo (getent ahosts, nss_calls) gives all 5,000 addresses,
+    gethostbyname2 (getent hosts) the 2,000 AAAA, and the 3,000 A of a
+    name without AAAA, as dns gives them: the module answers ERANGE until
+    the caller's buffer holds them all (it used to keep 3,276 of the 5,000
+    and say SUCCESS)."""
+    zone = {
+        **ZONE,
+        ("huge.example.test", "A"): [f"huge.example.test. 300 IN A 10.0.{i // 256}.{i % 256}"
+                                     for i in range(3000)],
+        ("huge.example.test", "AAAA"): [f"huge.example.test. 300 IN AAAA 2001:db8::{i:x}"
+                                        for i in range(2000)],
+        ("huge4.example.test", "A"): [f"huge4.example.test. 300 IN A 10.1.{i // 256}.{i % 256}"
+                                      for i in range(3000)],
+    }
+    lines = ["getaddrinfo huge.example.test unspec", "api_name2 huge4.example.test inet 1024",
+             "name2 {m} huge4.example.test inet 1024"]
+    extra = [getent("ahosts", "huge.example.test"), getent("hosts", "huge.example.test"),
+             getent("hosts", "huge4.example.test")]
+    runs = _calls(module_dir, nss_calls, tmp_path, zone, lines, extra=extra, timeout=240)
+    got = _same_outcomes(runs, lines)
+    dns, dnsshim = runs["dns"][1], runs["dnsshim"][1]
+    for ours, theirs in zip(dnsshim.commands[1:], dns.commands[1:]):
+        assert (ours.returncode, ours.stdout, ours.stderr) == (
+            theirs.returncode, theirs.stdout, theirs.stderr), ours.argv
+    assert got["getaddrinfo huge.example.test unspec"].startswith(
+        "5000 canon=huge.example.test [2001:db8::,2001:db8::1,")
+    assert got["api_name2 huge4.example.test inet 1024"] == (
+        "rc=ERANGE errno=ERANGE h_errnop=-1 h_errno=1 result=NULL")
+    assert got["name2 {m} huge4.example.test inet 1024"] == (
+        "TRYAGAIN errno=ERANGE h_errnop=-1 h_errno=1")
+    ahosts, hosts, hosts4 = dnsshim.commands[1:]
+    assert ahosts.returncode == 0 and len(ahosts.stdout.splitlines()) == 3 * 5000
+    assert len({line.split()[0] for line in ahosts.stdout.splitlines()}) == 5000
+    assert hosts.returncode == 0 and len(hosts.stdout.splitlines()) == 2000
+    assert hosts4.returncode == 0 and len(hosts4.stdout.splitlines()) == 3000
+    assert hosts4.stdout.splitlines()[-1] == "10.1.11.183     huge4.example.test"
+    assert nss_env.Query("tcp", "huge.example.test", "AAAA") in dnsshim.queries
+    assert max(len(r.reply) for r in dnsshim.received if r.reply) > 56000
+
+
+def test_a_lookup_by_address_maps_what_dns_maps(module_dir, nss_calls, tmp_path):
+    """gethostbyaddr's special addresses, as dns's gethostbyaddr2_r treats
+    them: an IPv4-mapped address (::ffff:a.b.c.d) and an IPv4-compatible
+    one (::a.b.c.d) are looked up as the IPv4 address; ::1 (::0.0.0.1) is
+    not (the module used to ask 1.0.0.0.in-addr.arpa for it), :: is, at
+    the module's entry point (0.0.0.0; the public gethostbyaddr refuses it
+    before any module); a length other than 16 maps nothing.  The same
+    queries, the same answers, through getent, Python and the entry
+    points."""
+    ip6_loopback = "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.ip6.arpa"
+    lines = ["addr2 {m} ::1 inet6 16 1024", "addr2 {m} :: inet6 16 1024",
+             "addr2 {m} ::ffff:192.0.2.9 inet6 16 1024", "addr2 {m} ::192.0.2.9 inet6 16 1024",
+             "addr2 {m} ::0.0.0.2 inet6 16 1024", "addr2 {m} ::ffff:192.0.2.9 inet6 17 1024",
+             "addr {m} ::1 inet6 16 1024", "api_addr ::1 inet6 16 1024",
+             "api_addr :: inet6 16 1024", "api_addr ::ffff:192.0.2.9 inet6 16 1024"]
+    extra = [getent("hosts", "::1"), getent("hosts", "::ffff:192.0.2.9"),
+             getent("hosts", "::192.0.2.9"),
+             _python_families([["gethostbyaddr", "::1", 0]])]
+    runs = _calls(module_dir, nss_calls, tmp_path, CALLS_ZONE, lines, extra=extra)
+    got = _same_outcomes(runs, lines)
+    dns, dnsshim = runs["dns"][1], runs["dnsshim"][1]
+    for ours, theirs in zip(dnsshim.commands[1:], dns.commands[1:]):
+        assert (ours.returncode, ours.stdout, ours.stderr) == (
+            theirs.returncode, theirs.stdout, theirs.stderr), ours.argv
+    assert dnsshim.queries == dns.queries
+    ptr = [q.qname for q in dnsshim.queries]
+    assert ptr == [ip6_loopback, "0.0.0.0.in-addr.arpa", "9.2.0.192.in-addr.arpa",
+                   "9.2.0.192.in-addr.arpa", "2.0.0.0.in-addr.arpa",
+                   "9.0.2.0.0.0.0.c.f.f.f.f.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.ip6.arpa",
+                   ip6_loopback, ip6_loopback, "9.2.0.192.in-addr.arpa",
+                   ip6_loopback, "9.2.0.192.in-addr.arpa", "9.2.0.192.in-addr.arpa",
+                   ip6_loopback]
+    assert "1.0.0.0.in-addr.arpa" not in ptr
+    assert got["addr2 {m} ::1 inet6 16 1024"] == (
+        "SUCCESS errno=0 h_errnop=0 h_errno=-7 name=localhost6.example.test aliases=[] af=10 "
+        "len=16 addrs=[::1] ttl=300")
+    assert got["addr2 {m} :: inet6 16 1024"] == (
+        "SUCCESS errno=0 h_errnop=0 h_errno=-7 name=zero.example.test aliases=[] af=2 len=4 "
+        "addrs=[0.0.0.0] ttl=300")
+    assert got["addr2 {m} ::192.0.2.9 inet6 16 1024"] == (
+        "SUCCESS errno=0 h_errnop=0 h_errno=-7 name=v4.example.test aliases=[] af=2 len=4 "
+        "addrs=[192.0.2.9] ttl=300")
+    assert got["api_addr :: inet6 16 1024"] == (
+        "rc=ENOENT errno=EDOM h_errnop=1 h_errno=-7 result=NULL")
+    hosts = dnsshim.commands[1:4]
+    assert [(c.returncode, c.stdout) for c in hosts] == [
+        (0, "::1             localhost6.example.test\n"),
+        (0, "192.0.2.9       v4.example.test\n"), (0, "192.0.2.9       v4.example.test\n")]
+    assert json.loads(dnsshim.commands[4].stdout) == [
+        ["gethostbyaddr", "::1", 0, "ok", repr(("localhost6.example.test", [], ["::1"]))]]
+
+
+def test_an_address_longer_than_its_family_s_is_read_as_dns_reads_it(module_dir, nss_calls,
+                                                                     tmp_path):
+    """gethostbyaddr_r and gethostbyaddr2_r with lengths 3, 4, 5, 16 and 17
+    for AF_INET and AF_INET6: a length shorter than the family's address is
+    UNAVAIL with EAFNOSUPPORT and NETDB_INTERNAL, no query sent; a longer
+    one is looked up by its first 4 or 16 octets and the result has the
+    length given (the module used to refuse it, EINVAL, no query)."""
+    lines = []
+    for call in ("addr2 {m}", "addr {m}", "api_addr"):
+        for length in (4, 5, 16, 17, 3):
+            lines += [f"{call} 192.0.2.1 inet {length} 1024",
+                      f"{call} 2001:db8::1 inet6 {length} 1024"]
+    runs = _calls(module_dir, nss_calls, tmp_path, CALLS_ZONE, lines)
+    got = _same_outcomes(runs, lines)
+    dns, dnsshim = runs["dns"][1], runs["dnsshim"][1]
+    assert dnsshim.queries == dns.queries
+    v4 = "1.2.0.192.in-addr.arpa"
+    v6 = "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa"
+    assert [q.qname for q in dnsshim.queries] == 3 * [v4, v4, v4, v6, v4, v6]
+    assert got["addr2 {m} 192.0.2.1 inet 5 1024"] == (
+        "SUCCESS errno=0 h_errnop=0 h_errno=-7 name=www.example.test aliases=[] af=2 len=5 "
+        "addrs=[c000020100] ttl=300")
+    assert got["addr {m} 2001:db8::1 inet6 17 1024"] == (
+        "SUCCESS errno=0 h_errnop=0 h_errno=-7 name=www.example.test aliases=[] af=10 len=17 "
+        "addrs=[20010db800000000000000000000000100]")
+    for short in ("addr2 {m} 192.0.2.1 inet 3 1024", "addr {m} 2001:db8::1 inet6 5 1024",
+                  "addr2 {m} 2001:db8::1 inet6 4 1024"):
+        assert got[short] == "UNAVAIL errno=EAFNOSUPPORT h_errnop=-1 h_errno=-7", short
+    assert got["api_addr 192.0.2.1 inet 17 1024"] == (
+        "rc=0 errno=0 h_errnop=0 h_errno=-7 result=yes name=www.example.test aliases=[] af=2 "
+        "len=17 addrs=[c000020100000000000000000000000000]")
+
+
+#: The names and addresses of the status comparison: an answer, NXDOMAIN,
+#: NODATA, SERVFAIL, REFUSED, an answer without an address or PTR, and
+#: (names) the search list and a name that is not a host name.
+STATUS_NAMES = ["www.example.test", "missing.example.test", "nodata.example.test",
+                "fail.example.test", "refused.example.test", "cname.example.test", "www",
+                "not_a_host!"]
+STATUS_ADDRESSES = ["192.0.2.1", "192.0.2.77", "192.0.2.7", "192.0.2.5", "192.0.2.6",
+                    "192.0.2.8"]
+
+
+def _status_lines():
+    lines = []
+    for name in STATUS_NAMES:
+        lines += [f"name4 {{m}} {name} 1024", f"name3 {{m}} {name} inet 1024",
+                  f"name3 {{m}} {name} inet6 1024", f"name2 {{m}} {name} inet6 1024",
+                  f"name {{m}} {name} 1024", f"api_name2 {name} inet 1024"]
+    for address in STATUS_ADDRESSES:
+        lines += [f"addr2 {{m}} {address} inet 4 1024", f"addr {{m}} {address} inet 4 1024",
+                  f"api_addr {address} inet 4 1024"]
+    return lines
+
+
+@pytest.mark.parametrize("server", ["responder", "none"])
+def test_every_entry_point_leaves_h_errno_as_dns_does(module_dir, nss_calls, tmp_path,
+                                                      server):
+    """Each entry point (gethostbyname4_r, 3_r for either family, 2_r,
+    gethostbyname_r, gethostbyaddr2_r, gethostbyaddr_r) and the public
+    gethostbyname2_r and gethostbyaddr_r, for an answer, NXDOMAIN, NODATA,
+    SERVFAIL, REFUSED and an answer without an address, and with no server
+    at all (nothing listens where resolv.conf points): the status, errno,
+    *h_errnop and the thread's h_errno dns gives, h_errno set where glibc's
+    resolver sets it and left where it leaves it.  Python's gethostbyaddr,
+    which reports h_errno, says what it says with dns (the module used to
+    leave h_errno alone: "herror 0 Resolver Error 0 (no error)" where dns
+    gives "herror 1 Unknown host")."""
+    lines = _status_lines()
+    python = _python_families([["gethostbyaddr", address, 0] for address in
+                               ("192.0.2.77", "192.0.2.1", "192.0.2.8", "192.0.2.5",
+                                "192.0.2.77")])
+    resolv = RESOLV if server == "responder" else RESOLV.replace("127.0.0.1", "127.0.0.9")
+    runs = _calls(module_dir, nss_calls, tmp_path, CALLS_ZONE, lines, resolv=resolv,
+                  extra=[python])
+    got = _same_outcomes(runs, lines)
+    dns, dnsshim = runs["dns"][1], runs["dnsshim"][1]
+    assert dnsshim.commands[1].stdout == dns.commands[1].stdout
+    if server == "none":
+        assert dnsshim.queries == dns.queries == []
+    else:
+        assert set(dnsshim.queries) == set(dns.queries)
+    python = [entry[2:] for entry in json.loads(dnsshim.commands[1].stdout)]
+    if server == "none":
+        assert got["name4 {m} www.example.test 1024"] == (
+            "UNAVAIL errno=EAGAIN h_errnop=2 h_errno=2")
+        assert got["addr2 {m} 192.0.2.1 inet 4 1024"] == (
+            "NOTFOUND errno=EDOM h_errnop=2 h_errno=2")
+        assert got["api_name2 www.example.test inet 1024"] == (
+            "rc=EAGAIN errno=EAGAIN h_errnop=2 h_errno=2 result=NULL")
+        assert python == 5 * [[0, "herror", 2, "[Errno 2] Host name lookup failure"]]
+        return
+    assert got["addr2 {m} 192.0.2.77 inet 4 1024"] == "NOTFOUND errno=EDOM h_errnop=1 h_errno=1"
+    assert got["addr {m} 192.0.2.7 inet 4 1024"] == "NOTFOUND errno=EDOM h_errnop=4 h_errno=4"
+    assert got["addr {m} 192.0.2.5 inet 4 1024"] == "NOTFOUND errno=EDOM h_errnop=2 h_errno=2"
+    assert got["addr {m} 192.0.2.6 inet 4 1024"] == "NOTFOUND errno=EDOM h_errnop=2 h_errno=2"
+    assert got["addr {m} 192.0.2.8 inet 4 1024"] == (
+        "TRYAGAIN errno=ENOENT h_errnop=3 h_errno=-7")
+    assert got["api_addr 192.0.2.77 inet 4 1024"] == (
+        "rc=0 errno=0 h_errnop=1 h_errno=1 result=NULL")
+    assert got["name4 {m} missing.example.test 1024"] == (
+        "NOTFOUND errno=EDOM h_errnop=1 h_errno=1")
+    assert got["name3 {m} nodata.example.test inet6 1024"] == (
+        "NOTFOUND errno=EDOM h_errnop=4 h_errno=4")
+    assert got["name2 {m} fail.example.test inet6 1024"] == (
+        "NOTFOUND errno=EAGAIN h_errnop=2 h_errno=2")
+    assert got["api_name2 refused.example.test inet 1024"] == (
+        "rc=0 errno=0 h_errnop=2 h_errno=2 result=NULL")
+    assert got["api_name2 cname.example.test inet 1024"] == (
+        "rc=EAGAIN errno=EAGAIN h_errnop=3 h_errno=1 result=NULL")
+    assert got["name {m} cname.example.test 1024"] == (
+        "TRYAGAIN errno=ENOENT h_errnop=3 h_errno=1")
+    assert got["name4 {m} not_a_host! 1024"] == "NOTFOUND errno=EDOM h_errnop=1 h_errno=-7"
+    assert got["name4 {m} www 1024"].startswith("SUCCESS errno=0 h_errnop=0 h_errno=1 ")
+    assert python == [[0, "herror", 1, "[Errno 1] Unknown host"],
+                      [0, "ok", repr(("www.example.test", [], ["192.0.2.1"]))],
+                      [0, "herror", 1, "[Errno 1] Unknown host"],
+                      [0, "herror", 2, "[Errno 2] Host name lookup failure"],
+                      [0, "herror", 1, "[Errno 1] Unknown host"]]
+
+
+def test_the_memory_limit_is_unavail_and_the_next_source_answers(module_dir, nss_calls,
+                                                                 tmp_path):
+    """A program that uses libdnsshim itself and sets its memory limit
+    (dns_shim_set_memory_limit, 1 octet, below what the runtime holds once
+    started) resolves through the module, which loads the same library (one
+    soname, one object): the library refuses the parse
+    (DNS_SHIM_ERR_NO_MEMORY), and every entry point answers
+    NSS_STATUS_UNAVAIL with errno ENOMEM and h_errno NO_RECOVERY, its line
+    where DNS_SHIM_NSS_LOG sends it.  With ``dnsshim [!UNAVAIL=return]
+    dns``, getaddrinfo and gethostbyname2_r get dns's answer (the module
+    asked once, dns again); with the module alone, no address.  The limit
+    lifted, the module answers again (the library went on)."""
+    env = {**nss_env.ENV, "DNS_SHIM_NSS_LOG": "stderr", "DNS_SHIM_SERVICE": "none"}
+    text = "".join(line + "\n" for line in [
+        "limit 1", "name4 dnsshim www.example.test 1024",
+        "name2 dnsshim www.example.test inet 1024", "addr dnsshim 192.0.2.1 inet 4 1024",
+        "getaddrinfo www.example.test unspec", "api_name2 www.example.test inet 1024",
+        "limit 0", "name4 dnsshim www.example.test 1024"])
+    cmds = [nss_env.command([nss_calls], stdin=text, env=env)]
+    (tmp_path / "fallback").mkdir()
+    (tmp_path / "alone").mkdir()
+    fallback = nss_env.run(tmp_path / "fallback", ZONE, cmds, nsswitch=FALLBACK, resolv=RESOLV,
+                           library_dirs=[module_dir], timeout=120)
+    alone = nss_env.run(tmp_path / "alone", ZONE, cmds, nsswitch=DNSSHIM, resolv=RESOLV,
+                        library_dirs=[module_dir], timeout=120)
+    unavail = "UNAVAIL errno=ENOMEM h_errnop=3 h_errno=3"
+    for run, gai, api in (
+            (fallback, "3 canon=www.example.test [2001:db8::1,192.0.2.1,192.0.2.2]",
+             "rc=0 errno=0 h_errnop=0 h_errno=1 result=yes name=www.example.test aliases=[] "
+             "af=2 len=4 addrs=[192.0.2.1,192.0.2.2]"),
+            (alone, "error -2 (Name or service not known)",
+             "rc=ENOMEM errno=ENOMEM h_errnop=3 h_errno=3 result=NULL")):
+        c = run.commands[0]
+        assert c.returncode == 0, c.stderr
+        assert [line.partition(" -> ")[2] for line in c.stdout.splitlines()] == [
+            "0", unavail, unavail, unavail, gai, api, "0",
+            "SUCCESS errno=0 h_errnop=0 h_errno=1 ttl=300 tuples=[(inet 192.0.2.1 "
+            "www.example.test),(inet 192.0.2.2 -),(inet6 2001:db8::1 -)]"]
+        reason = ("cannot parse: DNS_SHIM_ERR_NO_MEMORY: parsing the message would take the "
+                  "runtime above its memory limit of 1 bytes (dns_shim_set_memory_limit)")
+        assert c.stderr.splitlines() == [
+            f"libnss_dnsshim: www.example.test A: {reason}",
+            f"libnss_dnsshim: www.example.test A: {reason}",
+            f"libnss_dnsshim: 1.2.0.192.in-addr.arpa PTR: {reason}",
+            f"libnss_dnsshim: www.example.test A: {reason}",
+            f"libnss_dnsshim: www.example.test A: {reason}"]
+    # getaddrinfo and gethostbyname2_r: the module's A question, then dns's
+    assert [(q.qname, q.qtype) for q in fallback.queries[3:8]] == [
+        ("www.example.test", "A"), ("www.example.test", "A"), ("www.example.test", "AAAA"),
+        ("www.example.test", "A"), ("www.example.test", "A")]

@@ -303,10 +303,15 @@ static int32_t nss_on_ptr(void *ctx, const dns_shim_target *record)
 /* How a lookup ended, as glibc's resolver says it: h_errno, the errno of
 ** the send, and whether the library refused a reply or the runtime failed. */
 typedef struct nss_outcome {
-    int herrno;              /* NETDB_SUCCESS, HOST_NOT_FOUND, NO_DATA, ... */
+    int herrno;              /* NETDB_SUCCESS, HOST_NOT_FOUND, NO_DATA, ...:
+                             ** the resolver's verdict (res_h_errno), set
+                             ** with nss_herrno */
     int sys_errno;           /* errno as glibc's search leaves it: 0 at its
-                             ** start, then the last failed send's, kept
-                             ** across the names asked after it */
+                             ** start, then as each res_nsend left it (0
+                             ** after a reply, ETIMEDOUT, ECONNREFUSED...);
+                             ** a lookup that succeeds leaves it in errno,
+                             ** as nss_dns's does (it restores errno only
+                             ** when the search fails) */
     int refused;             /* a reply the library refused: its status */
     int runtime;             /* the runtime failed: its status */
     uint16_t last_rcode;     /* the RCODE in the first answer buffer of the
@@ -314,6 +319,17 @@ typedef struct nss_outcome {
                              ** rule): of the reply, or of the error reply
                              ** res_nsend left there, NOERROR if none */
 } nss_outcome;
+
+/* The resolver's verdict, where glibc's resolver gives it
+** (RES_SET_H_ERRNO): in its state and in the thread's h_errno.  nss_dns's
+** callers read the one it leaves (Python's gethostbyaddr reads h_errno,
+** whatever h_errnop it passed), so the module leaves the same, at the same
+** steps of the same search. */
+static void nss_herrno(nss_outcome *out, int value)
+{
+    out->herrno = value;
+    h_errno = value;
+}
 
 /* The names compared as DNS compares them: ASCII letters without case, as
 ** presentation text from the same writer (the library's, for both). */
@@ -327,17 +343,41 @@ static const char *nss_type_name(int qtype)
     return qtype == ns_t_a ? "A" : qtype == ns_t_aaaa ? "AAAA" : "PTR";
 }
 
+/* Whether the reply in `answer` (up to `end`) has one question whose type
+** is `qtype` and class IN, after a name: glibc's qtype_matches, on the
+** module's own buffer, not a parse (nothing of it is read as an answer). */
+static int nss_question_is(const unsigned char *answer, const unsigned char *end, int qtype)
+{
+    int skip = dn_skipname(answer + NS_HFIXEDSZ, end);
+    const unsigned char *p;
+    if (skip < 0)
+        return 0;
+    p = answer + NS_HFIXEDSZ + skip;
+    return end - p >= 4 && p[0] == (qtype >> 8) && p[1] == (qtype & 0xff) && p[2] == 0
+           && p[3] == ns_c_in;
+}
+
 /* Asks `name` for `qtype` and reads the reply into `reply` (answer
 ** section); returns 0 when the library accepted it whole (whatever its
 ** RCODE), -2 when no server answered usefully (res_nsend failed: a
 ** timeout, or every server's reply an error such as SERVFAIL), -1 otherwise
-** with `out` saying why. */
+** with `out` saying why.
+**
+** With "options no-aaaa" (RES_NOAAAA) an AAAA question is asked as glibc's
+** __res_context_query asks it (__res_handle_no_aaaa, res-noaaaa.c): as an
+** A question, without EDNS, whose reply stands for the AAAA one with its
+** RCODE and no record: NXDOMAIN stays NXDOMAIN, an answer becomes NODATA.
+** The module never gives res_nsend the AAAA question itself: glibc's
+** public res_nsend does the same translation, but returns without giving
+** back the resolver context it took (context_send_common), and the
+** caller's own __resolv_context_put (getaddrinfo's, gethostbyname2_r's)
+** then fails its assertion and aborts the program. */
 static int nss_ask(res_state res, const char *name, int qtype, unsigned char *answer,
                    nss_reply *reply, nss_outcome *out)
 {
     unsigned char query[NS_MAXMSG < 1024 ? NS_MAXMSG : 1024];
     char qname[NS_MAXDNAME + 1];
-    int qlen, n;
+    int qlen, n, no_aaaa = qtype == ns_t_aaaa && (res->options & RES_NOAAAA), sent;
     int32_t status;
     const char *detail = "";
     dns_shim_callbacks callbacks;
@@ -345,13 +385,14 @@ static int nss_ask(res_state res, const char *name, int qtype, unsigned char *an
 
     memset(reply, 0, sizeof *reply);
     reply->qtype = (uint16_t)qtype;
-    qlen = res_nmkquery(res, ns_o_query, name, ns_c_in, qtype, NULL, 0, NULL, query,
+    sent = no_aaaa ? ns_t_a : qtype;
+    qlen = res_nmkquery(res, ns_o_query, name, ns_c_in, sent, NULL, 0, NULL, query,
                         (int)sizeof query - 11);
     if (qlen <= 0) {
-        out->herrno = NO_RECOVERY;
+        nss_herrno(out, NO_RECOVERY);
         return -1;
     }
-    if (res->options & (RES_USE_EDNS0 | RES_USE_DNSSEC)) {
+    if ((res->options & (RES_USE_EDNS0 | RES_USE_DNSSEC)) && !no_aaaa) {
         /* the OPT record glibc's res_nquery adds (__res_nopt) */
         static const unsigned char opt[11] = {0, 0, ns_t_opt,
                                               NSS_DNSSHIM_EDNS_PAYLOAD >> 8,
@@ -365,54 +406,74 @@ static int nss_ask(res_state res, const char *name, int qtype, unsigned char *an
     /* The question as sent, in presentation form: from the bytes this
     ** module made, the name the reply must answer. */
     if (dn_expand(query, query + qlen, query + NS_HFIXEDSZ, qname, sizeof qname) < 0) {
-        out->herrno = NO_RECOVERY;
+        nss_herrno(out, NO_RECOVERY);
         return -1;
     }
     if (qname[0] == '\0')
         strcpy(qname, ".");
-    memset(answer, 0, NS_HFIXEDSZ);
+    /* under no-aaaa the whole buffer, as __res_handle_no_aaaa clears it:
+    ** what a failed send leaves there is read below */
+    memset(answer, 0, no_aaaa ? NSS_DNSSHIM_ANSWER_MAX : NS_HFIXEDSZ);
     n = res_nsend(res, query, qlen, answer, NSS_DNSSHIM_ANSWER_MAX);
+    out->sys_errno = errno;
+    if (n < 0 && no_aaaa && !nss_question_is(answer, answer + NSS_DNSSHIM_ANSWER_MAX, ns_t_a)) {
+        /* No reply at all (a timeout, no server): __res_handle_no_aaaa
+        ** leaves the cleared buffer and the query's length, which
+        ** __res_context_query reads as a NOERROR reply without an answer:
+        ** NODATA, errno the send's. */
+        reply->qname = strdup(".");
+        if (reply->qname == NULL) {
+            reply->no_memory = 1;
+            status = DNS_SHIM_ERR_NO_MEMORY;
+            goto failed;
+        }
+        return 0;
+    }
     if (n < 0) {
         /* the RCODE of the error reply res_nsend may have left (glibc's
         ** search reads it so): four bits of this module's own buffer, not
         ** a parse */
         reply->rcode = answer[3] & 0x0f;
-        out->sys_errno = errno;
-        out->herrno = TRY_AGAIN;
         return -2;
     }
     memset(&asked, 0, sizeof asked);
     asked.struct_size = sizeof asked;
     asked.id = (uint16_t)(query[0] << 8 | query[1]);
     asked.qname = qname;
-    asked.qtype = (uint16_t)qtype;
+    asked.qtype = (uint16_t)sent;
     asked.qclass = ns_c_in;
     memset(&callbacks, 0, sizeof callbacks);
     callbacks.struct_size = sizeof callbacks;
     callbacks.sections = DNS_SHIM_SECTION_ANSWER;
     callbacks.ctx = reply;
     callbacks.on_header = nss_on_header;
-    callbacks.on_a = nss_on_a;
-    callbacks.on_aaaa = nss_on_aaaa;
-    callbacks.on_cname = nss_on_cname;
-    callbacks.on_ptr = nss_on_ptr;
+    if (!no_aaaa) {
+        callbacks.on_a = nss_on_a;
+        callbacks.on_aaaa = nss_on_aaaa;
+        callbacks.on_cname = nss_on_cname;
+        callbacks.on_ptr = nss_on_ptr;
+    }
     status = nss_parse(answer, n, &asked, &callbacks, &detail);
-    if (status == DNS_SHIM_OK)
+    if (status == DNS_SHIM_OK) {
+        if (no_aaaa)
+            reply->ancount = 0; /* the A reply's header and question alone */
         return 0;
+    }
+failed:
     if (reply->no_memory || status == DNS_SHIM_ERR_NO_MEMORY || status == DNS_SHIM_ERR_INIT
         || status == DNS_SHIM_ERR_INTERNAL || status == DNS_SHIM_ERR_UNSUPPORTED) {
         out->runtime = reply->no_memory ? DNS_SHIM_ERR_NO_MEMORY : status;
-        out->herrno = NO_RECOVERY;
+        nss_herrno(out, NO_RECOVERY);
         out->sys_errno = reply->no_memory || status == DNS_SHIM_ERR_NO_MEMORY ? ENOMEM : ENOENT;
         /* a start that failed was logged by the library, once, with what
         ** it tried and the fix */
         if (status != DNS_SHIM_ERR_INIT)
-            nss_say(LOG_ERR, "%s %s: cannot parse: %s", qname, nss_type_name(qtype),
+            nss_say(LOG_ERR, "%s %s: cannot parse: %s", qname, nss_type_name(sent),
                     reply->no_memory ? "out of memory" : detail);
     } else {
         out->refused = status;
-        out->herrno = TRY_AGAIN;
-        nss_say(LOG_WARNING, "%s %s: reply refused: %s", qname, nss_type_name(qtype),
+        nss_herrno(out, TRY_AGAIN);
+        nss_say(LOG_WARNING, "%s %s: reply refused: %s", qname, nss_type_name(sent),
                 detail);
     }
     nss_reply_free(reply);
@@ -447,16 +508,16 @@ static int nss_judge(const nss_reply *replies, const int *answered, int count,
         rcode = hp2->rcode;
     switch (rcode) {
     case ns_r_nxdomain:
-        out->herrno = HOST_NOT_FOUND;
+        nss_herrno(out, HOST_NOT_FOUND);
         break;
     case ns_r_servfail:
-        out->herrno = TRY_AGAIN;
+        nss_herrno(out, TRY_AGAIN);
         break;
     case ns_r_noerror:
-        out->herrno = NO_DATA;
+        nss_herrno(out, NO_DATA);
         break;
     default: /* FORMERR, NOTIMP, REFUSED and the rest */
-        out->herrno = NO_RECOVERY;
+        nss_herrno(out, NO_RECOVERY);
         break;
     }
     return -1;
@@ -483,7 +544,7 @@ static int nss_query(res_state res, const char *name, const int *qtypes, int cou
     }
     if (!any || nss_judge(replies, answered, count, out) < 0) {
         if (!any)
-            out->herrno = TRY_AGAIN;
+            nss_herrno(out, TRY_AGAIN);
         for (i = 0; i < count; i++)
             nss_reply_free(&replies[i]);
         return -1;
@@ -500,7 +561,7 @@ static int nss_query_domain(res_state res, const char *name, const char *domain,
     size_t n = strlen(name);
     if (domain == NULL) {
         if (n >= NS_MAXDNAME) {
-            out->herrno = NO_RECOVERY;
+            nss_herrno(out, NO_RECOVERY);
             return -1;
         }
         memcpy(asked, name, n + 1);
@@ -509,7 +570,7 @@ static int nss_query_domain(res_state res, const char *name, const char *domain,
     } else {
         size_t d = strlen(domain);
         if (n + d + 1 >= NS_MAXDNAME) {
-            out->herrno = NO_RECOVERY;
+            nss_herrno(out, NO_RECOVERY);
             return -1;
         }
         memcpy(asked, name, n);
@@ -532,7 +593,7 @@ static int nss_search(res_state res, const char *name, const int *qtypes, int co
     int root_on_list = 0, got_nodata = 0, got_servfail = 0, ret;
     char alias[NS_MAXDNAME];
 
-    out->herrno = HOST_NOT_FOUND;
+    nss_herrno(out, HOST_NOT_FOUND);
     out->sys_errno = 0;
     for (cp = name; *cp != '\0'; cp++)
         dots += (*cp == '.');
@@ -568,7 +629,7 @@ static int nss_search(res_state res, const char *name, const int *qtypes, int co
             if (ret == 0 || out->refused || out->runtime)
                 return ret;
             if (out->sys_errno == ECONNREFUSED) {
-                out->herrno = TRY_AGAIN;
+                nss_herrno(out, TRY_AGAIN);
                 return -1;
             }
             switch (out->herrno) {
@@ -597,18 +658,22 @@ static int nss_search(res_state res, const char *name, const int *qtypes, int co
             return ret;
     }
     if (saved_herrno != -1)
-        out->herrno = saved_herrno;
+        nss_herrno(out, saved_herrno);
     else if (got_nodata)
-        out->herrno = NO_DATA;
+        nss_herrno(out, NO_DATA);
     else if (got_servfail)
-        out->herrno = TRY_AGAIN;
+        nss_herrno(out, TRY_AGAIN);
     return -1;
 }
 
 /* ------------------------------------------------------------------ */
 /* Status, as nss_dns gives it                                          */
 
-/* A lookup that failed: its NSS status, *errnop and *h_errnop. */
+/* A lookup that failed: its NSS status, *errnop and *h_errnop, and the
+** thread's h_errno, as nss_dns's gethostbyname3_context and
+** _nss_dns_gethostbyname4_r give them after a failed search: h_errno as
+** the search left it, changed for the errno of a send; errno EAGAIN with
+** TRY_AGAIN, else as it was before the lookup. */
 static enum nss_status nss_failed(const nss_outcome *out, int *errnop, int *h_errnop,
                                   int olderr)
 {
@@ -618,20 +683,24 @@ static enum nss_status nss_failed(const nss_outcome *out, int *errnop, int *h_er
         ** [UNAVAIL=...] action, decides (NETDB_INTERNAL would end
         ** getaddrinfo with EAI_SYSTEM there and then) */
         *errnop = out->sys_errno;
-        *h_errnop = NO_RECOVERY;
+        *h_errnop = h_errno = NO_RECOVERY;
         return NSS_STATUS_UNAVAIL;
     }
     if (out->refused) {
         *errnop = EAGAIN;
-        *h_errnop = TRY_AGAIN;
+        *h_errnop = h_errno = TRY_AGAIN;
         return NSS_STATUS_TRYAGAIN;
     }
+    h_errno = out->herrno;
     switch (out->sys_errno) {
     case ESRCH:
         status = NSS_STATUS_TRYAGAIN;
+        h_errno = TRY_AGAIN;
         break;
     case EMFILE:
     case ENFILE:
+        h_errno = NETDB_INTERNAL;
+        /* fall through */
     case ECONNREFUSED:
     case ETIMEDOUT:
         status = NSS_STATUS_UNAVAIL;
@@ -640,11 +709,11 @@ static enum nss_status nss_failed(const nss_outcome *out, int *errnop, int *h_er
         status = NSS_STATUS_NOTFOUND;
         break;
     }
-    *h_errnop = (out->sys_errno == EMFILE || out->sys_errno == ENFILE) ? NETDB_INTERNAL
-                                                                      : out->herrno;
-    if (*h_errnop == TRY_AGAIN)
+    *h_errnop = h_errno;
+    if (h_errno == TRY_AGAIN)
         *errnop = EAGAIN;
-    errno = olderr;
+    else
+        errno = olderr;
     return status;
 }
 
@@ -677,9 +746,17 @@ static void nss_end(struct __res_state *res, unsigned char *answer)
 /* ------------------------------------------------------------------ */
 /* The caller's buffer                                                  */
 
+/* The caller's buffer, taken from as glibc's alloc_buffer takes: each
+** piece at the alignment its type needs, in the order nss_dns takes its
+** own, so that a buffer too small for dns is too small here and one large
+** enough for dns is large enough here.  A piece that does not fit fails
+** the buffer for good (alloc_buffer_mark_failed): nothing is taken after
+** it, and the lookup then answers ERANGE, whatever else it found, so that
+** the caller grows its buffer and asks again rather than keep a part. */
 typedef struct nss_buffer {
     char *at;
     size_t left;
+    int failed;
 } nss_buffer;
 
 static void *nss_take(nss_buffer *b, size_t size, size_t align)
@@ -687,8 +764,10 @@ static void *nss_take(nss_buffer *b, size_t size, size_t align)
     uintptr_t p = (uintptr_t)b->at;
     size_t pad = (align - p % align) % align;
     void *got;
-    if (pad > b->left || size > b->left - pad)
+    if (b->failed || pad > b->left || size > b->left - pad) {
+        b->failed = 1;
         return NULL;
+    }
     got = b->at + pad;
     b->at += pad + size;
     b->left -= pad + size;
@@ -741,12 +820,14 @@ static int32_t nss_ttl_value(uint32_t ttl)
 ** name starts as the question's and follows each CNAME (whatever its
 ** owner: an RFC 2317 chain) to its target, which becomes the canonical
 ** name when it is a host name, until the first address; an address counts
-** when its owner is the name the chain has reached.  The first tuple of
-** the lookup gets the canonical name.  NOTFOUND when the reply has no
-** answer, a question that is not a host name, or no address. */
+** when its owner is the name the chain has reached.  With `store_canon`,
+** the first tuple gets the canonical name, copied after it.  NOTFOUND when
+** the reply has no answer, a question that is not a host name, or no
+** address.  A tuple that does not fit is left out and the buffer failed,
+** as nss_dns leaves the ERANGE to its caller. */
 static enum nss_status nss_slice(const nss_reply *reply, nss_buffer *b,
-                                 struct gaih_addrtuple ***next, char **name_slot_done,
-                                 int *errnop, int *h_errnop)
+                                 struct gaih_addrtuple ***next, int store_canon,
+                                 int *h_errnop)
 {
     const char *expected, *canon;
     int have_addr = 0;
@@ -762,26 +843,25 @@ static enum nss_status nss_slice(const nss_reply *reply, nss_buffer *b,
         struct gaih_addrtuple *t;
         if (rr->type == ns_t_cname) {
             expected = rr->target;
-            if (!have_addr && res_hnok(rr->target))
+            if (store_canon && res_hnok(rr->target))
                 canon = rr->target;
             continue;
         }
         if (rr->type != reply->qtype || !nss_same_name(rr->owner, expected))
             continue;
-        if (*name_slot_done == NULL) {
-            *name_slot_done = nss_copy(b, canon);
-            if (*name_slot_done == NULL)
-                return nss_too_small(errnop, h_errnop);
-        }
         t = **next;
         if (t == NULL) {
             t = nss_take(b, sizeof *t, __alignof__(struct gaih_addrtuple));
             if (t == NULL)
-                return nss_too_small(errnop, h_errnop);
+                continue;
             t->next = NULL;
             **next = t;
         }
         t->name = NULL;
+        if (store_canon) {
+            t->name = nss_copy(b, canon);
+            store_canon = 0;
+        }
         t->family = rr->type == ns_t_a ? AF_INET : AF_INET6;
         memset(t->addr, 0, sizeof t->addr);
         memcpy(t->addr, rr->addr, rr->type == ns_t_a ? 4 : 16);
@@ -797,6 +877,12 @@ static enum nss_status nss_slice(const nss_reply *reply, nss_buffer *b,
     return NSS_STATUS_SUCCESS;
 }
 
+/* The name is checked as a host name first (nss_dns's check_name: h_errno
+** alone).  The A and AAAA replies are read as nss_dns's gaih_getanswer
+** reads them; with no-aaaa the A reply alone (gaih_getanswer_noaaaa).  A
+** buffer too small for either is ERANGE (TRYAGAIN, NETDB_INTERNAL), as
+** nss_dns's buffer resizing protocol gives it, never a part of the
+** addresses: getaddrinfo then grows its buffer and asks again. */
 NSS_DNSSHIM_API enum nss_status
 _nss_dnsshim_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat, char *buffer,
                               size_t buflen, int *errnop, int *h_errnop, int32_t *ttlp)
@@ -805,16 +891,14 @@ _nss_dnsshim_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat, cha
     unsigned char *answer;
     nss_reply replies[2];
     nss_outcome out;
-    nss_buffer b = {buffer, buflen};
+    nss_buffer b = {buffer, buflen, 0};
     char asked[NS_MAXDNAME];
     int qtypes[2] = {ns_t_a, ns_t_aaaa}, count, olderr = errno, have_ttl = 0, i;
     enum nss_status status, status2;
     struct gaih_addrtuple **next = pat, *given = *pat;
-    char *canon = NULL;
     uint32_t ttl = 0;
 
     if (!res_hnok(name)) {
-        *errnop = ENOENT;
         *h_errnop = HOST_NOT_FOUND;
         return NSS_STATUS_NOTFOUND;
     }
@@ -827,30 +911,29 @@ _nss_dnsshim_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat, cha
         nss_end(&res, answer);
         return status;
     }
-    status = nss_slice(&replies[0], &b, &next, &canon, errnop, h_errnop);
-    if (count > 1 && (status == NSS_STATUS_SUCCESS || status == NSS_STATUS_NOTFOUND)) {
-        status2 = nss_slice(&replies[1], &b, &next, &canon, errnop, h_errnop);
+    errno = out.sys_errno;
+    status = nss_slice(&replies[0], &b, &next, 1, h_errnop);
+    if (!b.failed && count > 1
+        && (status == NSS_STATUS_SUCCESS || status == NSS_STATUS_NOTFOUND)) {
+        /* the canonical name is stored once: here if the A reply gave no
+        ** address */
+        status2 = nss_slice(&replies[1], &b, &next, status != NSS_STATUS_SUCCESS, h_errnop);
         if (status != NSS_STATUS_SUCCESS && status2 != NSS_STATUS_NOTFOUND)
             status = status2;
     }
+    if (b.failed)
+        status = nss_too_small(errnop, h_errnop);
     if (status == NSS_STATUS_SUCCESS) {
-        /* the canonical name on the first tuple, none on the others */
-        struct gaih_addrtuple *t;
-        for (t = *pat; t != NULL && t != *next; t = t->next)
-            t->name = t == *pat ? canon : NULL;
         for (i = 0; i < count; i++)
             nss_ttl(&replies[i], &ttl, &have_ttl);
         if (ttlp != NULL && have_ttl)
             *ttlp = nss_ttl_value(ttl);
-        errno = olderr;
     } else {
         /* no tuple of this call stays linked: a caller that grows its
         ** buffer after ERANGE must not find one in the buffer it freed */
         *pat = given;
         if (given != NULL)
             given->next = NULL;
-        if (status == NSS_STATUS_NOTFOUND)
-            *errnop = ENOENT;
     }
     for (i = 0; i < count; i++)
         nss_reply_free(&replies[i]);
@@ -861,60 +944,26 @@ _nss_dnsshim_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat, cha
 /* ------------------------------------------------------------------ */
 /* gethostbyname3_r and its elders: one family, a struct hostent        */
 
-/* Fills `result` in the caller's buffer: h_name, h_aliases, and one
-** address per entry of addrs. */
-static enum nss_status nss_hostent(struct hostent *result, nss_buffer *b, int af,
-                                   const char *hname, const char *const *aliases,
-                                   size_t naliases, const unsigned char *const *addrs,
-                                   size_t naddrs, int *errnop, int *h_errnop)
-{
-    size_t len = af == AF_INET ? 4 : 16, i;
-    char **alias_list, **addr_list;
-
-    addr_list = nss_take(b, (naddrs + 1) * sizeof *addr_list, __alignof__(char *));
-    alias_list = nss_take(b, (naliases + 1) * sizeof *alias_list, __alignof__(char *));
-    if (addr_list == NULL || alias_list == NULL)
-        return nss_too_small(errnop, h_errnop);
-    for (i = 0; i < naddrs; i++) {
-        addr_list[i] = nss_take(b, len, 4);
-        if (addr_list[i] == NULL)
-            return nss_too_small(errnop, h_errnop);
-        memcpy(addr_list[i], addrs[i], len);
-    }
-    addr_list[naddrs] = NULL;
-    for (i = 0; i < naliases; i++)
-        if ((alias_list[i] = nss_copy(b, aliases[i])) == NULL)
-            return nss_too_small(errnop, h_errnop);
-    alias_list[naliases] = NULL;
-    result->h_name = nss_copy(b, hname);
-    if (result->h_name == NULL)
-        return nss_too_small(errnop, h_errnop);
-    result->h_aliases = alias_list;
-    result->h_addrtype = af;
-    result->h_length = (int)len;
-    result->h_addr_list = addr_list;
-    return NSS_STATUS_SUCCESS;
-}
-
 /* nss_dns's getanswer_r: the names are the question's (as the reply has
 ** it) and each CNAME target that is a host name, in order; the last is
 ** h_name, the others the aliases.  The chain is followed through every
 ** CNAME, whatever its owner; an address counts when its owner is the name
 ** reached.  A reply without an address is TRYAGAIN with NO_RECOVERY, as
-** nss_dns answers it. */
+** nss_dns answers it.  The caller's buffer is taken in nss_dns's order:
+** the names and the addresses (each at a 4-octet boundary) as the records
+** come, then the address list and the alias list; one that does not fit
+** is ERANGE. */
 static enum nss_status nss_getanswer(const nss_reply *reply, int af, struct hostent *result,
                                      nss_buffer *b, int *errnop, int *h_errnop,
                                      int32_t *ttlp, char **canonp)
 {
-    const char **names;
-    const unsigned char **addrs;
+    char **names, **addrs, **addr_list, **alias_list;
     const char *expected;
-    size_t nnames = 0, naddrs = 0, i;
-    enum nss_status status;
+    size_t len = af == AF_INET ? 4 : 16, nnames = 0, naddrs = 0, i;
     uint32_t ttl = 0;
     int have_ttl = 0;
 
-    if (reply->qname == NULL || !res_hnok(reply->qname) || reply->rcode == ns_r_nxdomain) {
+    if (reply->qname == NULL || reply->rcode == ns_r_nxdomain || !res_hnok(reply->qname)) {
         *errnop = ENOENT;
         *h_errnop = HOST_NOT_FOUND;
         if (ttlp != NULL)
@@ -924,45 +973,64 @@ static enum nss_status nss_getanswer(const nss_reply *reply, int af, struct host
     names = calloc(reply->n + 1, sizeof *names);
     addrs = calloc(reply->n + 1, sizeof *addrs);
     if (names == NULL || addrs == NULL) {
+        /* as nss_dns's lists that malloc failed: not the ERANGE protocol */
         free(names);
         free(addrs);
         *errnop = ENOMEM;
         *h_errnop = NETDB_INTERNAL;
-        return NSS_STATUS_TRYAGAIN;
+        return NSS_STATUS_UNAVAIL;
     }
-    names[nnames++] = expected = reply->qname;
+    names[nnames++] = nss_copy(b, reply->qname);
+    expected = reply->qname;
     for (i = 0; i < reply->n; i++) {
         const nss_rr *rr = &reply->rr[i];
         if (rr->type == ns_t_cname) {
             expected = rr->target;
             if (res_hnok(rr->target))
-                names[nnames++] = rr->target;
+                names[nnames++] = nss_copy(b, rr->target);
             continue;
         }
-        if (rr->type == reply->qtype && nss_same_name(rr->owner, expected))
-            addrs[naddrs++] = rr->addr;
+        if (rr->type == reply->qtype && nss_same_name(rr->owner, expected)) {
+            char *at = nss_take(b, len, 4);
+            if (at != NULL)
+                memcpy(at, rr->addr, len);
+            addrs[naddrs++] = at;
+        }
     }
     nss_ttl(reply, &ttl, &have_ttl);
     if (naddrs == 0) {
+        free(names);
+        free(addrs);
         *errnop = ENOENT;
         *h_errnop = NO_RECOVERY;
         if (ttlp != NULL)
             *ttlp = 0;
-        status = NSS_STATUS_TRYAGAIN;
-    } else {
-        status = nss_hostent(result, b, af, names[nnames - 1], names, nnames - 1, addrs, naddrs,
-                             errnop, h_errnop);
-        if (status == NSS_STATUS_SUCCESS) {
-            if (ttlp != NULL && have_ttl)
-                *ttlp = nss_ttl_value(ttl);
-            if (canonp != NULL)
-                *canonp = result->h_name;
-            *h_errnop = NETDB_SUCCESS;
-        }
+        return NSS_STATUS_TRYAGAIN;
     }
+    addr_list = nss_take(b, (naddrs + 1) * sizeof *addr_list, __alignof__(char *));
+    alias_list = nss_take(b, nnames * sizeof *alias_list, __alignof__(char *));
+    if (b->failed || addr_list == NULL || alias_list == NULL) {
+        free(names);
+        free(addrs);
+        return nss_too_small(errnop, h_errnop);
+    }
+    memcpy(addr_list, addrs, naddrs * sizeof *addr_list);
+    addr_list[naddrs] = NULL;
+    memcpy(alias_list, names, (nnames - 1) * sizeof *alias_list);
+    alias_list[nnames - 1] = NULL;
+    result->h_name = names[nnames - 1];
+    result->h_aliases = alias_list;
+    result->h_addrtype = af;
+    result->h_length = (int)len;
+    result->h_addr_list = addr_list;
+    if (ttlp != NULL && have_ttl)
+        *ttlp = nss_ttl_value(ttl);
+    if (canonp != NULL)
+        *canonp = result->h_name;
+    *h_errnop = NETDB_SUCCESS;
     free(names);
     free(addrs);
-    return status;
+    return NSS_STATUS_SUCCESS;
 }
 
 static enum nss_status nss_gethostbyname3(const char *name, int af, struct hostent *result,
@@ -973,7 +1041,7 @@ static enum nss_status nss_gethostbyname3(const char *name, int af, struct hoste
     unsigned char *answer;
     nss_reply reply;
     nss_outcome out;
-    nss_buffer b = {buffer, buflen};
+    nss_buffer b = {buffer, buflen, 0};
     char asked[NS_MAXDNAME];
     int qtype, olderr = errno;
     enum nss_status status;
@@ -984,6 +1052,9 @@ static enum nss_status nss_gethostbyname3(const char *name, int af, struct hoste
         return NSS_STATUS_UNAVAIL;
     }
     qtype = af == AF_INET ? ns_t_a : ns_t_aaaa;
+    /* set before the lookup, whatever it gives, as nss_dns sets them */
+    result->h_addrtype = af;
+    result->h_length = af == AF_INET ? 4 : 16;
     if (nss_begin(&res, &answer, errnop, h_errnop) < 0)
         return NSS_STATUS_UNAVAIL;
     memset(&out, 0, sizeof out);
@@ -992,9 +1063,8 @@ static enum nss_status nss_gethostbyname3(const char *name, int af, struct hoste
         nss_end(&res, answer);
         return status;
     }
+    errno = out.sys_errno;
     status = nss_getanswer(&reply, af, result, &b, errnop, h_errnop, ttlp, canonp);
-    if (status == NSS_STATUS_SUCCESS)
-        errno = olderr;
     nss_reply_free(&reply);
     nss_end(&res, answer);
     return status;
@@ -1015,7 +1085,6 @@ _nss_dnsshim_gethostbyname2_r(const char *name, int af, struct hostent *result, 
                               size_t buflen, int *errnop, int *h_errnop)
 {
     if (!res_hnok(name)) {
-        *errnop = ENOENT;
         *h_errnop = HOST_NOT_FOUND;
         return NSS_STATUS_NOTFOUND;
     }
@@ -1033,31 +1102,35 @@ _nss_dnsshim_gethostbyname_r(const char *name, struct hostent *result, char *buf
 /* ------------------------------------------------------------------ */
 /* gethostbyaddr2_r: the PTR record                                     */
 
-/* The reverse name of an address: d.c.b.a.in-addr.arpa, or the 32 nibbles
-** of ip6.arpa. */
-static int nss_reverse_name(const unsigned char *addr, socklen_t len, int af, char *out,
-                            size_t size)
+/* The reverse name of an address (its first 4 or 16 octets):
+** d.c.b.a.in-addr.arpa, or the 32 nibbles of ip6.arpa. */
+static void nss_reverse_name(const unsigned char *addr, int af, char *out, size_t size)
 {
     static const char hex[] = "0123456789abcdef";
     size_t at = 0;
     int i;
-    if (af == AF_INET && len == 4) {
+    if (af == AF_INET) {
         snprintf(out, size, "%u.%u.%u.%u.in-addr.arpa", addr[3], addr[2], addr[1], addr[0]);
-        return 0;
+        return;
     }
-    if (af == AF_INET6 && len == 16 && size >= 64 + sizeof "ip6.arpa") {
-        for (i = 15; i >= 0; i--) {
-            out[at++] = hex[addr[i] & 0xf];
-            out[at++] = '.';
-            out[at++] = hex[addr[i] >> 4];
-            out[at++] = '.';
-        }
-        strcpy(out + at, "ip6.arpa");
-        return 0;
+    for (i = 15; i >= 0 && at + 4 < size; i--) {
+        out[at++] = hex[addr[i] & 0xf];
+        out[at++] = '.';
+        out[at++] = hex[addr[i] >> 4];
+        out[at++] = '.';
     }
-    return -1;
+    snprintf(out + at, size - at, "ip6.arpa");
 }
 
+/* nss_dns's _nss_dns_gethostbyaddr2_r.  Before anything is asked: room in
+** the caller's buffer for the address list (two pointers, taken first, as
+** nss_dns takes them: ERANGE without a query); an IPv4-mapped address
+** (::ffff:a.b.c.d) and an IPv4-compatible one (::a.b.c.d) are looked up
+** as the IPv4 address, except ::0.0.0.1, the loopback ::1, which is an IPv6
+** address (:: too is mapped, to 0.0.0.0: the public gethostbyaddr refuses
+** it before any module is called); a length shorter than the family's
+** address is EAFNOSUPPORT, a longer one is not refused: the address is its
+** first octets, and the result's address the `len` octets given. */
 NSS_DNSSHIM_API enum nss_status
 _nss_dnsshim_gethostbyaddr2_r(const void *addr, socklen_t len, int af, struct hostent *result,
                               char *buffer, size_t buflen, int *errnop, int *h_errnop,
@@ -1065,34 +1138,38 @@ _nss_dnsshim_gethostbyaddr2_r(const void *addr, socklen_t len, int af, struct ho
 {
     static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     static const unsigned char tunnelled[12] = {0};
+    static const unsigned char v6local[4] = {0, 0, 0, 1};
     struct __res_state res;
     unsigned char *answer;
     nss_reply reply;
     nss_outcome out;
-    nss_buffer b = {buffer, buflen};
-    char qname[NS_MAXDNAME];
+    nss_buffer b = {buffer, buflen, 0};
+    char qname[NS_MAXDNAME], *hname = NULL, **address_array, *copy;
     const unsigned char *uaddr = addr;
-    const unsigned char *addrs[1];
-    const char *current, *hname = NULL;
-    int qtype = ns_t_ptr, olderr = errno;
+    const char *current;
+    int qtype = ns_t_ptr, olderr = errno, found = 0;
     enum nss_status status;
     uint32_t ttl = 0;
     size_t i;
 
+    address_array = nss_take(&b, 2 * sizeof *address_array, __alignof__(char *));
+    if (address_array == NULL)
+        return nss_too_small(errnop, h_errnop);
     if (af == AF_INET6 && len == 16
         && (memcmp(uaddr, mapped, sizeof mapped) == 0
-            || memcmp(uaddr, tunnelled, sizeof tunnelled) == 0)) {
+            || (memcmp(uaddr, tunnelled, sizeof tunnelled) == 0
+                && memcmp(uaddr + sizeof tunnelled, v6local, sizeof v6local) != 0))) {
         /* ::ffff:a.b.c.d and ::a.b.c.d: the IPv4 address's name */
         uaddr += sizeof mapped;
         len = 4;
         af = AF_INET;
     }
-    if ((af != AF_INET || len != 4) && (af != AF_INET6 || len != 16)) {
-        *errnop = af == AF_INET || af == AF_INET6 ? EINVAL : EAFNOSUPPORT;
+    if ((af != AF_INET && af != AF_INET6) || len < (af == AF_INET ? 4u : 16u)) {
+        *errnop = EAFNOSUPPORT;
         *h_errnop = NETDB_INTERNAL;
         return NSS_STATUS_UNAVAIL;
     }
-    nss_reverse_name(uaddr, len, af, qname, sizeof qname);
+    nss_reverse_name(uaddr, af, qname, sizeof qname);
     if (nss_begin(&res, &answer, errnop, h_errnop) < 0)
         return NSS_STATUS_UNAVAIL;
     memset(&out, 0, sizeof out);
@@ -1108,32 +1185,44 @@ _nss_dnsshim_gethostbyaddr2_r(const void *addr, socklen_t len, int af, struct ho
         nss_end(&res, answer);
         return status;
     }
+    errno = out.sys_errno;
     /* nss_dns's getanswer_ptr: through every CNAME (RFC 2317's classless
     ** delegation), the first PTR whose owner is the name reached */
     current = qname;
-    for (i = 0; i < reply.n && hname == NULL; i++) {
+    for (i = 0; i < reply.n && !found; i++) {
         const nss_rr *rr = &reply.rr[i];
         if (rr->type == ns_t_cname)
             current = rr->target;
         else if (rr->type == ns_t_ptr && nss_same_name(rr->owner, current)) {
-            hname = rr->target;
+            hname = nss_copy(&b, rr->target);
             ttl = rr->ttl;
+            found = 1;
         }
     }
-    if (hname == NULL) {
+    if (!found) {
         *errnop = ENOENT;
         *h_errnop = NO_RECOVERY;
         if (ttlp != NULL)
             *ttlp = 0;
         status = NSS_STATUS_TRYAGAIN;
     } else {
-        addrs[0] = uaddr;
-        status = nss_hostent(result, &b, af, hname, NULL, 0, addrs, 1, errnop, h_errnop);
-        if (status == NSS_STATUS_SUCCESS) {
+        /* the address at a 4-octet boundary, as nss_dns copies it */
+        copy = nss_take(&b, len, 4);
+        if (copy == NULL || hname == NULL) {
+            status = nss_too_small(errnop, h_errnop);
+        } else {
+            memcpy(copy, uaddr, len);
+            address_array[0] = copy;
+            address_array[1] = NULL;
+            result->h_name = hname;
+            result->h_aliases = &address_array[1];
+            result->h_addrtype = af;
+            result->h_length = (int)len;
+            result->h_addr_list = address_array;
             if (ttlp != NULL)
                 *ttlp = nss_ttl_value(ttl);
-            errno = olderr;
             *h_errnop = NETDB_SUCCESS;
+            status = NSS_STATUS_SUCCESS;
         }
     }
     nss_reply_free(&reply);
