@@ -83,6 +83,9 @@ int dns_shim__service_ping(int32_t *status)
 /* What a try at the service came to. */
 enum { SERVICE_LOCAL = 0, SERVICE_ANSWERED = 1 };
 
+/* How long a thread keeps a socket's path as checked (ask). */
+#define TRUST_MS 1000
+
 /* Whether the fallback has been logged in this process. */
 static int dns_shim__service_logged = 0;
 /* Set by dnsshimd itself (dns_shim__service_off): it is the service. */
@@ -153,11 +156,15 @@ static int trusted_dir(const char *dir, int secure, int last, char *why, size_t 
     return 0;
 }
 
-/* The path checked as the file comment says: 0; 1 when there is no socket
-** there (nor its directory); -1 with why it is not trusted. */
-static int service_trusted(const char *path, char *why, size_t whylen)
+/* The path checked as the file comment says: 0 with the socket's path,
+** its directories' links resolved, in sock (what the call connects to:
+** the path checked, not the path named, so that no link can be changed in
+** between); 1 when there is no socket there (nor its directory); -1 with
+** why it is not trusted. */
+static int service_trusted(const char *path, char *sock, size_t socklen, char *why,
+                           size_t whylen)
 {
-    char dir[PATH_MAX], real[PATH_MAX], prefix[PATH_MAX], sock[PATH_MAX + 2];
+    char dir[PATH_MAX], real[PATH_MAX], prefix[PATH_MAX];
     const char *slash = strrchr(path, '/');
     int secure = getauxval(AT_SECURE) != 0;
     struct stat st;
@@ -189,7 +196,11 @@ static int service_trusted(const char *path, char *why, size_t whylen)
         if (trusted_dir(prefix, secure, i == rlen, why, whylen) != 0)
             return -1;
     }
-    snprintf(sock, sizeof sock, "%s/%s", rlen == 1 ? "" : real, slash + 1);
+    if (snprintf(sock, socklen, "%s/%s", rlen == 1 ? "" : real, slash + 1) >= (int)socklen) {
+        snprintf(why, whylen, "its path, links resolved, is longer than a socket's address "
+                 "holds");
+        return -1;
+    }
     if (lstat(sock, &st) != 0) {
         int e = errno;
         snprintf(why, whylen, "%s", strerror(e));
@@ -704,6 +715,9 @@ static int not_used(const service_target *t, int absent, const char *why, int32_
         *status = dns_shim__fail(DNS_SHIM_ERR_INIT, "the parse service at %s cannot parse: %s; "
                                  "DNS_SHIM_SERVICE_FALLBACK=no forbids parsing in this process",
                                  t->path, why);
+        /* Said once, as a start that failed is. */
+        if (!__atomic_exchange_n(&dns_shim__service_logged, 1, __ATOMIC_RELAXED))
+            dns_shim__log_level(DNS_SHIM_LOG_ERROR, dns_shim__reason(dns_shim__error));
         return SERVICE_ANSWERED;
     }
     fell_back(t, absent, why);
@@ -720,10 +734,29 @@ static int ask(exchange *x, const service_target *t, long deadline, size_t *n, i
     uint32_t len;
     int rc;
 
-    rc = service_trusted(t->path, why, whylen);
-    if (rc != 0) {
-        *absent = rc > 0;
-        return 0;
+    char sock[sizeof addr.sun_path];
+    /* A path found trusted stays so for this thread a while (TRUST_MS), for
+    ** the same effective user: its directories are root's or the user's, and
+    ** no one else can change them; a connection that fails forgets it. */
+    static __thread struct {
+        char named[sizeof addr.sun_path], sock[sizeof addr.sun_path];
+        uid_t euid;
+        long until;
+    } trusted;
+    long now = now_ms();
+
+    if (trusted.until > now && trusted.euid == geteuid() && strcmp(trusted.named, t->path) == 0) {
+        memcpy(sock, trusted.sock, sizeof sock);
+    } else {
+        rc = service_trusted(t->path, sock, sizeof sock, why, whylen);
+        if (rc != 0) {
+            *absent = rc > 0;
+            return 0;
+        }
+        memcpy(trusted.named, t->path, sizeof trusted.named);
+        memcpy(trusted.sock, sock, sizeof trusted.sock);
+        trusted.euid = geteuid();
+        trusted.until = now + TRUST_MS;
     }
     x->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (x->fd < 0) {
@@ -732,7 +765,7 @@ static int ask(exchange *x, const service_target *t, long deadline, size_t *n, i
     }
     memset(&addr, 0, sizeof addr);
     addr.sun_family = AF_UNIX;
-    memcpy(addr.sun_path, t->path, strlen(t->path) + 1);
+    memcpy(addr.sun_path, sock, strlen(sock) + 1);
     while ((rc = connect(x->fd, (struct sockaddr *)&addr, sizeof addr)) != 0 && errno == EINTR)
         ;
     if (rc != 0) {
@@ -742,6 +775,7 @@ static int ask(exchange *x, const service_target *t, long deadline, size_t *n, i
             snprintf(why, whylen, "connect: %s", strerror(errno));
         /* No socket, or one whose service has stopped: no service. */
         *absent = errno == ENOENT || errno == ECONNREFUSED;
+        trusted.until = 0;
         return 0;
     }
     if (send_all(x->fd, x->request.buf, x->request.len, deadline, why, whylen) != 0 ||

@@ -32,8 +32,9 @@
 ** waiting; the soft descriptor limit is raised for them, or the clients
 ** are fewer, said at start), and the answers waiting to be read held
 ** under ANSWER_BUDGET octets (past it a client is told to parse on its own).
-** Requests are parsed in arrival order by max(1, parallelism) threads; the
-** library's pool gives each its own interpreter.
+** Requests are parsed in arrival order: at parallelism 1 by the loop's own
+** thread, between its reads and writes; above, by that many threads, to
+** which the library's pool gives an interpreter each.
 **
 ** SIGTERM or SIGINT: no new connection; the requests received are parsed
 ** and answered (within IDLE_MS), then it exits 0.
@@ -416,52 +417,65 @@ static void wake(void)
     while (rc < 0 && errno == EINTR);
 }
 
+/* At parallelism 1, the loop parses itself: no thread to hand a request
+** to and back (two task switches a call). */
+static int inline_parse = 0;
+
+/* One request of the queue parsed and its answer queued for writing: 1, or
+** 0 when there was none (with wait, once stopping). */
+static int serve_one(int wait)
+{
+    int i;
+    client *c;
+    size_t len = 0;
+    uint8_t *out;
+    int close_after = 0;
+
+    pthread_mutex_lock(&queue_lock);
+    while (wait && queue_head < 0 && !stopping)
+        pthread_cond_wait(&queue_cond, &queue_lock);
+    if (queue_head < 0) {
+        pthread_mutex_unlock(&queue_lock);
+        return 0;
+    }
+    i = queue_head;
+    c = &clients[i];
+    queue_head = c->next;
+    if (queue_head < 0)
+        queue_tail = -1;
+    pthread_mutex_unlock(&queue_lock);
+
+    out = serve(c->request, c->length, &len, &close_after);
+    free(c->request);
+    c->request = NULL;
+    pthread_mutex_lock(&queue_lock);
+    if (out != NULL && answer_held + len > ANSWER_BUDGET) {
+        /* Answers not yet read would hold too much: this client parses
+        ** on its own. */
+        free(out);
+        out = frame(DNS_SHIM__WIRE_FAULT, DNS_SHIM_ERR_NO_MEMORY, "the service holds as "
+                    "many answers as it may; parse this message in the process", NULL,
+                    &len);
+    }
+    if (out != NULL)
+        answer_held += len;
+    c->answer = out;
+    c->answer_len = out != NULL ? len : 0;
+    c->close_after = close_after || out == NULL;
+    c->next = done_head;
+    done_head = i;
+    pthread_mutex_unlock(&queue_lock);
+    if (!inline_parse)
+        wake();
+    return 1;
+}
+
 static void *worker(void *arg)
 {
     (void)arg;
-    for (;;) {
-        int i;
-        client *c;
-        size_t len = 0;
-        uint8_t *out;
-        int close_after = 0;
-
-        pthread_mutex_lock(&queue_lock);
-        while (queue_head < 0 && !stopping)
-            pthread_cond_wait(&queue_cond, &queue_lock);
-        if (queue_head < 0) {
-            pthread_mutex_unlock(&queue_lock);
-            return NULL;
-        }
-        i = queue_head;
-        c = &clients[i];
-        queue_head = c->next;
-        if (queue_head < 0)
-            queue_tail = -1;
-        pthread_mutex_unlock(&queue_lock);
-
-        out = serve(c->request, c->length, &len, &close_after);
-        free(c->request);
-        c->request = NULL;
-        pthread_mutex_lock(&queue_lock);
-        if (out != NULL && answer_held + len > ANSWER_BUDGET) {
-            /* Answers not yet read would hold too much: this client parses
-            ** on its own. */
-            free(out);
-            out = frame(DNS_SHIM__WIRE_FAULT, DNS_SHIM_ERR_NO_MEMORY, "the service holds as "
-                        "many answers as it may; parse this message in the process", NULL,
-                        &len);
-        }
-        if (out != NULL)
-            answer_held += len;
-        c->answer = out;
-        c->answer_len = out != NULL ? len : 0;
-        c->close_after = close_after || out == NULL;
-        c->next = done_head;
-        done_head = i;
-        pthread_mutex_unlock(&queue_lock);
-        wake();
-    }
+    while (serve_one(1))
+        ;
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -931,8 +945,9 @@ int main(int argc, char **argv)
         return 1;
     clients = calloc(max_clients, sizeof *clients);
     fds = calloc(max_clients + 3, sizeof *fds);
-    nworkers = parallelism > 1 ? (int)parallelism : 1;
-    workers = calloc((size_t)nworkers, sizeof *workers);
+    nworkers = parallelism > 1 ? (int)parallelism : 0;
+    inline_parse = nworkers == 0;
+    workers = calloc((size_t)nworkers + 1, sizeof *workers);
     if (sig_fd < 0 || wake_fd < 0 || clients == NULL || fds == NULL || workers == NULL) {
         say("cannot start: %s", strerror(errno ? errno : ENOMEM));
         return 1;
@@ -947,7 +962,7 @@ int main(int argc, char **argv)
             return 1;
         }
     say("serving %s: %s, %d parse%s at once", activated >= 0 ? "the socket systemd passed"
-        : path, dns_shim_version(), nworkers, nworkers > 1 ? "s" : "");
+        : path, dns_shim_version(), nworkers ? nworkers : 1, nworkers > 1 ? "s" : "");
 
     for (;;) {
         size_t nfds = 0, k;
@@ -1033,6 +1048,11 @@ int main(int argc, char **argv)
                 readable((int)k);
             else if (clients[k].state == C_WRITE)
                 writable((int)k);
+        }
+        if (inline_parse && serve_one(0)) {
+            while (serve_one(0))
+                ;
+            collect_done();
         }
         if (!grace && (fds[0].revents & POLLIN))
             accept_clients(listen_fd);
