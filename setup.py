@@ -5,7 +5,9 @@ package's build directory: shim/lib/libdnsshim.so.N (and libdnsshim.so),
 shim/lib/libdnsshim.a, libdnsshim_ares.so.1 and .a beside them,
 shim/lib/pkgconfig/dnsshim.pc and dnsshim-ares.pc, and
 shim/include/dns_shim.h, found again by ``python -m shim --cflags --libs``;
-and the manual, installed into the environment's share/man (man1, man3, man7).
+shim/bin/dnsshim-dump and shim/bin/dnsshimd (the parse service), which the
+console scripts of the same names run;
+and the manual, installed into the environment's share/man (man1, man3, man7, man8).
 An editable install (pip install -e .) builds the same tree into the source
 tree's shim/ instead, in place, as setuptools builds C extensions for one:
 pinned to the installing Python and importing shim from the source tree, so

@@ -20,7 +20,8 @@ shim/layout.py's prefix form places each part::
         installed)
     PREFIX/include/dns_shim.h
     PREFIX/bin/dnsshim-dump, dnsshim-config
-    PREFIX/share/man/man1, man3, man7/                     the manual
+    PREFIX/sbin/dnsshimd                                   the parse service
+    PREFIX/share/man/man1, man3, man7, man8/               the manual
     PREFIX/share/dnsshim/libdnsshim.supp                  valgrind suppressions
     PREFIX/share/doc/dnsshim/NEWS
     PREFIX/share/dnsshim/install-manifest                 what was installed
@@ -100,6 +101,10 @@ class Layout:
     @property
     def bindir(self) -> Path:
         return self.part("bin")
+
+    @property
+    def sbindir(self) -> Path:
+        return self.part("sbin")
 
     @property
     def datadir(self) -> Path:
@@ -234,6 +239,23 @@ def tool_help(program: Path, libdir: Path) -> str:
     return result.stdout.replace(str(program), program.name)
 
 
+def _run_path(libdir: Path, directory: Path) -> str:
+    """The run path of a program installed in directory that finds the
+    libraries in libdir wherever the tree is moved ("" for a system library
+    directory, where the dynamic linker looks anyway)."""
+    if pipeline.system_library_dir(libdir):
+        return ""
+    return f"$ORIGIN/{_relative(libdir, directory)}"
+
+
+def compile_service(sbindir: Path, lib: Path, rpath: str, verbose: bool, cflags=()) -> Path:
+    """dnsshimd, the parse service, into sbindir: built as dnsshim-dump is
+    (-ldnsshim from lib, the run path rpath, "" for none), beside it."""
+    sbindir.mkdir(parents=True, exist_ok=True)
+    return pipeline.compile_program([pipeline.SERVICE], sbindir / "dnsshimd", against=lib,
+                                    rpath=rpath, verbose=verbose, cflags=cflags)
+
+
 def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
     """Every file, under the staging root."""
     lib = layout.staged(layout.libdir, root)
@@ -252,13 +274,13 @@ def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
     shutil.copyfile(pipeline.HEADER, include / pipeline.HEADER.name)
     bindir = layout.staged(layout.bindir, root)
     bindir.mkdir(parents=True)
-    rpath = "" if pipeline.system_library_dir(layout.libdir) else \
-        f"$ORIGIN/{_relative(layout.libdir, layout.bindir)}"
     # (told where the form keeps the worker image, for --check's line)
+    worker_dir = [f'-DDNS_SHIM_WORKER_DIR="{layout.form.worker_from_lib()}"']
     dump = pipeline.compile_program([pipeline.TOOLS / "dnsshim-dump.c"], bindir / "dnsshim-dump",
-                                     against=lib, rpath=rpath, verbose=verbose,
-                                     cflags=[f'-DDNS_SHIM_WORKER_DIR='
-                                             f'"{layout.form.worker_from_lib()}"'])
+                                     against=lib, rpath=_run_path(layout.libdir, layout.bindir),
+                                     verbose=verbose, cflags=worker_dir)
+    compile_service(layout.staged(layout.sbindir, root), lib,
+                    _run_path(layout.libdir, layout.sbindir), verbose, cflags=worker_dir)
     launcher = bindir / "dnsshim-config"
     launcher.write_text(LAUNCHER.format(
         python=pipeline.base_python(), private=_relative(layout.private, layout.prefix),
@@ -284,7 +306,7 @@ def stage(pipeline, layout: Layout, root: str, verbose: bool) -> None:
 
 
 def write_manual(mandir: Path, dump: Path, lib: Path) -> list:
-    """The manual (man1, man3, man7 under mandir), with the pages of the
+    """The manual (man1, man3, man7, man8 under mandir), with the pages of the
     built dnsshim-dump (its --help, run against lib) and dnsshim-config;
     returns the pages written.  The prefix install and pip's package (into
     the virtualenv's share/man, setup.py) both write it."""
@@ -332,8 +354,8 @@ def commit(layout: Layout, staging: Path) -> dict:
 
 def package_tree(prefix, mode=None, verbose: bool = False) -> Path:
     """A complete tree of the package form (shim/layout.py) under prefix:
-    the libraries with their .pc and CMake files, dns_shim.h, dnsshim-dump,
-    the valgrind suppressions (python build_ffi.py --prefix installs more:
+    the libraries with their .pc and CMake files, dns_shim.h, dnsshim-dump and
+    dnsshimd, the valgrind suppressions (python build_ffi.py --prefix installs more:
     install()).  In pipeline.Mode.PACKAGE prefix is the installed package's
     shim/ directory, and the .pc files find it relative to themselves; in
     Mode.SOURCE_TREE (an editable install) it is the source tree's.  Returns
@@ -346,11 +368,11 @@ def package_tree(prefix, mode=None, verbose: bool = False) -> Path:
     worker.build_into(lib, verbose, stamp=mode is pipeline.Mode.SOURCE_TREE)
     layout.includedir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(pipeline.HEADER, layout.includedir / pipeline.HEADER.name)
-    # dnsshim-dump, finding the library beside it wherever the tree is moved.
+    # dnsshim-dump and dnsshimd, finding the library wherever the tree is moved.
     layout.bindir.mkdir(parents=True, exist_ok=True)
     pipeline.compile_program([pipeline.TOOLS / "dnsshim-dump.c"], layout.bindir / "dnsshim-dump",
-                             against=lib, rpath=f"$ORIGIN/{_relative(lib, layout.bindir)}",
-                             verbose=verbose)
+                             against=lib, rpath=_run_path(lib, layout.bindir), verbose=verbose)
+    compile_service(layout.sbindir, lib, _run_path(lib, layout.sbindir), verbose)
     layout.datadir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(pipeline.SUPPRESSIONS, layout.datadir / pipeline.SUPPRESSIONS.name)
     pc_dir = layout.part("pkgconfig")

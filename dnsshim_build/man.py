@@ -27,6 +27,9 @@ from a source tree; :func:`pages` from the texts themselves.
   hand-written usage text), with the sections of
   ``csrc/tools/NAME.1.md`` where there is one (dnsshim-config's
   EXAMPLES).
+* Section 8: ``libnss_dnsshim.8`` (``csrc/nss/libnss_dnsshim.8.md``) and
+  ``dnsshimd.8``, the parse service's (``csrc/service/dnsshimd.8.md``):
+  NAME, the sections of the Markdown source, SEE ALSO.
 
 Each function's symbol version comes from ``csrc/lib/libdnsshim.map``; a
 "(1.1)" marker in its comment that disagrees with the map is an error.
@@ -628,6 +631,21 @@ def nss_page(source: str, version: str, functions: list) -> str:
     return finish(out)
 
 
+# --- the parse service: section 8 from its Markdown source -----------------------
+
+
+def service_page(source: str, version: str, functions: list) -> str:
+    """dnsshimd.8 from its Markdown source (csrc/service/dnsshimd.8.md):
+    NAME, each "## " section, then SEE ALSO."""
+    inline = Inline(list(functions), backtick_font="B", markdown=True)
+    out = title_lines("dnsshimd", "8", version)
+    out += _name_section(["dnsshimd"], "libdnsshim's parse service, on a Unix socket")
+    out += markdown_sections_roff(source, inline)
+    out += _see_also([("dnsshim", "7"), ("dnsshim-config", "1"), ("systemd.socket", "5"),
+                      ("systemd.exec", "5")])
+    return finish(out)
+
+
 # --- tools: section 1 from --help ----------------------------------------------
 
 
@@ -826,7 +844,8 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
           ares_map: str | None = None, ares_source: str | None = None,
           ares_description: str | None = None, examples: dict | None = None,
           overview_supplement: str | None = None,
-          tool_supplements: dict | None = None, nss_source: str | None = None) -> dict:
+          tool_supplements: dict | None = None, nss_source: str | None = None,
+          service_source: str | None = None) -> dict:
     """Every manual page, {filename: roff text}.
 
     header_text: csrc/dns_shim.h.  version: the package's ("1.2.0").
@@ -839,7 +858,8 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     (dnsshim-ares.pc's).  examples: {file name: text} of examples/, for the
     comments' @example tags.  overview_supplement: Markdown sections for
     dnsshim.7 after its ENVIRONMENT; tool_supplements: {tool: Markdown
-    sections for its page}; nss_source: libnss_dnsshim.8's Markdown source."""
+    sections for its page}; nss_source: libnss_dnsshim.8's Markdown source;
+    service_source: dnsshimd.8's."""
     header = header_reader.parse(header_text)
     funcs = header.functions()
     names = [c.names[0] for c in funcs]
@@ -853,6 +873,8 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
     extra = [("dnsshim_ares", "3")] if ares_map and ares_source else []
     if nss_source:
         extra.append(("libnss_dnsshim", "8"))
+    if service_source:
+        extra.append(("dnsshimd", "8"))
     out = {}
     summaries = {}
     for c in funcs:
@@ -878,6 +900,8 @@ def pages(header_text: str, version: str, tools: dict, *, symbol_versions: dict 
                                           names, examples=examples)
     if nss_source:
         out["libnss_dnsshim.8"] = nss_page(nss_source, version, names)
+    if service_source:
+        out["dnsshimd.8"] = service_page(service_source, version, names)
     for t, text in tools.items():
         out[f"{t}.1"] = tool_page(t, text, version, others=list(tools),
                                   supplement=(tool_supplements or {}).get(t))
@@ -892,11 +916,13 @@ ARES_SOURCE = Path("csrc") / "ares" / "dnsshim_ares.3.md"
 OVERVIEW_SOURCE = Path("csrc") / "dnsshim.7.md"
 TOOL_SOURCES = Path("csrc/tools")              # NAME.1.md, for a tool NAME
 NSS_SOURCE = Path("csrc") / "nss" / "libnss_dnsshim.8.md"
+SERVICE_SOURCE = Path("csrc") / "service" / "dnsshimd.8.md"
 
 
 def pages_from_tree(root, version: str | None = None, tools: dict | None = None) -> dict:
     """pages() from a project tree: csrc/dns_shim.h, the version scripts,
-    the Markdown sources (ARES_SOURCE, OVERVIEW_SOURCE, TOOL_SOURCES/NAME.1.md),
+    the Markdown sources (ARES_SOURCE, OVERVIEW_SOURCE, TOOL_SOURCES/NAME.1.md,
+    NSS_SOURCE, SERVICE_SOURCE),
     csrc/ares/dnsshim-ares.pc.in's Description and examples/."""
     root = Path(root)
     header = (root / "csrc" / "dns_shim.h").read_text(encoding="utf-8")
@@ -918,7 +944,8 @@ def pages_from_tree(root, version: str | None = None, tools: dict | None = None)
                  ares_description=m.group(1) if m else None,
                  overview_supplement=(root / OVERVIEW_SOURCE).read_text(encoding="utf-8"),
                  tool_supplements=supplements,
-                 nss_source=(root / NSS_SOURCE).read_text(encoding="utf-8"))
+                 nss_source=(root / NSS_SOURCE).read_text(encoding="utf-8"),
+                 service_source=(root / SERVICE_SOURCE).read_text(encoding="utf-8"))
 
 
 

@@ -55,6 +55,9 @@ HEADER = CSRC / "dns_shim.h"
 ARES_HEADER = CSRC / "ares" / "dnsshim_ares.h"
 #: The helpers the command-line programs share (reading a message, hex, RSS).
 TOOLS = CSRC / "tools"
+#: dnsshimd, the parse service: a program like dnsshim-dump (compile_program,
+#: -ldnsshim), installed beside it (shim/layout.py's ``sbin`` part).
+SERVICE = CSRC / "service" / "dnsshimd.c"
 #: valgrind's suppressions for a program using the library: installed as
 #: share/dnsshim/libdnsshim.supp beside lib/ (the .pc file's valgrind_suppressions).
 SUPPRESSIONS = CSRC / "lib" / "libdnsshim.supp"
@@ -332,6 +335,18 @@ DNSSHIM = Library(
            CSRC / "lib" / "failure.c", CSRC / "lib" / "guest.c", CSRC / "lib" / "memory.c",
            CSRC / "lib" / "pool.c", CSRC / "lib" / "runtime.c", CSRC / "lib" / "service.c"))
 
+#: libdnsshim.so's two objects (csrc/lib/front.c says why): the front, the
+#: shared object a program links (DNSSHIM.soname), which carries no Python,
+#: made of FRONT_UNITS; and the runtime beside it (RUNTIME_SONAME), the whole
+#: library as one object (DNSSHIM's cffi module and units), which the front
+#: loads for a call that must parse in the process, in the form's worker
+#: folder.  Both export the library's list (the front drives the runtime's
+#: fork handler through its private dns_shim__runtime_fork).  The static
+#: archive and the bundle are the whole library, without a front.
+FRONT_UNITS = (CSRC / "lib" / "api.c", CSRC / "lib" / "dispatch.c", CSRC / "lib" / "failure.c",
+               CSRC / "lib" / "service.c", CSRC / "lib" / "front.c")
+RUNTIME_SONAME = layout.RUNTIME_LIBRARY
+
 #: libdnsshim_ares: c-ares's classic reply parsers, on libdnsshim's runtime.
 #: c-ares's classic parse API is fixed (1.18, 1.19): its major stays 1.
 DNSSHIM_ARES = Library(
@@ -355,15 +370,15 @@ LIBRARIES = (DNSSHIM, DNSSHIM_ARES)
 NSS_MODULE = layout.NSS_MODULE
 NSS_SOURCE = CSRC / "nss" / "nss_dnsshim.c"
 NSS_EXPORTS = CSRC / "nss" / "libnss_dnsshim.map"
-
-
-def preamble(library: Library) -> str:
 #: Compiled into the module beside it: libdnsshim's client of the parse
 #: service, its plan's check and calls, and what they need of the rest of the
 #: library (nss_client.c), so that a lookup the service parses loads no
 #: libdnsshim; the module dlopen()s libdnsshim only to parse in the process.
 NSS_UNITS = (CSRC / "lib" / "service.c", CSRC / "lib" / "dispatch.c",
              CSRC / "nss" / "nss_client.c")
+
+
+def preamble(library: Library) -> str:
     """cffi's preamble for a library: its bridge, included by its path under
     csrc/ (on the include path of every compile of the unit), so that the
     compiler sees the bridge as itself and its diagnostics name the bridge's
@@ -813,8 +828,28 @@ def _objects(units: list, product: str) -> list:
     return [unit.output for unit in units if unit.product == product]
 
 
+def _link_front(out_dir: Path, work: Path, defines: list, verbose: bool,
+                system: bool = False) -> Path:
+    """libdnsshim.so.1, the front (FRONT_UNITS), and its development link:
+    compiled and linked in one step, hidden unless exported, the library's
+    export list (DNSSHIM.exports), libc alone (-ldl), -z nodelete (the
+    runtime it loaded keeps pointers into it)."""
+    library = DNSSHIM
+    shared = out_dir / library.soname
+    _run([compiler(), "-shared", *_library_flags(), f"-I{work}", *defines,
+          *map(str, FRONT_UNITS), "-o", f"{shared}.tmp",
+          f"-Wl,--version-script={library.exports}", f"-Wl,-soname,{library.soname}",
+          "-Wl,--no-undefined", "-Wl,-z,nodelete", "-ldl", *env_flags("LDFLAGS")], verbose)
+    os.replace(f"{shared}.tmp", shared)
+    link = out_dir / library.link_name
+    if os.path.lexists(link):
+        link.unlink()
+    link.symlink_to(library.soname)
+    return shared
+
+
 def _link_shared(library: Library, objects: list, out_dir: Path, mode: Mode,
-                 verbose: bool, system: bool = False) -> Path:
+                 verbose: bool, system: bool = False, runtime: bool = False) -> Path:
     """The shared object, linked from its objects (compiles()), written
     atomically, and its development link.
 
@@ -826,16 +861,27 @@ def _link_shared(library: Library, objects: list, out_dir: Path, mode: Mode,
     dynamic linker looks anyway); a bundle's finds libpython there too.  The
     link has the compile's flags too ($CFLAGS: a sanitizer, LTO), then
     $LDFLAGS."""
-    shared = out_dir / library.soname
+    soname, exports = library.soname, library.exports
+    if runtime:
+        # libdnsshim's runtime (FRONT_UNITS' comment): its own file, the
+        # library's export list
+        soname = RUNTIME_SONAME
+    shared = out_dir / soname
+    if runtime:
+        # in the form's worker folder (csrc/lib/front.c)
+        shared = out_dir / mode.form.worker_from_lib() / soname
+        shared.parent.mkdir(parents=True, exist_ok=True)
     needs = [flag for name in library.links for flag in (f"-L{out_dir}", f"-l{name}")]
     if library.links:
         needs += [*([] if system else ["-Wl,-rpath,$ORIGIN"]), "-ldl"]
     _run([compiler(), "-shared", *_library_flags(), *objects, "-o", f"{shared}.tmp",
-          f"-Wl,--version-script={library.exports}", f"-Wl,-soname,{library.soname}",
+          f"-Wl,--version-script={exports}", f"-Wl,-soname,{soname}",
           "-Wl,--no-undefined", "-Wl,-z,nodelete", *needs,
           *python_link_flags("$ORIGIN" if mode is Mode.BUNDLE else None), *env_flags("LDFLAGS")],
          verbose)
     os.replace(f"{shared}.tmp", shared)
+    if runtime:
+        return shared
     link = out_dir / library.link_name
     if os.path.lexists(link):
         link.unlink()
@@ -928,9 +974,13 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
                                                  private=private)
                                  if library.starts_runtime else [])
                        for product in products}
+            split = library is DNSSHIM and mode is not Mode.BUNDLE
             units = compiles(library, c_file, defines, work)
             _compile_objects(units, verbose)
-            _link_shared(library, _objects(units, SHARED), out_dir, mode, verbose, system)
+            _link_shared(library, _objects(units, SHARED), out_dir, mode, verbose, system,
+                         runtime=split)
+            if split:
+                _link_front(out_dir, work, defines[SHARED], verbose, system)
             if STATIC in products:
                 _archive(library, _objects(units, STATIC), out_dir, work, verbose)
             entries += [unit.entry(os.getcwd()) for unit in units]

@@ -42,6 +42,19 @@ def dnsshim_dump() -> int:
     return dump_main(sys.argv[1:], prog="dnsshim-dump")
 
 
+def dnsshimd() -> int:
+    """The dnsshimd command: the parse service, the C program installed in
+    the package.  It has no Python form: where the package holds no such
+    program (the source tree without a built library), one line says so and
+    the exit status is 1."""
+    program = Path(__file__).resolve().parent / "bin" / "dnsshimd"
+    if program.exists():
+        os.execv(program, [str(program), *sys.argv[1:]])
+    print(f"dnsshimd: the package at {program.parent.parent} holds no dnsshimd program "
+          f"({program} is missing): install the package again (pip install .)", file=sys.stderr)
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """python -m shim [options] | python -m shim dump ..."""
     argv = sys.argv[1:] if argv is None else argv

@@ -61,6 +61,7 @@ STANDARD = {
     "worker": "{libdir}/dnsshim",          # libdnsshim_worker.so, private to the libraries
     "modules": "{libdir}/python{tag}",     # a bundle's compiled modules
     "bin": "bin",                          # dnsshim-dump, dnsshim-config
+    "sbin": "sbin",                        # dnsshimd, the parse service
     "data": "share/dnsshim",               # libdnsshim.supp, a manifest or report
     "man": "share/man",                    # man1, man3, man7
     "doc": "share/doc/dnsshim",            # NEWS
@@ -152,6 +153,9 @@ class Form:
 #: The worker image's file name (dnsshim_build/worker.py's NAME; the library
 #: looks for it in its form's worker folder, Form.worker_from_lib).
 WORKER_IMAGE = "libdnsshim_worker.so"
+#: libdnsshim's runtime, in the form's worker folder (csrc/lib/front.c): the
+#: shared library's front loads it for a call that must parse in the process.
+RUNTIME_LIBRARY = "libdnsshim_runtime.so.1"
 
 #: The Python package's name: a package install's root is its directory.
 PACKAGE_NAME = "shim"
@@ -160,23 +164,26 @@ PACKAGE_NAME = "shim"
 #: editable install (``pip install -e .``, the source tree's shim/) make:
 #: pinned to the building Python and this source tree.
 SOURCE_TREE = Form("source tree", Finds.PINNED,
-                   ("include", "lib", "pkgconfig", "cmake", "bin", "data"))
+                   ("include", "lib", "pkgconfig", "cmake", "bin", "sbin", "data"),
+                   moved={"sbin": "bin"})
 
 #: ``pip install .``: the root is the installed package's directory,
-#: ``<site-packages>/shim``.
+#: ``<site-packages>/shim``; its programs, dnsshimd too, are in its bin/
+#: (the console scripts of the virtualenv's bin/ run them).
 PACKAGE = Form("package", Finds.PACKAGE,
-               ("include", "lib", "pkgconfig", "cmake", "bin", "data", "examples"))
+               ("include", "lib", "pkgconfig", "cmake", "bin", "sbin", "data", "examples"),
+               moved={"sbin": "bin"})
 
 #: ``python build_ffi.py --prefix PREFIX [--libdir DIR]``: a C library's
 #: install, standing alone; its Python side is private to it.
 PREFIX = Form("prefix", Finds.PRIVATE,
-              ("include", "lib", "pkgconfig", "cmake", "python", "worker", "bin", "data", "man",
-               "doc", "examples"))
+              ("include", "lib", "pkgconfig", "cmake", "python", "worker", "bin", "sbin", "data",
+               "man", "doc", "examples"))
 
 #: The Debian packages (debian/rules): the prefix install into /usr, the
 #: libraries in the multiarch directory, split by :data:`DEBIAN_PACKAGES`.
 DEBIAN = Form("debian", Finds.PRIVATE,
-              ("include", "lib", "pkgconfig", "cmake", "python", "worker", "bin", "data",
+              ("include", "lib", "pkgconfig", "cmake", "python", "worker", "bin", "sbin", "data",
                "man"),
               libdir="lib/${DEB_HOST_MULTIARCH}", built_as="prefix")
 
@@ -196,10 +203,11 @@ FORMS = {form.name: form for form in (SOURCE_TREE, PACKAGE, PREFIX, DEBIAN, BUND
 #: (libNAME.so.MAJOR); ``link``: the development links (libNAME.so);
 #: ``archive``: the static archives; man pages by section.
 DEBIAN_PACKAGES = {
-    "libdnsshim1": ("soname", "worker", "python"),
+    "libdnsshim1": ("soname", "runtime", "worker", "python"),
     "libdnsshim-dev": ("include", "link", "archive", "pkgconfig", "cmake", "data", "man3", "man7"),
     "dnsshim-tools": ("bin", "man1"),
     "libnss-dnsshim": ("nss", "man8"),
+    "dnsshimd": ("sbin", "sbin-man8"),
 }
 
 #: glibc's NSS module, beside the libraries in every form but the bundle and
@@ -207,8 +215,12 @@ DEBIAN_PACKAGES = {
 NSS_MODULE = "libnss_dnsshim.so.2"
 
 
+#: The programs of the ``sbin`` part: the parse service (csrc/service/).
+SERVICES = ("dnsshimd",)
+
+
 def debian_install_lines(libraries, headers=("dns_shim.h",), tools=("dnsshim-dump", "dnsshim-config"),
-                         pc_names=None) -> dict:
+                         pc_names=None, services=SERVICES) -> dict:
     """The lines of each debian/<package>.install, as :data:`DEBIAN` and
     :data:`DEBIAN_PACKAGES` place the files: libraries is a list of
     (name, soname, link, archive) of the libraries built."""
@@ -224,6 +236,7 @@ def debian_install_lines(libraries, headers=("dns_shim.h",), tools=("dnsshim-dum
         "link": [under("lib", link) for _, _, link, _ in libraries],
         "archive": [under("lib", archive) for _, _, _, archive in libraries],
         "python": [under("python")],
+        "runtime": [under("worker", RUNTIME_LIBRARY)],
         "worker": [under("worker", WORKER_IMAGE)],
         "nss": [under("lib", NSS_MODULE)],
         "include": [under("include", h) for h in headers],
@@ -231,10 +244,12 @@ def debian_install_lines(libraries, headers=("dns_shim.h",), tools=("dnsshim-dum
         "cmake": [under("cmake")],
         "data": [under("data", "libdnsshim.supp")],
         "bin": [under("bin", t) for t in tools],
+        "sbin": [under("sbin", s) for s in services],
         "man1": [under("man", f"man1/{t}.1") for t in tools],
         "man3": [under("man", "man3")],
         "man7": [under("man", "man7")],
         "man8": [under("man", "man8/libnss_dnsshim.8")],
+        "sbin-man8": [under("man", f"man8/{s}.8") for s in services],
     }
     return {package: [line for kind in kinds for line in files[kind]]
             for package, kinds in DEBIAN_PACKAGES.items()}

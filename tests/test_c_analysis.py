@@ -42,7 +42,7 @@ from conftest import ROOT, require_program
 BRIDGES = {str(library.source.relative_to(ROOT)): library for library in pipeline.LIBRARIES}
 
 SHIPPED = sorted(str(path.relative_to(ROOT))
-                 for folder in ("lib", "ares", "tools", "firmware", "nss")
+                 for folder in ("lib", "ares", "tools", "firmware", "nss", "service")
                  for path in (ROOT / "csrc" / folder).glob("*.c"))
 UNITS = [path for path in SHIPPED if path not in BRIDGES]
 
@@ -75,8 +75,12 @@ def test_every_shipped_c_file_is_a_unit_or_a_bridge():
                           "csrc/tools/dnsshim-dump.c", "csrc/tools/dnsshim_probe.c",
                           "csrc/firmware/contextvars.c", "csrc/firmware/crc32.c"}
     for library in pipeline.LIBRARIES:
-        # what a library compiles beside its bridge is what is analysed here
-        assert {str(unit.relative_to(ROOT)) for unit in library.units} == {
+        # what a library compiles beside its bridge is what is analysed here;
+        # libdnsshim's shared front (csrc/lib/front.c) is made of its units
+        # and front.c
+        front = {str(unit.relative_to(ROOT)) for unit in pipeline.FRONT_UNITS
+                 if library is pipeline.DNSSHIM}
+        assert {str(unit.relative_to(ROOT)) for unit in library.units} | front == {
             path for path in UNITS if path.startswith(str(library.source.parent.relative_to(ROOT)))}
 
 
@@ -344,10 +348,13 @@ def test_a_unit_whose_commands_agree_is_compiled_once(staged_build):
                for source in _sources(library, staged)]
     assert sorted(compiled) == sorted(sources)
     links = [args for args in staged_build.invocations if "-c" not in args]
-    # the NSS module (plain C, one unit) is compiled and linked in one step
+    # the NSS module and libdnsshim's front (plain C) are each compiled and
+    # linked in one step
     nss = [args for args in links if str(pipeline.NSS_SOURCE) in args]
     assert len(nss) == 1 and "-shared" in nss[0]
-    links = [args for args in links if args not in nss]
+    front = [args for args in links if str(pipeline.FRONT_UNITS[-1]) in args]
+    assert len(front) == 1 and "-shared" in front[0]
+    links = [args for args in links if args not in nss and args not in front]
     assert len(links) == len(pipeline.LIBRARIES) and all("-shared" in args for args in links)
 
 

@@ -4,13 +4,13 @@ release, checked by that release's lintian, then installed with apt into a
 fresh root of that release (tests/debian_root.py) and used there as a C
 developer uses them, and purged without a trace.
 
-* the build: the four packages (and their debug symbols), each with
+* the build: the five packages (and their debug symbols), each with
   exactly its files, linked against the release's default CPython (3.11 on
   12, 3.13 on 13) and depending on exactly it, the staged library's own
   check in the build log;
 * lintian: no error, and exactly the warnings this packaging is known to
   give on that release;
-* in the root: apt pulls only Debian's packages beside the four;
+* in the root: apt pulls only Debian's packages beside the five;
   dnsshim-dump --check; the manual found by man; dnsshim_test built with
   pkg-config, and with CMake's find_package(dnsshim 1.2), prints for the
   test vectors and the malformed messages exactly what the host's build
@@ -28,6 +28,7 @@ developer uses them, and purged without a trace.
   libnss-dnsshim's module is in the multiarch libdir and in ld.so's cache,
   its dependencies found, and neither its install nor its purge touches
   /etc/nsswitch.conf (turning it on is the administrator's line);
+  dnsshimd runs, its socket unit enabled by the package (dh_installsystemd);
   apt-get purge leaves no file of the packages and none the postinst
   compiled.
 
@@ -65,7 +66,7 @@ from conftest import (BUILD_MODULES, ROOT, require_cares, require_program, requi
                       write_messages)
 
 
-PACKAGES = ("libdnsshim1", "libdnsshim-dev", "dnsshim-tools", "libnss-dnsshim")
+PACKAGES = ("libdnsshim1", "libdnsshim-dev", "dnsshim-tools", "libnss-dnsshim", "dnsshimd")
 #: apt-get install's arguments for them, in the root (the .debs in /root)
 DEBS = " ".join(f"./{package}_*.deb" for package in PACKAGES)
 RELEASES = ("12", "13")
@@ -337,7 +338,7 @@ def test_build_gives_the_packages_and_their_debug_symbols(package_build, release
     debs = sorted(p.name for p in package_build.out.glob("*.deb"))
     assert debs == sorted(f"{p}_{VERSION}_{ARCH}.deb" for p in
                           (*PACKAGES, "libdnsshim1-dbgsym", "dnsshim-tools-dbgsym",
-                           "libnss-dnsshim-dbgsym"))
+                           "libnss-dnsshim-dbgsym", "dnsshimd-dbgsym"))
     # the staged library checked itself in the build (debian/rules), from
     # its own path, Debian's CPython and cffi backend, the copied dnspython
     staged = f"{package_build.inside}/debian/tmp{PRIVATE}"
@@ -412,6 +413,18 @@ def test_each_package_holds_exactly_its_files(package_build):
     readme = package_build.read("libnss-dnsshim",
                                 "/usr/share/doc/libnss-dnsshim/README.Debian").decode()
     assert "hosts:          files dnsshim\n" in readme
+    # the parse service, its page, and its systemd units as debian/ has them
+    # (dh_installsystemd: /lib/systemd/system on Debian 12, /usr/lib on 13)
+    service = package_build.contents("dnsshimd")
+    units = sorted(p for p in service if p.endswith((".socket", ".service")))
+    assert units in ([f"{d}/dnsshimd.service", f"{d}/dnsshimd.socket"]
+                     for d in ("/lib/systemd/system", "/usr/lib/systemd/system")), units
+    assert service == {
+        "/usr/sbin/dnsshimd": "", "/usr/share/man/man8/dnsshimd.8.gz": "",
+        **{unit: "" for unit in units}, **_docs("dnsshimd")}
+    for unit in units:
+        assert package_build.read("dnsshimd", unit) == \
+            (ROOT / "debian" / PurePosixPath(unit).name).read_bytes(), unit
 
 
 def test_no_package_holds_build_code(package_build):
@@ -493,11 +506,35 @@ def test_the_nss_module_package_is_packaged_as_debian_s_nss_modules(package_buil
         assert "/etc/nsswitch.conf" in text and "files dnsshim" in text
 
 
+def test_the_service_package_enables_its_socket(package_build):
+    """dnsshimd's maintainer scripts are dh_installsystemd's: the postinst
+    enables dnsshimd.socket (the service's Also=), the postrm forgets it on
+    purge; no user is made (the unit's DynamicUser=).  It runs on
+    libdnsshim1 of this very build."""
+    package = "dnsshimd"
+    assert package_build.field(package, "Section") == "net"
+    depends = _relations(package_build.field(package, "Depends"))
+    assert {r for r in depends if r.startswith("libdnsshim1 ")} == {f"libdnsshim1 (= {VERSION})"}
+    assert not [r for r in depends if re.match(r"(lib)?python3", r)]
+    control = package_build.control(package)
+    assert {"postinst", "postrm"} <= set(control), sorted(control)
+    assert "deb-systemd-helper" in control["postinst"]
+    assert "dnsshimd.socket" in control["postinst"]
+    assert "deb-systemd-helper purge" in control["postrm"]
+    assert not [name for name, text in control.items() if "adduser" in text or "useradd" in text]
+
+
 #: What each release's lintian (2.116 on Debian 12, 2.122 on Debian 13) says
-#: of this packaging, and why it stays: no ITP bug to close.  The same on both.
+#: of this packaging, and why it stays: no ITP bug to close, on both; and, on
+#: Debian 12 only (2.117 removed the tag as obsolete), dnsshimd's service has
+#: no init.d script: a socket-activated dynamic user in systemd's sandbox has
+#: no sysvinit equivalent.
 LINTIAN_KNOWN = {release: sorted(
-    f"W: {p}: initial-upload-closes-no-bugs [usr/share/doc/{p}/changelog.Debian.gz:1]"
-    for p in PACKAGES) for release in RELEASES}
+    [f"W: {p}: initial-upload-closes-no-bugs [usr/share/doc/{p}/changelog.Debian.gz:1]"
+     for p in PACKAGES]
+    + (["I: dnsshimd: package-supports-alternative-init-but-no-init.d-script "
+        "[lib/systemd/system/dnsshimd.service]"] if release == "12" else []))
+    for release in RELEASES}
 
 
 def test_lintian(package_build, release):
@@ -609,6 +646,17 @@ def test_dnsshim_dump_check(installed):
     assert installed.run(f"find {LIBDIR}/dnsshim -newer /root/before-check").stdout == ""
 
 
+def test_dnsshimd_runs_and_its_socket_is_enabled(installed):
+    """/usr/sbin/dnsshimd runs (--version: the package's), and the postinst enabled its socket unit: sockets.target wants
+    it (deb-systemd-helper, with no systemd running in the root)."""
+    _installed_again(installed)
+    result = installed.run("/usr/sbin/dnsshimd --version")
+    assert pipeline.package_version() in result.stdout, result.stdout
+    wants = installed.root.path("/etc/systemd/system/sockets.target.wants/dnsshimd.socket")
+    assert os.path.islink(wants)
+    assert os.readlink(wants).endswith("/systemd/system/dnsshimd.socket")
+
+
 def _installed_again(installed) -> None:
     """The packages installed again from the same .debs where a test before
     (test_purge_leaves_nothing, in the same root) purged them."""
@@ -645,11 +693,11 @@ def test_the_nss_module_package_leaves_nsswitch_conf_alone(installed):
     # the module and its libraries bound
     dynamic = installed.run(f"readelf -d {NSS_MODULE}").stdout
     assert "Library soname: [libnss_dnsshim.so.2]" in dynamic
-    assert "Shared library: [libdnsshim.so.1]" in dynamic
+    assert "Shared library: [libdnsshim.so.1]" not in dynamic
     assert "RUNPATH" not in dynamic and "RPATH" not in dynamic
+    assert re.search(rf"^\s+libdnsshim\.so\.1 \([^)]*\) => (/usr)?/lib/{TRIPLET}/"
+                     r"libdnsshim\.so\.1$", installed.run("ldconfig -p").stdout, re.M)
     ldd = installed.run(f"ldd -r {NSS_MODULE}")
-    assert re.search(rf"^\s+libdnsshim\.so\.1 => (/usr)?/lib/{TRIPLET}/libdnsshim\.so\.1 ",
-                     ldd.stdout, re.M), ldd.stdout
     assert "not found" not in ldd.stdout + ldd.stderr
     assert "undefined symbol" not in ldd.stdout + ldd.stderr
 
@@ -717,11 +765,11 @@ def test_the_release_s_glibc_resolves_through_the_module_as_through_dns(installe
 
 def test_manual_pages_found_by_man(installed):
     result = installed.run("man -w dns_shim_process_reply; man -w 7 dnsshim; man -w dnsshim-dump;"
-                           " man -w dnsshim_ares; man -w libnss_dnsshim")
+                           " man -w dnsshim_ares; man -w libnss_dnsshim; man -w dnsshimd")
     assert result.stdout.splitlines() == [
         "/usr/share/man/man3/dns_shim_process_reply.3.gz", "/usr/share/man/man7/dnsshim.7.gz",
         "/usr/share/man/man1/dnsshim-dump.1.gz", "/usr/share/man/man3/dnsshim_ares.3.gz",
-        "/usr/share/man/man8/libnss_dnsshim.8.gz"]
+        "/usr/share/man/man8/libnss_dnsshim.8.gz", "/usr/share/man/man8/dnsshimd.8.gz"]
 
 
 # ---- C programs in the root against the host's build -------------------------------------
@@ -1020,7 +1068,8 @@ def test_purge_leaves_nothing(installed):
                        "; do dpkg-query -S \"$d\" >/dev/null 2>&1 || echo \"$d\"; done").stdout
     assert unowned == ""
     for gone in (f"{LIBDIR}/dnsshim", f"{LIBDIR}/cmake/dnsshim", "/usr/share/dnsshim",
-                 "/usr/share/doc/libdnsshim1", NSS_MODULE, "/usr/share/doc/libnss-dnsshim"):
+                 "/usr/share/doc/libdnsshim1", NSS_MODULE, "/usr/share/doc/libnss-dnsshim",
+                 "/usr/sbin/dnsshimd", "/etc/systemd/system/sockets.target.wants/dnsshimd.socket"):
         assert not os.path.lexists(root.path(gone)), gone
     assert root.path("/etc/nsswitch.conf").read_bytes() == installed.nsswitch
 

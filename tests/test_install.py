@@ -3,7 +3,8 @@ fresh virtualenv (warning-free), then dnsshim-config, python -m shim,
 pkg-config, CMake and static builds of a C program in another directory,
 run with no LD_LIBRARY_PATH, from the clone's root and from elsewhere; an
 editable install and the bare source tree, which say why they have no
-library; the symbols the shared object exports."""
+library; dnsshimd, the parse service, run through the console script; the
+symbols the shared object exports."""
 
 import os
 import shutil
@@ -267,6 +268,10 @@ def test_editable_install_finds_its_library(editable, app_dir, tmp_path, where):
     dump = subprocess.run([str(venv / "bin" / "dnsshim-dump"), str(app_dir / "good.bin")],
                           capture_output=True, text=True, env=MINIMAL_ENV, cwd=cwd)
     assert "example.com.\t300\tIN\tA\t192.0.2.1" in dump.stdout
+    service = subprocess.run([str(venv / "bin" / "dnsshimd"), "--version"], capture_output=True,
+                             text=True, env=MINIMAL_ENV, cwd=cwd, timeout=120)
+    assert service.returncode == 0 and VERSION in service.stdout, service.stderr
+    assert (clone / "shim" / "bin" / "dnsshimd").is_file()
 
 
 def _refusal(command, cwd, env=None):
@@ -403,6 +408,41 @@ def test_installed_dump_command(installed, tmp_path):
                          "print(r.answer[0].services, r.additional[0].port)", str(sample)],
                         capture_output=True, text=True, check=True, cwd="/").stdout
     assert py.strip() == "b'SIP+D2T' 5060"
+
+
+def test_dnsshimd_runs_from_the_package(installed):
+    """.venv/bin/dnsshimd (the console script) runs the parse service, the C
+    program in the package's bin/ beside dnsshim-dump, which finds the
+    package's libdnsshim from its own path: --version prints the package's
+    version, as the program itself prints it."""
+    program = site_packages(installed) / "shim" / "bin" / "dnsshimd"
+    assert program.is_file() and os.access(program, os.X_OK)
+    script = subprocess.run([str(installed / "bin" / "dnsshimd"), "--version"],
+                            capture_output=True, text=True, env=MINIMAL_ENV, cwd="/", timeout=120)
+    assert script.returncode == 0, script.stderr
+    assert VERSION in script.stdout
+    direct = subprocess.run([str(program), "--version"], capture_output=True, text=True,
+                            env=MINIMAL_ENV, cwd="/", timeout=120)
+    assert (direct.returncode, direct.stdout) == (0, script.stdout)
+    dynamic = subprocess.run(["readelf", "-d", str(program)], capture_output=True, text=True,
+                             check=True).stdout
+    assert "Shared library: [libdnsshim.so.1]" in dynamic and "[$ORIGIN/../lib]" in dynamic
+
+
+def test_dnsshimd_without_its_program_says_so(tmp_path):
+    """The dnsshimd command where the package holds no C program (the source
+    tree without a built library): no Python form, one line and exit 1."""
+    shutil.copytree(ROOT / "shim", tmp_path / "shim",
+                    ignore=shutil.ignore_patterns("bin", "lib", "include", "__pycache__"))
+    result = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, "
+                             f"{str(tmp_path)!r}); from shim.__main__ import dnsshimd; "
+                             "sys.exit(dnsshimd())", "--version"], capture_output=True,
+                            text=True, cwd="/")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"dnsshimd: the package at {tmp_path / 'shim'} holds no dnsshimd program "
+        f"({tmp_path / 'shim' / 'bin' / 'dnsshimd'} is missing): install the package again "
+        "(pip install .)\n")
 
 
 def test_another_installation_of_the_same_minor_version_runs_the_installed_library(

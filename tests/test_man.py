@@ -48,7 +48,8 @@ def header_prototypes() -> dict:
 
 FUNCTIONS = header_prototypes()
 TOOLS = ["dnsshim-dump", "dnsshim-config"]
-PAGES = ([f"{f}.3" for f in FUNCTIONS] + ["dnsshim.7", "dnsshim_ares.3", "libnss_dnsshim.8"]
+PAGES = ([f"{f}.3" for f in FUNCTIONS] + ["dnsshim.7", "dnsshim_ares.3", "libnss_dnsshim.8",
+                                          "dnsshimd.8"]
          + [f"{t}.1" for t in TOOLS])
 
 
@@ -104,7 +105,8 @@ def test_a_page_for_every_exported_function(pages):
     private = {name for name, node in exported.items() if node == "DNSSHIM_PRIVATE"}
     assert private == {"dns_shim__pool_ares_take", "dns_shim__pool_ares_give",
                        "dns_shim__own_init", "dns_shim__own_start",
-                       "dns_shim__set_default_log_handler"}
+                       "dns_shim__set_default_log_handler", "dns_shim__service_off",
+                       "dns_shim__process_reply_local", "dns_shim__runtime_fork"}
     assert set(FUNCTIONS) == set(exported) - {"PyInit__dnsshim_cffi"} - private
     assert {"dns_shim_set_allocator", "dns_shim_set_memory_limit"} <= set(FUNCTIONS)
     assert header.parse(HEADER).function_names() == list(FUNCTIONS)

@@ -43,6 +43,7 @@ from pathlib import Path
 
 import pytest
 
+from shim import layout
 from dnsshim_build import pipeline, worker
 import cares_source
 import cprograms
@@ -64,6 +65,8 @@ def _library_copy(built, where: Path, image_bytes: bytes | None) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     lib = where / "libdnsshim.so.1"
     shutil.copyfile(built.dir / "libdnsshim.so.1", lib)
+    # the runtime the library's front loads, beside it in a source tree's build
+    shutil.copyfile(built.dir / layout.RUNTIME_LIBRARY, where / layout.RUNTIME_LIBRARY)
     shutil.copyfile(built.dir / pipeline.DNSSHIM_ARES.soname,
                     where / pipeline.DNSSHIM_ARES.soname)
     if image_bytes is not None:

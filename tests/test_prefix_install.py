@@ -7,6 +7,7 @@ virtualenv are deleted, and then a C program built with the prefix's
 pkg-config file gives, on the vectors, the malformed cases and the corpus,
 what it gives built against this tree's library; dnsshim-config answers
 what pkg-config answers, for both libraries; the manual is there;
+sbin/dnsshimd, the parse service, runs and is in the manifest;
 ``--uninstall`` (build_ffi.py's, and the prefix's own dnsshim-config's
 without the sources) leaves the prefix exactly as it was, a moved one too.  A staged install
 (--destdir) works once moved into place, and one whose Python side was
@@ -261,6 +262,35 @@ def test_the_nss_module_is_installed_beside_the_library_and_resolves(standalone,
         0, "192.0.2.1       STREAM www.example.test", "")
 
 
+def test_dnsshimd_is_installed_in_sbin(standalone):
+    """sbin/dnsshimd, the parse service, built as bin/dnsshim-dump is: it
+    finds the prefix's libdnsshim from its own path (no LD_LIBRARY_PATH),
+    --version prints the package's version, the manifest names it (so that
+    --uninstall removes it) and its page is in the manual."""
+    prefix = standalone[0]
+    program = prefix / "sbin" / "dnsshimd"
+    result = subprocess.run([str(program), "--version"], capture_output=True, text=True,
+                            env=MINIMAL_ENV, cwd="/", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert pipeline.package_version() in result.stdout
+    manifest = json.loads((prefix / "share" / "dnsshim" / "install-manifest").read_text())
+    assert str(program) in manifest["files"]
+    assert str(prefix / "sbin") in manifest["dirs"]
+    dynamic = subprocess.run(["readelf", "-d", str(program)], capture_output=True, text=True,
+                             check=True).stdout
+    assert "Shared library: [libdnsshim.so.1]" in dynamic and "[$ORIGIN/../lib]" in dynamic
+    ldd = subprocess.run(["ldd", str(program)], capture_output=True, text=True,
+                         env=MINIMAL_ENV).stdout
+    found = re.search(r"^\s*libdnsshim\.so\.1 => (\S+) ", ldd, re.M)
+    assert found and os.path.realpath(found.group(1)) == str(prefix / "lib" / "libdnsshim.so.1"), \
+        ldd
+    assert (prefix / "share" / "man" / "man8" / "dnsshimd.8").is_file()
+    require_program("man", "man-db")
+    where = subprocess.run(["man", "-M", str(prefix / "share" / "man"), "-w", "8", "dnsshimd"],
+                           capture_output=True, text=True, env=MINIMAL_ENV)
+    assert where.stdout.strip() == str(prefix / "share" / "man" / "man8" / "dnsshimd.8")
+
+
 def test_a_removed_python_side_says_so(standalone, tmp_path):
     """A copy of the installation without its Python side: the one line
     that says what is missing and the fix (dnsshim-dump --check logs it at
@@ -381,6 +411,10 @@ def test_a_staged_install_works_in_place(tmp_path):
     check = subprocess.run([str(prefix / "bin" / "dnsshim-dump"), "--check"],
                            capture_output=True, text=True, env=MINIMAL_ENV, cwd="/")
     assert check.returncode == 0, check.stderr
+    service = subprocess.run([str(prefix / "sbin" / "dnsshimd"), "--version"],
+                             capture_output=True, text=True, env=MINIMAL_ENV, cwd="/", timeout=120)
+    assert service.returncode == 0 and pipeline.package_version() in service.stdout, \
+        service.stderr
     pc = (prefix / "lib64" / "pkgconfig" / "dnsshim.pc").read_text()
     assert pc.startswith(f"prefix={prefix}\nlibdir=${{prefix}}/lib64\n")
     assert str(stage) not in pc

@@ -91,10 +91,10 @@ CPYTHON = {
     "test_versioning": (False, "1.0 against 1.1: the C ABI"),
     "test_worker": (False, "the worker image: Debian's python3.11 frozen"),
     "test_worst_case": (False, "the bound on work per octet: the decoder's design"),
-}
-
     "test_service": (False, "a call through the parse service against the same call in the "
                             "process: the wire format and the client's C, on one CPython"),
+}
+
 #: The quick tier: each module whole.  Together they touch every area of
 #: the library: the decoder, the glue, the tables, the header, the layout,
 #: the statuses, the C ABI on the vectors and the malformed set through one

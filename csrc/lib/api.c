@@ -35,6 +35,13 @@ static const char *const dns_shim__known_query_releases[] = {
     DNS_SHIM__SIZES_dns_shim_query(DNS_SHIM__RELEASE)
 };
 
+static const uint32_t dns_shim__known_allocator_sizes[] = {
+    DNS_SHIM__SIZES_dns_shim_allocator(DNS_SHIM__SIZE)
+};
+static const char *const dns_shim__known_allocator_releases[] = {
+    DNS_SHIM__SIZES_dns_shim_allocator(DNS_SHIM__RELEASE)
+};
+
 #define DNS_SHIM__KNOWN_QUERY_FLAGS DNS_SHIM_MATCH_CASE
 
 /* ------------------------------------------------------------------ */
@@ -129,6 +136,32 @@ static int32_t dns_shim__copy_query(const dns_shim_query *in, dns_shim_query *ou
                               (unsigned)out->flags);
     if (out->qname == NULL)
         return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the query's qname is NULL");
+    return DNS_SHIM_OK;
+}
+
+/* An allocator checked and copied, normalised to the whole current struct
+** (dns_shim_set_allocator's checks, for the runtime's memory.c and the
+** shared library's front.c): its size known, malloc, realloc and free set.
+** Each member is read once: what is checked is what is used, whatever the
+** caller's memory does meanwhile.  NULL: DNS_SHIM_OK, *out zeroed. */
+int32_t dns_shim__copy_allocator(const dns_shim_allocator *in, dns_shim_allocator *out)
+{
+    uint32_t size;
+    int32_t status;
+
+    memset(out, 0, sizeof *out);
+    if (in == NULL)
+        return DNS_SHIM_OK;
+    size = *(const volatile uint32_t *)&in->struct_size;
+    status = DNS_SHIM__CHECK_SIZE("allocator", size, dns_shim__known_allocator_sizes,
+                                  dns_shim__known_allocator_releases);
+    if (status != DNS_SHIM_OK)
+        return status;
+    memcpy(out, (const void *)in, size);
+    out->struct_size = (uint32_t)sizeof *out;
+    if (out->malloc == NULL || out->realloc == NULL || out->free == NULL)
+        return dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the allocator's malloc, realloc and "
+                              "free are required (calloc may be NULL)");
     return DNS_SHIM_OK;
 }
 

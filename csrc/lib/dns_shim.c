@@ -307,6 +307,11 @@ void dns_shim__fork_watch(void)
         pthread_once(&once, dns_shim__fork_register);
 }
 
+DNS_SHIM__PRIVATE_API void dns_shim__runtime_fork(int phase)
+{
+    dns_shim__instance_fork(phase);
+}
+
 DNS_SHIM__WORKER_ENTRY void dns_shim__instance_fork(int phase)
 {
     switch (phase) {

@@ -45,6 +45,10 @@ DNS_SHIM__HIDDEN int32_t dns_shim__unknown_size(const char *what, uint32_t size,
                                                 const uint32_t *known,
                                                 const char *const *releases, size_t n);
 
+/* An allocator checked and copied for dns_shim_set_allocator (api.c). */
+DNS_SHIM__HIDDEN int32_t dns_shim__copy_allocator(const dns_shim_allocator *in,
+                                                  dns_shim_allocator *out);
+
 /* Held while an interpreter starts, the library's own or a pool's instance:
 ** one start at a time in the process (runtime.c; recursive).  Taken and
 ** given back only through these two, which count the depth for the fork
@@ -194,6 +198,9 @@ DNS_SHIM__WORKER_ENTRY void dns_shim__instance_fork(int phase);
 #ifndef DNS_SHIM_WORKER_DIR
 #  define DNS_SHIM_WORKER_DIR ""
 #endif
+/* The shared library's runtime (csrc/lib/front.c, shim/layout.py's
+** RUNTIME_LIBRARY): in that folder itself, beside the worker image. */
+#define DNS_SHIM__RUNTIME_FILE "libdnsshim_runtime.so.1"
 /* Beside the library where the install could not build the image: why, one
 ** line (worker.py's NOTE), quoted by the refusal of parallelism above 1. */
 #define DNS_SHIM_WORKER_NOTE "libdnsshim_worker.unavailable"
@@ -288,6 +295,11 @@ DNS_SHIM__PRIVATE_API int32_t dns_shim__process_reply_local(const uint8_t *dns_r
                                                             int32_t response_len,
                                                             const dns_shim_query *query,
                                                             const dns_shim_callbacks *callbacks);
+
+/* The shared library's front (front.c) drives the runtime's fork handler
+** through this (dns_shim.c: dns_shim__instance_fork), as the pool's front
+** drives an instance's; the front's own forwards to its runtime. */
+DNS_SHIM__PRIVATE_API void dns_shim__runtime_fork(int phase);
 
 /* dnsshimd's entry (service.c): the process is the parse service, and
 ** parses every message itself. */

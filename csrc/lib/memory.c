@@ -276,34 +276,13 @@ void dns_shim__memory_fork(int phase)
     dns_shim__fork_mutex(&dns_shim__memory_lock, phase);
 }
 
-/* The sizes of dns_shim_allocator this library accepts, and their releases
-** (dns_shim_internal.h says where they come from). */
-static const uint32_t dns_shim__known_allocator_sizes[] = {
-    DNS_SHIM__SIZES_dns_shim_allocator(DNS_SHIM__SIZE)
-};
-static const char *const dns_shim__known_allocator_releases[] = {
-    DNS_SHIM__SIZES_dns_shim_allocator(DNS_SHIM__RELEASE)
-};
-
 DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 {
     int32_t rc = DNS_SHIM_OK;
-    uint32_t size = 0;
-    int known = 0;
     dns_shim_allocator copy;
-    /* Each member is read once (struct_size, then the struct into copy,
-    ** normalised to the whole current struct: members an older caller does
-    ** not know are zeroed): what is checked is what is used, whatever the
-    ** caller's memory does meanwhile. */
-    if (allocator != NULL) {
-        size = *(const volatile uint32_t *)&allocator->struct_size;
-        known = dns_shim__size_known(size, dns_shim__known_allocator_sizes,
-                                     DNS_SHIM__COUNT(dns_shim__known_allocator_sizes));
-    }
-    if (known) {
-        memset(&copy, 0, sizeof copy);
-        memcpy(&copy, (const void *)allocator, size);
-    }
+    /* Checked and copied first (api.c), reported after the start: a call
+    ** after the start is refused for that, whatever it passes. */
+    int32_t checked = dns_shim__copy_allocator(allocator, &copy);
     dns_shim__lock(&dns_shim__memory_lock);
     if (dns_shim__memory_started || dns_shim__pool_started()) {
         rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the runtime has started: an allocator "
@@ -311,15 +290,9 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
     } else if (allocator == NULL) {
         memset(&dns_shim__host, 0, sizeof dns_shim__host);
         dns_shim__host_chosen = 0;
-    } else if (!known) {
-        rc = dns_shim__unknown_size("allocator", size, dns_shim__known_allocator_sizes,
-                                    dns_shim__known_allocator_releases,
-                                    DNS_SHIM__COUNT(dns_shim__known_allocator_sizes));
-    } else if (copy.malloc == NULL || copy.realloc == NULL || copy.free == NULL) {
-        rc = dns_shim__fail(DNS_SHIM_ERR_BAD_ARGUMENT, "the allocator's malloc, realloc and free "
-                            "are required (calloc may be NULL)");
+    } else if (checked != DNS_SHIM_OK) {
+        rc = checked; /* its detail, set by the check */
     } else {
-        copy.struct_size = (uint32_t)sizeof copy;
         dns_shim__host = copy;
         dns_shim__host_chosen = 1;
     }

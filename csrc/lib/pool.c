@@ -180,10 +180,17 @@ static int dns_shim__pool_image(char *path, size_t size)
     int written = -1;
 
     if (dladdr((void *)&dns_shim__pool_image, &info) != 0 && info.dli_fname != NULL &&
-        (real = realpath(info.dli_fname, NULL)) != NULL && (slash = strrchr(real, '/')) != NULL)
-        written = snprintf(path, size, "%.*s/%s%s%s", (int)(slash - real), real,
-                           DNS_SHIM_WORKER_DIR, DNS_SHIM_WORKER_DIR[0] ? "/" : "",
-                           DNS_SHIM_WORKER_IMAGE);
+        (real = realpath(info.dli_fname, NULL)) != NULL)
+        slash = strrchr(real, '/');
+    {
+        /* the shared library's runtime is in the worker folder itself */
+        int in_it = slash != NULL && strcmp(slash + 1, DNS_SHIM__RUNTIME_FILE) == 0;
+        if (slash != NULL)
+            written = snprintf(path, size, "%.*s/%s%s%s", (int)(slash - real), real,
+                               in_it ? "" : DNS_SHIM_WORKER_DIR,
+                               !in_it && DNS_SHIM_WORKER_DIR[0] ? "/" : "",
+                               DNS_SHIM_WORKER_IMAGE);
+    }
     free(real);
     if (written < 0 || (size_t)written >= size) {
         dns_shim__fail(DNS_SHIM_ERR_UNSUPPORTED, "parallelism above 1 needs the worker image "

@@ -177,6 +177,14 @@ static void dns_shim__own_dir(char *out, size_t size)
     slash = strrchr(out, '/');
     if (slash != NULL)
         *slash = '\0';
+    /* The shared library's runtime (csrc/lib/front.c) lives in the form's
+    ** worker folder: the library's directory is above it. */
+    if (slash != NULL && strcmp(slash + 1, DNS_SHIM__RUNTIME_FILE) == 0 &&
+        DNS_SHIM_WORKER_DIR[0]) {
+        size_t n = strlen(out), w = strlen("/" DNS_SHIM_WORKER_DIR);
+        if (n > w && strcmp(out + n - w, "/" DNS_SHIM_WORKER_DIR) == 0)
+            out[n - w] = '\0';
+    }
 }
 
 /* Where the shim package is, and the Python installation it belongs to,
