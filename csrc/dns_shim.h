@@ -78,7 +78,9 @@
 **   a private interpreter, so that parsing scales with the threads.  Either
 **   way the callbacks are called from C after the parse, in the calling
 **   thread, without an interpreter's lock.  A callback may call
-**   dns_shim_process() (re-entry) and dns_shim_register_callbacks().
+**   dns_shim_process() (re-entry) and dns_shim_register_callbacks().  Where
+**   a parse service runs (see "The parse service" below), each call goes to
+**   it on a connection of its own, and its parallelism is the service's.
 **
 **   The runtime.  The first call that needs it starts an embedded CPython
 **   (the one the library was built with: see "The Python it runs" below),
@@ -86,7 +88,10 @@
 **   fails, that call and every later one return DNS_SHIM_ERR_INIT and the
 **   reason is logged (stderr unless dns_shim_set_log_handler says
 **   otherwise).  Call dns_shim_init() at start-up to pay this cost (tens of
-**   milliseconds) up front and learn about a failure early.
+**   milliseconds) up front and learn about a failure early.  Where a parse
+**   service answers, the calls parse there and no runtime starts in the
+**   process: only a call that falls back needs it (see "The parse service"
+**   below).
 **
 **   The Python it runs.  The library runs the CPython minor version it was
 **   built with, from one installation: the one DNS_SHIM_PYTHON names when it
@@ -117,16 +122,97 @@
 **   they were; so it does from the package, a prefix, the bundle and the
 **   Debian packages alike.
 **
-**   Environment.  The library ignores PYTHONHOME, PYTHONPATH and every
-**   other PYTHON* variable when it starts its own interpreter, so the
-**   program's environment cannot change which Python parses its messages.
-**   It reads the first two variables below, and no other.  In a process the
-**   kernel runs in secure-execution mode (AT_SECURE: a setuid or setgid
-**   program, one with file capabilities) it reads neither, as glibc's
-**   secure_getenv has it: the environment is then the unprivileged user's,
-**   and the library behaves as with both unset, whoever set them (a program
-**   that needs another Python or more interpreters there says so with its
-**   own calls).  Nothing else of the environment, and no file the user
+**   The parse service.  Where dnsshimd(8), the parse service, runs, the
+**   process parses nothing itself: process_dns_response, dns_shim_process and
+**   dns_shim_process_reply, once their arguments are checked (in the process,
+**   as ever: a refused argument never reaches the service; the qname's syntax
+**   is the parser's, wherever it runs), send the message, the query and which
+**   callbacks the set has, with its sections (never ctx, nor any pointer), to
+**   the service's Unix socket; the service parses with libdnsshim in its own
+**   process and answers with the status, the failure detail and the calls to
+**   make, each with its struct.  The call reads that answer as untrusted
+**   input, checks it whole as it checks a plan made in the process, and makes
+**   the calls.  The library of the package pip installs, of a prefix install
+**   and of the Debian packages asks the service, in a C program and in a
+**   Python program alike; the bundle's and the firmware object's never do,
+**   nor do libdnsshim_ares's parsers.  It asks the socket DNS_SHIM_SERVICE
+**   names, else /run/dnsshim/parse.sock, and only one it can trust: an
+**   absolute path, every directory on it (its links resolved) root's or the
+**   process's effective user's and writable by no one else (an ancestor may
+**   be a sticky directory such as /tmp, the socket's own directory may not),
+**   and the socket itself root's or that user's; in a process in
+**   secure-execution mode, root's only.
+**
+**   Through the service a call gives what it gives in the process: the
+**   same status, the same callbacks with the same values in the same order,
+**   called in the calling thread from C with the same lifetimes (valid
+**   until the callback returns), and the same dns_shim_last_error.  The
+**   program's settings mean this for it.  The allocator
+**   (dns_shim_set_allocator): the structs handed to callbacks come from
+**   it, and so do the request and the answer the call holds until it
+**   returns (an answer is at most 16 MiB); the service's runtime has its
+**   own memory.  The memory limit (dns_shim_set_memory_limit) counts the
+**   process's runtime, not those blocks; the service has its own limit
+**   (dnsshimd --memory-limit), and a message the service refuses for memory
+**   is parsed in the process, under the program's limit.  Parallelism is
+**   the service's (dnsshimd --parallelism): dns_shim_set_parallelism and
+**   DNS_SHIM_PARALLELISM set the process's own interpreters, which parse
+**   only the calls that fall back.  The log handler
+**   (dns_shim_set_log_handler) gets the fallback's one line, once (below);
+**   what the service's runtime logs goes to the service's log.
+**   dns_shim_init asks whether a service answers: when one does, it
+**   returns DNS_SHIM_OK and starts nothing.
+**
+**   A call waits on the service at most 2 seconds, from its connection to
+**   the last octet of the answer; its callbacks run after.  Where no
+**   service answers (no socket, or one nobody listens on), or the one there
+**   is not trusted, does not answer in time, closes the connection,
+**   answers that it could not parse the message (its runtime, its memory
+**   limit), or answers with anything the call cannot read, the call parses
+**   in the process as if there were no service, with the same result (a
+**   parse is a pure function of its arguments): the process's runtime then
+**   starts, at the first such call.  The first fallback of a process is
+**   logged, once, through the log handler: "the parse service at PATH is
+**   not used: WHY; messages are parsed in this process (dnsshimd(8))", at
+**   DNS_SHIM_LOG_INFO where there is no service (the normal case on a
+**   machine without one, or while it is stopped), at DNS_SHIM_LOG_WARNING
+**   otherwise.  With DNS_SHIM_SERVICE_FALLBACK=no such a call fails instead,
+**   with DNS_SHIM_ERR_INIT and why in dns_shim_last_error (the first such
+**   failure of a process also logged, at DNS_SHIM_LOG_ERROR), and
+**   dns_shim_init returns DNS_SHIM_ERR_INIT too.
+**
+**   The shared library a program links (libdnsshim.so.1) carries no
+**   Python: it is the API, the argument checks and the service's client.
+**   The runtime (CPython and the parser) is libdnsshim_runtime.so.1, in the
+**   installation's private library folder (where the worker image is), which
+**   it loads at the first call that parses in the process: a program whose
+**   calls the service answers maps no libpython, starts no interpreter and
+**   makes no thread.  The settings made before (allocator, memory limit,
+**   parallelism) are given to the runtime when it is loaded.  The static
+**   archive is the whole library in one object.
+**
+**   A call through the service holds no lock of the library and makes no
+**   thread while it waits: it opens a connection of its own (close-on-exec)
+**   and closes it before it returns, so calls from many threads go to the
+**   service at once, and a fork() in another thread waits for none of
+**   them (the child keeps a copy of the descriptor of each call then in
+**   progress, which it never uses and an exec closes; its own calls make
+**   their own).
+**   Cancellation (pthread_cancel) is held off while the call waits on the
+**   service, at most those 2 seconds; a thread cancelled in one of its
+**   callbacks leaves no descriptor and no block behind.
+**
+**   Environment.  The library ignores PYTHONHOME, PYTHONPATH and every other
+**   PYTHON* variable when it starts its own interpreter, so the program's
+**   environment cannot change which Python parses its messages.  It reads the
+**   first four variables below, and no other.  In a process the kernel runs
+**   in secure-execution mode (AT_SECURE: a setuid or setgid program, one with
+**   file capabilities) it reads none of them, as glibc's secure_getenv has
+**   it: the environment is then the unprivileged user's, and the library
+**   behaves as with all four unset, whoever set them (a program that needs
+**   another Python or more interpreters there says so with its own calls;
+**   such a program uses root's service at the default socket, or parses in
+**   the process).  Nothing else of the environment, and no file the user
 **   chose, is read in such a process.
 **
 **   DNS_SHIM_PYTHON: the path of a python executable (a virtualenv's
@@ -142,6 +228,15 @@
 **     (not a number from 0 to DNS_SHIM_PARALLELISM_MAX, or above 1 where
 **     the installation has no worker image) is logged as a warning, and n
 **     stays 1.
+**   DNS_SHIM_SERVICE: the absolute path of the parse service's socket (see
+**     "The parse service" above); unset or empty, /run/dnsshim/parse.sock;
+**     "none": no service is asked, every call parses in the process, and
+**     nothing is logged for it.
+**   DNS_SHIM_SERVICE_FALLBACK: "no": a call the service cannot parse fails
+**     with DNS_SHIM_ERR_INIT instead of parsing in the process (and so does
+**     dns_shim_init where no service answers); unset or any other value,
+**     the call parses in the process.  DNS_SHIM_SERVICE=none parses in the
+**     process whatever this says.
 **   DNS_SHIM_NSS_LOG: read by libnss_dnsshim, glibc's NSS module, not by
 **     the library: where the module's diagnostics go (a reply it refused,
 **     a runtime that did not start), "stderr" or "none"; unset or any
@@ -274,7 +369,9 @@ typedef enum dns_shim_status {
     ** library refused a block, or (1.2) a parse would take the runtime above
     ** the limit dns_shim_set_memory_limit set. */
     DNS_SHIM_ERR_NO_MEMORY = -13,
-    /* The embedded Python runtime or its packages could not start. */
+    /* The embedded Python runtime or its packages could not start; or,
+    ** since 1.3, DNS_SHIM_SERVICE_FALLBACK=no is set and the parse service
+    ** cannot parse the message (dns_shim_last_error says why). */
     DNS_SHIM_ERR_INIT = -14,
     /* Anything unexpected inside the library (a bug): the details, with the
     ** Python traceback, are logged (see dns_shim_set_log_handler); the caller
@@ -541,6 +638,13 @@ typedef struct dns_shim_callbacks {
 ** returned.  Each call uses the callback set registered when it starts, even
 ** if another thread registers a new one meanwhile.
 **
+** Where the parse service runs (dnsshimd(8)), the message is parsed there
+** and the callbacks are called here, in the calling thread, with the same
+** status, values and dns_shim_last_error as a parse in the process; where
+** it does not answer, the call parses in the process (see "The parse
+** service" in dnsshim(7)).  dns_shim_process and dns_shim_process_reply
+** do the same.
+**
 ** @returns DNS_SHIM_OK DNS_SHIM_ERR_NULL_BUFFER DNS_SHIM_ERR_BAD_LENGTH DNS_SHIM_ERR_SHORT_HEADER
 ** @returns DNS_SHIM_ERR_TRUNCATED DNS_SHIM_ERR_TRAILING_DATA DNS_SHIM_ERR_BAD_NAME DNS_SHIM_ERR_BAD_RDATA
 ** @returns DNS_SHIM_ERR_NOT_RESPONSE DNS_SHIM_ERR_BAD_EDNS DNS_SHIM_ERR_FORMAT DNS_SHIM_ERR_CALLBACK
@@ -678,6 +782,12 @@ DNS_SHIM_API int32_t dns_shim_process_reply(const uint8_t *dns_response, int32_t
 ** or DNS_SHIM_ERR_NO_MEMORY when the host's allocator refused the runtime
 ** memory while it started (dns_shim_set_allocator).
 **
+** It first asks whether the parse service (dnsshimd(8)) answers, waiting
+** at most 2 seconds: when it does, it returns DNS_SHIM_OK and starts
+** nothing, since the calls parse there.  When none answers it starts the
+** runtime as above, or, with DNS_SHIM_SERVICE_FALLBACK=no, returns
+** DNS_SHIM_ERR_INIT with why.
+**
 ** @returns DNS_SHIM_OK DNS_SHIM_ERR_INIT
 ** @returns DNS_SHIM_ERR_NO_MEMORY: the host's allocator refused the
 **   runtime memory while it started (see dns_shim_set_allocator).
@@ -716,9 +826,11 @@ typedef enum dns_shim_log_level {
                               ** the runtime runs on another installation
                               ** or patch release of its CPython minor
                               ** version than it was built with (it goes
-                              ** on) */
+                              ** on); a parse service that is there but
+                              ** not used (the first fallback, once) */
     DNS_SHIM_LOG_INFO = 6,    /* once started: what it runs on, each part
-                              ** with where it comes from */
+                              ** with where it comes from; no parse
+                              ** service (the first fallback, once) */
     DNS_SHIM_LOG_DEBUG = 7    /* the traceback behind a start-up failure */
 } dns_shim_log_level;
 
@@ -733,8 +845,9 @@ typedef void (*dns_shim_log_handler)(void *ctx, int32_t level, const char *messa
 
 /*
 ** dns_shim_set_log_handler: where the library's diagnostics go: start-up
-** failures, internal errors with their traceback, and, in an interpreter
-** the library started itself, Python's warnings and unraisable exceptions.
+** failures, internal errors with their traceback, in an interpreter the
+** library started itself, Python's warnings and unraisable exceptions, and
+** the one line that says the parse service is not used (dnsshimd(8)).
 ** A handler gets every level.  NULL restores the default: errors and
 ** warnings to stderr, each message on its own line, prefixed "dnsshim: "
 ** and flushed at once; info and debug messages are dropped.  When it
