@@ -3,6 +3,7 @@ it working (numbers are the benchmark's business, never a test's)."""
 
 import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -64,6 +65,10 @@ def test_benchmark_smoke(smoke):
             in stdout
         assert "the firmware object of --parallelism 2: 2 threads with parallelism 2" in stdout
     assert data["cold_bundle"]["first_call_ms"] > 0 and data["cold_bundle"]["bundle_mib"] > 1
+    # The parse service, at parallelism 2 too where the pool's image was built.
+    _check_service(data["service"], stdout)
+    if "not measured" not in pool:
+        assert data["service"]["parallelism 2"] == "measured"
     assert "shim/from_wire" in stdout and "cold start from the bundle" in stdout
     # The instruction counts (valgrind is required in CI), one message and
     # one held-out shape in smoke mode.
@@ -166,6 +171,79 @@ def test_benchmark_runs_the_nss_part_alone(built, tmp_path):
     assert set(data) == {"nss", "rounds", "python", "dnspython"}
     assert "shim/from_wire" not in result.stdout
     _check_nss(data["nss"], result.stdout)
+
+
+def _records(wire: bytes) -> int:
+    """The records of a message's three sections, its OPT record aside:
+    what the copying callbacks of tests/bench/copying_callbacks.h are given."""
+    import dns.message
+
+    an, ns, ar = struct.unpack(">HHH", wire[6:12])
+    return an + ns + ar - (dns.message.from_wire(wire).opt is not None)
+
+
+def _check_service(s: dict, stdout: str):
+    """The parse service part's numbers: every message's answer (the
+    benchmark itself fails on a call whose status or record count differs
+    from the in-process one, or that started an interpreter in a client the
+    service answered), each the message's real count; the ratios as the
+    numbers give them; the table's lines."""
+    sys.path.insert(0, str(ROOT / "tests" / "bench"))
+    import benchmark
+
+    msgs = benchmark.messages()
+    assert set(s["warm"]) == set(msgs)
+    for name, e in s["warm"].items():
+        assert (e["status"], e["records"]) == (0, _records(msgs[name][0])), name
+        us = e["us"]
+        assert min(us.values()) > 0 and min(e["cpu_us"].values()) > 0, name
+        assert e["service/in process"] == us["service"] / us["in process"]
+        assert e["difference_us"] == us["service"] - us["in process"]
+        assert e["service_cpu_us"] >= 0 and e["cpu (service + client)/in process"] == (
+            (e["service_cpu_us"] + e["cpu_us"]["service"]) / e["cpu_us"]["in process"])
+        assert e["target_met"] == (us["service"] <= max(1.2 * us["in process"],
+                                                        us["in process"] + 30))
+    first, fresh = s["first_call"], s["first_call_message"]
+    assert s["first_call_answer"] == [0, _records(msgs[fresh][0])] and s["fresh_processes"] >= 2
+    for peer in ("service", "in process"):
+        assert first[peer]["call_ms"] > 0
+        assert first[peer]["since_exec_ms"] > first[peer]["call_ms"]
+    # the process that parses itself starts its interpreter in that call
+    assert first["in process"]["rss_added_mib"] > 1
+    assert first["service/in process"]["call_ms"] == (first["service"]["call_ms"]
+                                                      / first["in process"]["call_ms"])
+    assert set(s["scaling"]) == set(benchmark.SERVICE_LOADS)
+    configs = {"parallelism 1", "in process"}
+    if s["parallelism 2"] == "measured":
+        configs.add("parallelism 2")
+    else:
+        assert s["parallelism 2"]["not measured"]
+    for load, e in s["scaling"].items():
+        calls = e["calls_per_second"]
+        assert set(calls) == configs and min(calls.values()) > 0, load
+        used = e["cores_used"]
+        assert set(used) == configs and all(set(used[c]) == {"clients", "service"}
+                                            for c in configs - {"in process"})
+        assert used["in process"]["clients"] > 0 and "service" not in used["in process"]
+        if "parallelism 2" in configs:
+            assert e["p2/p1"] == calls["parallelism 2"] / calls["parallelism 1"]
+    assert "parse service (dnsshimd, --parallelism 1) against parsing in the process" in stdout
+    assert "first call in a fresh process" in stdout and "8 client processes" in stdout
+
+
+def test_benchmark_runs_the_service_part_alone(built, tmp_path):
+    """--only service: the parse service against parsing in the process, its
+    lines and its JSON, in seconds (parallelism 2 only where a worker image
+    is at hand: smoke mode builds none)."""
+    out = tmp_path / "service.json"
+    result = subprocess.run([sys.executable, str(ROOT / "tests" / "bench" / "benchmark.py"),
+                             "--smoke", "--only", "service", "--build", str(built.dir), "--json",
+                             str(out)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert set(data) == {"service", "rounds", "python", "dnspython"}
+    assert "shim/from_wire" not in result.stdout and "NSS module" not in result.stdout
+    _check_service(data["service"], result.stdout)
 
 
 def test_benchmark_says_why_the_3_13_object_is_not_measured(smoke):

@@ -1,6 +1,6 @@
 """The benchmark: libdnsshim against what a user would use instead, in one run.
 
-    python tests/bench/benchmark.py [--rounds N] [--json FILE] [--smoke] [--only nss]
+    python tests/bench/benchmark.py [--rounds N] [--json FILE] [--smoke] [--only nss|service]
 
 For each message of a fixed set it measures, interleaved round by round (the
 order of the methods shuffled each round, so machine noise hits all alike):
@@ -51,6 +51,18 @@ the steady lookup (tests/bench/nss_bench.c), one harness run per
 configuration, interleaved round by round (needs root and namespaces; the
 JSON says why it was not measured otherwise).  ``--only nss`` runs that
 part alone.
+
+Then the parse service (dnsshimd, on a socket of the benchmark's own, run
+by tests/service_env.py) against parsing in the process (DNS_SHIM_SERVICE=
+none; every other column parses in the process too), the same program
+either way (tests/bench/service_bench.c): the first call in a fresh process
+(the call, the time from the spawn to its return, the resident memory it
+adds; medians of at least 15 processes each), the warm call on every
+message of the set, and the calls per second of 8 client processes against
+a service at --parallelism 1 and at 2 (which needs the worker image:
+--worker-image, build's, an editable install's, or one built here; not in
+smoke mode).  Every answer is checked against the in-process one.
+``--only service`` runs that part alone.
 
 It prints one table of medians and ratios and can write everything as JSON.
 ``--smoke`` runs a couple of iterations of everything, only to keep the
@@ -208,7 +220,7 @@ def ensure_built(build: Path, programs=None):
     cprograms.build(build, programs)
 
 
-def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
+def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None), worker_image=None):
     msgs = messages()
     names = list(msgs)
     tmp = Path(tempfile.mkdtemp(prefix="dnsshim-bench-"))
@@ -343,6 +355,11 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
     result["pool"] = pool_scaling(tmp, fw_dirs[0] if fw_bench is not None else None, files[1],
                                   smoke, fw_missing, build)
     result["nss"] = nss_module(build, rounds, smoke)
+    from dnsshim_build import worker
+
+    pool_image = tmp / "front" / worker.NAME  # pool_scaling's, where it built one
+    result["service"] = service_part(build, rounds, smoke, worker_image or (
+        pool_image if pool_image.is_file() else None))
     result["instructions"] = instructions(build, {n: msgs[n][0] for n in names}, smoke)
     result["instructions_bundle"] = instructions(bundle_dir / "lib", {n: msgs[n][0] for n in names},
                                                  smoke, bundle_dir / "lib")
@@ -350,6 +367,19 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None)):
 
     shutil.rmtree(tmp, ignore_errors=True)  # the messages and the bundle
     return result
+
+
+def copy_library(build: Path, front: Path) -> Path:
+    """A copy of build's libdnsshim.so.1 in front, with the runtime it loads
+    from beside itself where the build has one (pipeline.RUNTIME_SONAME),
+    so that what the library looks for beside itself (the worker image) is
+    looked for in front; the copy's path."""
+    import shutil
+
+    for name in ("libdnsshim.so.1", getattr(pipeline, "RUNTIME_SONAME", None)):
+        if name is not None and (build / name).exists():
+            shutil.copyfile(build / name, front / name)
+    return front / "libdnsshim.so.1"
 
 
 def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
@@ -377,8 +407,7 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
     front = tmp / "front"
     front.mkdir()
     image = worker.build(front / worker.NAME)  # as the install builds it
-    library = front / "libdnsshim.so.1"
-    shutil.copyfile(build / "libdnsshim.so.1", library)
+    library = copy_library(build, front)
     shutil.copyfile(build / pipeline.DNSSHIM_ARES.soname, front / pipeline.DNSSHIM_ARES.soname)
     ares = None
     if cprograms.cares_flags() is not None:
@@ -573,6 +602,353 @@ def nss_lines(n: dict) -> list:
     ]
 
 
+# ---------------------------------------------------------------------------
+# The parse service
+
+#: The message of the first call in a fresh process (the cold start's).
+SERVICE_FIRST = "IMS NAPTR/SRV/AAAA"
+#: Client processes of the scaling runs.
+SERVICE_CLIENTS = 8
+#: The scaling runs' loads: name -> (service_bench method, message).  The
+#: second has the clients' own work small beside the service's: a 2 KB
+#: DNSSEC answer parsed and checked with no callback set, its answer a
+#: status alone.
+SERVICE_LOADS = {"CNAME+4A, copying callbacks": ("shim", "CNAME+4A"),
+                 "DNSSEC ~2KB, no callback set": ("validate", "DNSSEC ~2KB")}
+#: The targets: the first call through the service at most 2 ms and 1 MiB;
+#: a warm call at most 1.2 times the same call in the process or 30 µs more,
+#: whichever is larger; parallelism 2 at least 1.8 times parallelism 1.
+SERVICE_TARGETS = {"first_call_ms": 2.0, "rss_added_mib": 1.0, "warm_ratio": 1.2,
+                   "warm_difference_us": 30.0, "p2/p1": 1.8}
+
+
+class ServiceBench:
+    """tests/bench/service_bench.c serve: a long-lived client timing calls on
+    request, through the service or in the process (its environment says
+    which), with each batch's answer (status, records) and whether every
+    call of it got the same."""
+
+    def __init__(self, program, files, env):
+        self.proc = subprocess.Popen([str(program), "serve", *map(str, files)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env)
+
+    def time(self, method, index, iterations) -> dict:
+        self.proc.stdin.write(f"{method} {index} {iterations}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        fields = line.split()
+        if len(fields) != 6:
+            raise RuntimeError(f"service_bench serve: {line!r} (exit {self.proc.poll()})")
+        ns, cpu, status, records, same, runtime = map(int, fields)
+        return {"s": ns / 1e9, "cpu": cpu / 1e9, "answer": (status, records),
+                "same": bool(same), "runtime": runtime}
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def _cpu_ticks(pid: int) -> int:
+    """A process's CPU time, user and system, all its threads, in clock ticks."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def _checked(what: str, got: dict, want, runtime: int) -> dict:
+    """got, when its answer is want, every call of it the same, and this
+    process's interpreter running or not as runtime says (0: the service
+    parsed, so nothing started here)."""
+    if got["answer"] != tuple(want) or not got.get("same", True) or got["runtime"] != runtime:
+        raise RuntimeError(f"{what}: answer {got['answer']} (every call the same: "
+                           f"{got.get('same', True)}), interpreter running {got['runtime']}; "
+                           f"expected {tuple(want)}, running {runtime}")
+    return got
+
+
+def service_image(front: Path, build: Path, smoke: bool, given=None):
+    """The worker image dnsshimd --parallelism 2 needs beside its library,
+    put in front: the one given, build's, the editable install's when its
+    inputs are this tree's (worker.reuse), else (not in smoke mode) one
+    built here.  None, or why there is none."""
+    import shutil
+    from dnsshim_build import firmware, worker
+
+    out = front / worker.NAME
+    for candidate in (given, build / worker.NAME):
+        if candidate is not None and Path(candidate).is_file():
+            shutil.copyfile(candidate, out)
+            return None
+    if worker.reuse(ROOT / "shim" / "lib", out):
+        return None
+    if smoke:
+        return (f"no worker image at hand ({build / worker.NAME}, or an editable install's), and "
+                "smoke mode builds none")
+    why = worker.unavailable()
+    if why:
+        return f"the worker image cannot be built here: {why}"
+    try:
+        worker.build(out)
+    except firmware.FirmwareError as e:
+        return f"the worker image cannot be built here: {e}"
+    return None
+
+
+def service_part(build: Path, rounds: int, smoke: bool, image=None) -> dict:
+    """The parse service (dnsshimd, csrc/service/dnsshimd.c) against parsing
+    in the process, side by side in one run (tests/bench/service_bench.c,
+    the same program either way, DNS_SHIM_SERVICE its socket with no
+    fallback or ``none``): the first call in a fresh process (its wall
+    time, the time from the spawn to its return, the resident memory it
+    adds; medians of at least 15 fresh processes each, interleaved), the
+    warm call on every message of the set (interleaved round by round, the
+    order shuffled), and calls per second from SERVICE_CLIENTS client
+    processes against a service at --parallelism 1 and at 2 (and, for
+    scale, the same processes each parsing in its own interpreter).  Every
+    answer is checked: each call's status and record count equal the
+    in-process ones, and no interpreter started in a process the service
+    answered.  {"not measured": why} without dnsshimd's library."""
+    import shutil
+
+    if not (build / "libdnsshim.so.1").exists():
+        return {"not measured": f"no {build / 'libdnsshim.so.1'}"}
+    tmp = Path(tempfile.mkdtemp(prefix="dnsshim-bench-service-"))
+    services = []
+    try:
+        return _service_part(build, rounds, smoke, image, tmp, services)
+    finally:
+        for svc in services:
+            svc.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _service_part(build, rounds, smoke, image, tmp, services) -> dict:
+    from service_env import Service
+
+    msgs = messages()
+    names = list(msgs)
+    files = []
+    for i, name in enumerate(names):
+        files.append(tmp / f"{i}.bin")
+        files[-1].write_bytes(msgs[name][0])
+    program = pipeline.compile_program([HERE / "service_bench.c"], tmp / "service_bench",
+                                       against=build, cflags=cprograms.STRICT)
+    # dnsshimd with its library in front/, where --parallelism 2 finds the
+    # worker image (beside the library); the same program at parallelism 1.
+    front = tmp / "front"
+    front.mkdir()
+    copy_library(build, front)
+    no_image = service_image(front, build, smoke, image)
+    daemon = pipeline.compile_program([pipeline.CSRC / "service" / "dnsshimd.c"], tmp / "dnsshimd",
+                                      against=build, rpath=str(front), cflags=cprograms.STRICT)
+    local_env = {**os.environ, "DNS_SHIM_SERVICE": "none"}
+    envs = {}
+    for parallelism in (1, 2):
+        if parallelism == 2 and no_image:
+            continue
+        services.append(Service(daemon, tmp / f"p{parallelism}",
+                                ["--parallelism", str(parallelism)], env=local_env).start())
+        envs[f"parallelism {parallelism}"] = services[-1].client_env(fallback=False)
+    envs["service"] = envs["parallelism 1"]
+    envs["in process"] = local_env
+
+    # 3 first, to learn each message's answer in the process (and warm both).
+    benches = {peer: ServiceBench(program, files, envs[peer]) for peer in ("service", "in process")}
+    want, iterations = {}, {}
+    samples = {name: {"service": [], "in process": []} for name in names}
+    cpu = {name: {"service": [], "in process": []} for name in names}
+    # the service's own CPU time over every warm batch of a message: ticks, calls
+    service_cpu = {name: [0, 0] for name in names}
+    service_pid = services[0].proc.pid
+    try:
+        for index, name in enumerate(names):
+            benches["in process"].time("shim", index, 1)  # the runtime, the modules of the shape
+            local = benches["in process"].time("shim", index, 3)
+            want[name] = local["answer"]
+            _checked(f"{name} in the process", local, want[name], 1)
+            through = _checked(f"{name} through the service",
+                               benches["service"].time("shim", index, 3), want[name], 0)
+            slower = max(local["s"], through["s"]) / 3
+            iterations[name] = 2 if smoke else max(3, int(0.02 / slower))
+        for method, name in SERVICE_LOADS.values():
+            if method != "shim":
+                index = names.index(name)
+                local = benches["in process"].time(method, index, 3)
+                want[f"{method} {name}"] = local["answer"]
+                _checked(f"{method} {name} in the process", local, local["answer"], 1)
+                _checked(f"{method} {name} through the service",
+                         benches["service"].time(method, index, 3), want[f"{method} {name}"], 0)
+        for _ in range(rounds):
+            for index, name in enumerate(names):
+                order = ["service", "in process"]
+                random.shuffle(order)
+                for peer in order:
+                    ticks = _cpu_ticks(service_pid)
+                    got = _checked(f"{name} {peer}",
+                                   benches[peer].time("shim", index, iterations[name]),
+                                   want[name], 1 if peer == "in process" else 0)
+                    if peer == "service":
+                        service_cpu[name][0] += _cpu_ticks(service_pid) - ticks
+                        service_cpu[name][1] += iterations[name]
+                    samples[name][peer].append(got["s"] / iterations[name])
+                    cpu[name][peer].append(got["cpu"] / iterations[name])
+    finally:
+        for bench in benches.values():
+            bench.close()
+
+    # 1 and 2: the first call in fresh processes, interleaved.
+    first_file = files[names.index(SERVICE_FIRST)]
+    fresh = {peer: {"call_ms": [], "since_exec_ms": [], "rss_added_mib": []}
+             for peer in ("service", "in process")}
+    n_fresh = 2 if smoke else max(15, rounds)
+    for _ in range(n_fresh):
+        order = list(fresh)
+        random.shuffle(order)
+        for peer in order:
+            run = subprocess.run([str(program), "fresh", str(first_file)], env=envs[peer],
+                                 capture_output=True, text=True, timeout=300)
+            fields = run.stdout.split()
+            out = dict(zip(fields[::2], fields[1::2]))
+            if run.returncode != 0 or "status" not in out:
+                raise RuntimeError(f"service_bench fresh ({peer}): exit {run.returncode}\n"
+                                   f"{run.stdout}{run.stderr}")
+            _checked(f"the first call {peer}", {"answer": (int(out["status"]),
+                                                           int(out["records"])),
+                                                "runtime": int(out["runtime"])},
+                     want[SERVICE_FIRST], 1 if peer == "in process" else 0)
+            fresh[peer]["call_ms"].append(float(out["call_us"]) / 1000)
+            fresh[peer]["since_exec_ms"].append(float(out["since_exec_us"]) / 1000)
+            fresh[peer]["rss_added_mib"].append(
+                (int(out["rss_after_kib"]) - int(out["rss_before_kib"])) / 1024)
+
+    # 4: many client processes against parallelism 1 and 2, interleaved.
+    seconds = 0.3 if smoke else 1.0
+    configs = [c for c in ("parallelism 1", "parallelism 2") if c in envs] + ["in process"]
+    runs = {load: {config: [] for config in configs} for load in SERVICE_LOADS}
+    # cores used during a run: the clients' (their CPU time over the run's
+    # wall time) and the service's
+    cores = {load: {config: {"clients": [], "service": []} for config in configs}
+             for load in SERVICE_LOADS}
+    pids = {f"parallelism {i + 1}": svc.proc.pid for i, svc in enumerate(services)}
+    for _ in range(1 if smoke else max(3, rounds // 3)):
+        order = [(load, config) for load in SERVICE_LOADS for config in configs]
+        random.shuffle(order)
+        for load, config in order:
+            method, name = SERVICE_LOADS[load]
+            key = name if method == "shim" else f"{method} {name}"
+            status, records = want[key]
+            ticks = _cpu_ticks(pids[config]) if config in pids else 0
+            run = subprocess.run([str(program), "clients", str(SERVICE_CLIENTS), str(seconds),
+                                  method, str(files[names.index(name)]), str(status),
+                                  str(records)], env=envs[config], capture_output=True, text=True,
+                                 timeout=300)
+            fields = run.stdout.split()
+            out = dict(zip(fields[::2], fields[1::2]))
+            running = SERVICE_CLIENTS if config == "in process" else 0
+            if (run.returncode != 0 or out.get("mismatches") != "0"
+                    or out.get("runtime") != str(running) or int(out.get("calls", 0)) < 1):
+                raise RuntimeError(f"service_bench clients ({load}, {config}): exit "
+                                   f"{run.returncode}\n{run.stdout}{run.stderr}")
+            runs[load][config].append(float(out["calls_per_second"]))
+            wall = float(out["seconds"])
+            cores[load][config]["clients"].append(float(out["clients_cpu_s"]) / wall)
+            if config in pids:
+                cores[load][config]["service"].append(
+                    (_cpu_ticks(pids[config]) - ticks) / os.sysconf("SC_CLK_TCK") / wall)
+
+    t = SERVICE_TARGETS
+    first = {peer: {k: statistics.median(v) for k, v in values.items()}
+             for peer, values in fresh.items()}
+    first["service/in process"] = {k: first["service"][k] / first["in process"][k]
+                                   for k in first["service"]}
+    warm = {}
+    for name in names:
+        us = {peer: statistics.median(v) * 1e6 for peer, v in samples[name].items()}
+        entry = {"bytes": len(msgs[name][0]), "status": want[name][0], "records": want[name][1],
+                 "iterations": iterations[name], "us": us,
+                 "cpu_us": {peer: statistics.median(v) * 1e6 for peer, v in cpu[name].items()},
+                 "service/in process": us["service"] / us["in process"],
+                 "difference_us": us["service"] - us["in process"]}
+        # CPU time per call, which the machine's load moves less than the
+        # wall time: the client's (median of the batches) and the service's
+        # (its ticks over every batch), against the process that parses itself
+        ticks, calls = service_cpu[name]
+        entry["service_cpu_us"] = ticks / os.sysconf("SC_CLK_TCK") / calls * 1e6
+        entry["cpu (service + client)/in process"] = (
+            (entry["service_cpu_us"] + entry["cpu_us"]["service"]) / entry["cpu_us"]["in process"])
+        entry["target_met"] = us["service"] <= max(t["warm_ratio"] * us["in process"],
+                                                   us["in process"] + t["warm_difference_us"])
+        warm[name] = entry
+    scaling = {}
+    for load, values in runs.items():
+        calls = {config: statistics.median(v) for config, v in values.items()}
+        entry = {"calls_per_second": calls,
+                 "cores_used": {config: {who: statistics.median(v) for who, v in used.items() if v}
+                                for config, used in cores[load].items()}}
+        if "parallelism 2" in calls:
+            entry["p2/p1"] = calls["parallelism 2"] / calls["parallelism 1"]
+            entry["target_met"] = entry["p2/p1"] >= t["p2/p1"]
+        scaling[load] = entry
+    return {"first_call_message": SERVICE_FIRST, "first_call_answer": list(want[SERVICE_FIRST]),
+            "fresh_processes": n_fresh, "first_call": first,
+            "first_call_target_met": first["service"]["call_ms"] <= t["first_call_ms"],
+            "rss_target_met": first["service"]["rss_added_mib"] <= t["rss_added_mib"],
+            "rounds": rounds, "warm": warm, "clients": SERVICE_CLIENTS,
+            "client_seconds": seconds, "scaling": scaling,
+            "parallelism 2": "measured" if "parallelism 2" in envs else {"not measured": no_image},
+            "targets": t, "load_average": list(os.getloadavg()), "cores": os.cpu_count()}
+
+
+def service_lines(s: dict) -> list:
+    """The parse service's lines of the table."""
+    if "not measured" in s:
+        return [f"parse service: not measured ({s['not measured']})"]
+    t, f = s["targets"], s["first_call"]
+    sv, lo, r = f["service"], f["in process"], f["service/in process"]
+
+    def met(ok):
+        return "met" if ok else "missed"
+    lines = [
+        f"parse service (dnsshimd, --parallelism 1) against parsing in the process "
+        f"(DNS_SHIM_SERVICE=none); load average {s['load_average'][0]:.1f} on "
+        f"{s['cores']} cores:",
+        f"  first call in a fresh process ({s['first_call_message']}, median of "
+        f"{s['fresh_processes']}): the call {sv['call_ms']:.2f} ms through the service, "
+        f"{lo['call_ms']:.1f} ms in the process (service/in process {r['call_ms']:.3f}; target "
+        f"at most {t['first_call_ms']:g} ms: {met(s['first_call_target_met'])}); from the spawn "
+        f"to its return {sv['since_exec_ms']:.2f} ms against {lo['since_exec_ms']:.1f} ms "
+        f"({r['since_exec_ms']:.3f})",
+        f"  resident memory the first call adds: {sv['rss_added_mib']:.2f} MiB through the "
+        f"service, {lo['rss_added_mib']:.1f} MiB in the process (target at most "
+        f"{t['rss_added_mib']:g} MiB: {met(s['rss_target_met'])})",
+        f"  {'warm call':<22}{'service µs':>12}{'in process µs':>15}{'service/in':>12}"
+        f"{'difference µs':>15}  {'target':<8}{'CPU µs: client':>15}{'service':>9}"
+        f"{'in process':>12}{'(s+c)/in':>10}",
+    ]
+    for name, e in s["warm"].items():
+        c = e["cpu_us"]
+        lines.append(f"  {name:<22}{e['us']['service']:>12.1f}{e['us']['in process']:>15.1f}"
+                     f"{e['service/in process']:>12.2f}{e['difference_us']:>15.1f}  "
+                     f"{met(e['target_met']):<8}{c['service']:>15.1f}{e['service_cpu_us']:>9.1f}"
+                     f"{c['in process']:>12.1f}{e['cpu (service + client)/in process']:>10.2f}")
+    for load, e in s["scaling"].items():
+        c = e["calls_per_second"]
+        text = f"  {s['clients']} client processes, {load}: "
+        if "p2/p1" in e:
+            text += (f"parallelism 1 {c['parallelism 1']:.0f} calls/s, parallelism 2 "
+                     f"{c['parallelism 2']:.0f}, p2/p1 {e['p2/p1']:.2f} (target at least "
+                     f"{t['p2/p1']:g}: {met(e['target_met'])})")
+        else:
+            text += (f"parallelism 1 {c['parallelism 1']:.0f} calls/s; parallelism 2 not "
+                     f"measured ({s['parallelism 2']['not measured']})")
+        lines.append(text + f"; each parsing in its own process {c['in process']:.0f}")
+        lines.append("    cores used (of " + str(s["cores"]) + "): " + "; ".join(
+            f"{config}: " + ", ".join(f"{who} {v:.2f}" for who, v in used.items())
+            for config, used in e["cores_used"].items()))
+    return lines
+
+
 def dnsrec_program(build: Path):
     """tests/bench/ares_dnsrec_bench.c built against c-ares 1.34
     (tests/cares_source.py: built once from its pinned source, cached):
@@ -676,7 +1052,8 @@ def cold_start(program: Path, message: Path, into: dict):
     """One first call in a fresh process (an empty environment): its time
     and the resident memory it added, appended to into's lists."""
     out = subprocess.run([str(program), "cold", str(message)], capture_output=True, text=True,
-                         check=True, env={"PATH": "/usr/bin:/bin"}).stdout.split()
+                         check=True, env={"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none"}
+                         ).stdout.split()
     fields = dict(zip(out[::2], out[1::2]))
     into["first_call_ms"].append(float(fields["first_call_us"]) / 1000)
     into["rss_added_mib"].append((int(fields["rss_after_kib"]) - int(fields["rss_before_kib"]))
@@ -700,7 +1077,7 @@ def cold_instructions(program: Path, message: Path) -> dict:
             subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
                             f"--toggle-collect={function}", f"--callgrind-out-file={dump}", "-q",
                             str(program), "cold", str(message)], check=True, capture_output=True,
-                           env={"PATH": "/usr/bin:/bin"})
+                           env={"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none"})
             out[key] = int(dump.read_text().split("\ntotals: ", 1)[1].split()[0])
     return out
 
@@ -863,6 +1240,7 @@ def table(result) -> str:
                      f"; each copy adds {per_copy['stripped']:.2f} MiB stripped, "
                      f"{per_copy['xz -9']:.2f} MiB with xz -9, to a program")
     lines.extend(nss_lines(result["nss"]))
+    lines.extend(service_lines(result["service"]))
     if result["instructions"]:
         bundled = result.get("instructions_bundle") or {}
         lines.append("")
@@ -889,18 +1267,32 @@ def main(argv=None):
                         "(python -m shim firmware DIR); default: built here")
     parser.add_argument("--firmware-sip", type=Path, help="one of the SIP/IMS set (--types "
                         "A,AAAA,CNAME,SRV,NAPTR); default: built here")
-    parser.add_argument("--only", choices=["nss"], help="run one part alone: nss, the NSS "
-                        "module against glibc's dns module (needs root)")
+    parser.add_argument("--worker-image", type=Path, help="the worker image for the parse "
+                        "service at --parallelism 2 (default: build's, an editable install's "
+                        "or one built here; not built in smoke mode)")
+    parser.add_argument("--only", choices=["nss", "service"], help="run one part alone: nss, "
+                        "the NSS module against glibc's dns module (needs root); service, the "
+                        "parse service (dnsshimd) against parsing in the process")
     args = parser.parse_args(argv)
     rounds = 2 if args.smoke else args.rounds
-    if args.only == "nss":
+    # Every in-process column parses in the process, even on a machine where
+    # a parse service runs: the service part sets its clients' own.
+    os.environ["DNS_SHIM_SERVICE"] = "none"
+    if args.only == "service":
+        ensure_built(args.build, ["dnsshimd"])
+        result = {"service": service_part(args.build, rounds, args.smoke, args.worker_image),
+                  "rounds": rounds, "python": sys.version.split()[0],
+                  "dnspython": dns.version.version}
+        print("\n".join(service_lines(result["service"])))
+    elif args.only == "nss":
         ensure_built(args.build, ["nss_bench"])
         result = {"nss": nss_module(args.build, rounds, args.smoke), "rounds": rounds,
                   "python": sys.version.split()[0], "dnspython": dns.version.version}
         print("\n".join(nss_lines(result["nss"])))
     else:
         ensure_built(args.build)
-        result = run(args.build, rounds, args.smoke, (args.firmware, args.firmware_sip))
+        result = run(args.build, rounds, args.smoke, (args.firmware, args.firmware_sip),
+                     args.worker_image)
         print(table(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
