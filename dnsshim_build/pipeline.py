@@ -874,9 +874,12 @@ def _link_shared(library: Library, objects: list, out_dir: Path, mode: Mode,
     needs = [flag for name in library.links for flag in (f"-L{out_dir}", f"-l{name}")]
     if library.links:
         needs += [*([] if system else ["-Wl,-rpath,$ORIGIN"]), "-ldl"]
+    # the runtime's own calls of the API bind to its own functions, never
+    # to the front's of the same names (which the program's scope finds first)
+    symbolic = ["-Wl,-Bsymbolic"] if runtime else []
     _run([compiler(), "-shared", *_library_flags(), *objects, "-o", f"{shared}.tmp",
           f"-Wl,--version-script={exports}", f"-Wl,-soname,{soname}",
-          "-Wl,--no-undefined", "-Wl,-z,nodelete", *needs,
+          "-Wl,--no-undefined", "-Wl,-z,nodelete", *symbolic, *needs,
           *python_link_flags("$ORIGIN" if mode is Mode.BUNDLE else None), *env_flags("LDFLAGS")],
          verbose)
     os.replace(f"{shared}.tmp", shared)

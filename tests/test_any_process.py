@@ -37,7 +37,7 @@ from cprograms import STRICT
 from test_parallelism import _library_copy, front  # noqa: F401 (fixture)
 from test_worker import image  # noqa: F401 (fixture)
 
-ENV = {"PATH": "/usr/bin:/bin"}
+ENV = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none"}
 ADDRESS = "192.0.2.7"
 
 
@@ -291,15 +291,18 @@ def _fork_held(built, any_process, answer, action, most=15):
 @pytest.mark.parametrize("action, locks, child", [
     # the registered callbacks, the queue of finished plans taken, then given
     ("reply", 3, "0, process 0"),
-    # the allocator's and limit's lock, then the pool's
-    ("limit", 2, "0, process 0"),
+    # the shared library's front: its settings' lock; the runtime's: the
+    # allocator's and limit's lock, then the pool's; the front's settings'
+    # again, to keep the limit for a runtime loaded anew
+    ("limit", 4, "0, process 0"),
     # the log handler's lock
     ("handler", 1, "0, process 0"),
     # libdnsshim_ares's table of c-ares libraries; cffi's start-up lock of its
     # module (the first parse starts it, under libdnsshim's start lock, which
     # the fork waits for); its set of the pointers it handed out, when the
-    # hostent is handed out and when ares_free_hostent takes it back
-    ("ares", 4, "0, process 0"),
+    # hostent is handed out and when ares_free_hostent takes it back; and
+    # the front's loader's, whose first call loads the runtime
+    ("ares", 5, "0, process 0"),
 ])
 def test_a_fork_while_another_thread_holds_a_lock_of_the_library(built, any_process, answer,
                                                                   action, locks, child):
@@ -413,10 +416,11 @@ def test_every_variable_the_library_reads_is_read_securely_and_documented():
     import re
 
     sources = {p: p.read_text() for p in sorted((ROOT / "csrc").rglob("*.c"))
-               if "tools" not in p.parts}
+               if "tools" not in p.parts and "service" not in p.parts}
     for path, text in sources.items():
         plain = re.findall(r"(?<![\w_])(?:secure_)?getenv\s*\(", text)
-        if path.name == "failure.c":
+        if path.name in ("failure.c", "nss_client.c"):
+            # the library's one reader, and the NSS module's copy of it
             assert plain == ["secure_getenv("], plain
         elif path.name == "nss_dnsshim.c":
             assert plain == ["secure_getenv("], plain
@@ -425,11 +429,12 @@ def test_every_variable_the_library_reads_is_read_securely_and_documented():
             assert plain == [], (path, plain)
     read = sorted({name for text in sources.values()
                    for name in re.findall(r'dns_shim__getenv\("(\w+)"\)', text)})
-    assert read == ["DNS_SHIM_PARALLELISM", "DNS_SHIM_PYTHON"]
+    assert read == ["DNS_SHIM_PARALLELISM", "DNS_SHIM_PYTHON", "DNS_SHIM_SERVICE",
+                    "DNS_SHIM_SERVICE_FALLBACK"]
     header = (ROOT / "csrc" / "dns_shim.h").read_text()
     paragraph = header[header.index("**   Environment."):header.index("**   fork().")]
     flat = " ".join(line.lstrip("* ").strip() for line in paragraph.splitlines())
     for name in [*read, "DNS_SHIM_NSS_LOG"]:
         assert name in flat, name
-    assert "It reads the first two variables below, and no other" in flat and \
+    assert "It reads the first four variables below, and no other" in flat and \
         "secure-execution mode (AT_SECURE" in flat

@@ -207,14 +207,15 @@ def test_valgrind_api_and_stop(built, vector_files):
 def test_minimal_environment(built, vector_files, tmp_path):
     """No PYTHONPATH, no PYTHONHOME, no venv on PATH, no LD_LIBRARY_PATH,
     another working directory: the pinned installation is found anyway."""
-    env = {"PATH": "/usr/bin:/bin"}
+    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none"}
     result = run_test_prog(built, vector_files["ims"], env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     check_logs(result.stdout, [(vector_files["ims"], reference.expected_log(vectors.wire("ims")))])
 
 
 def test_hostile_python_environment_is_ignored(built, vector_files, tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "PYTHONHOME": "/nonexistent", "PYTHONPATH": "/nonexistent",
+    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none",
+           "PYTHONHOME": "/nonexistent", "PYTHONPATH": "/nonexistent",
            "PYTHONSTARTUP": "/nonexistent", "PYTHONNOUSERSITE": "0"}
     result = run_test_prog(built, vector_files["good"], env=env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -231,7 +232,8 @@ def venv_without_dnspython(tmp_path_factory):
 def test_init_failure_from_c_is_init_never_zero(built, vector_files, venv_without_dnspython):
     """A Python where dnspython cannot be imported: every call is
     DNS_SHIM_ERR_INIT, no callback runs, and stderr says why."""
-    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": str(venv_without_dnspython)}
+    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none",
+           "DNS_SHIM_PYTHON": str(venv_without_dnspython)}
     files = [vector_files["good"], vector_files["ims"], vector_files["a_rdlength_3"]]
     result = run_test_prog(built, *files, env=env)
     logs = split_log(result.stdout)
@@ -245,7 +247,8 @@ def test_init_failure_from_c_is_init_never_zero(built, vector_files, venv_withou
 
 
 def test_init_failure_goes_to_the_log_handler(built, vector_files, venv_without_dnspython):
-    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": str(venv_without_dnspython)}
+    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none",
+           "DNS_SHIM_PYTHON": str(venv_without_dnspython)}
     result = run_test_prog(built, "--log", vector_files["good"], vector_files["ims"], env=env)
     assert result.stderr == "", "with a handler, nothing goes to stderr"
     logs = [line for line in result.stdout.splitlines() if line.startswith("log ")]
@@ -256,7 +259,8 @@ def test_init_failure_goes_to_the_log_handler(built, vector_files, venv_without_
 
 
 def test_init_failure_from_c_api_mode(built, venv_without_dnspython):
-    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": str(venv_without_dnspython)}
+    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none",
+           "DNS_SHIM_PYTHON": str(venv_without_dnspython)}
     result = run_test_prog(built, "--api", env=env)
     assert "ok process_dns_response(NULL, 19) = -1" in result.stdout  # no runtime needed
     assert "FAIL dns_shim_init() = -14" in result.stdout
@@ -335,7 +339,8 @@ def test_an_installations_pth_import_lines_never_run_in_the_runtime(built, vecto
     import sysconfig
     (site / "build.pth").write_text(sysconfig.get_paths()["purelib"] + "\n" + NOT_ATTACHED_PTH)
     (site / "sitecustomize.py").write_text("import os\nos._exit(3)\n")
-    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_PYTHON": str(venv / "bin" / "python")}
+    env = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none",
+           "DNS_SHIM_PYTHON": str(venv / "bin" / "python")}
     result = run_test_prog(built, vector_files["good"], env=env)
     assert result.returncode == 0, result.stderr
     assert split_log(result.stdout)[str(vector_files["good"])][-1] == "status 0 success"

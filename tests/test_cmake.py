@@ -26,7 +26,8 @@ from test_install import site_packages
 from test_prefix_install import standalone  # noqa: F401 (fixture: the prefix install)
 
 VERSION = pipeline.package_version()
-ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
+       "DNS_SHIM_SERVICE": "none"}
 
 PROJECT = textwrap.dedent("""\
     cmake_minimum_required(VERSION 3.13)

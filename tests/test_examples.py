@@ -22,7 +22,8 @@ from conftest import ROOT, require_program
 from test_prefix_install import standalone  # noqa: F401 (fixture)
 from test_firmware import firmware  # noqa: F401 (fixture)
 
-ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
+       "DNS_SHIM_SERVICE": "none"}
 IMS = "ims.mnc001.mcc001.3gppnetwork.org"
 PROGRAMS = ["resolver", "sip_locate", "per_call", "reply_check", "startup", "parallel"]
 

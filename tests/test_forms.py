@@ -41,7 +41,7 @@ from test_firmware import LIBS, firmware  # noqa: F401 (fixture)
 from test_parallelism import parallel_firmware  # noqa: F401 (fixture)
 from test_prefix_install import standalone  # noqa: F401 (fixture)
 
-ENV = {"PATH": "/usr/bin:/bin"}
+ENV = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none"}
 VERSION = pipeline.package_version()
 #: The Python program the guest runs in, where the form's own is not a
 #: virtualenv's: the CPython this one is based on (the one the libraries

@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 """
 
 EXPECTED = "example.com A 192.0.2.1\nstatus 0\n"
-MINIMAL_ENV = {"PATH": "/usr/bin:/bin"}
+MINIMAL_ENV = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none"}
 
 
 # (the installed fixture, one `pip install .` per session: conftest.py)

@@ -55,7 +55,7 @@ from test_stress import mix  # noqa: F401 (fixture)
 from test_worker import history_sets, image, messages, pool  # noqa: F401 (fixtures)
 
 
-ENV = {"PATH": "/usr/bin:/bin"}
+ENV = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none"}
 
 
 def _library_copy(built, where: Path, image_bytes: bytes | None) -> Path:

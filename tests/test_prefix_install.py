@@ -30,7 +30,7 @@ from conftest import ROOT, build_code_in, built_once, require_program, write_mes
 from test_install import source_copy
 import cprograms
 
-MINIMAL_ENV = {"PATH": "/usr/bin:/bin"}
+MINIMAL_ENV = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none"}
 
 
 def _snapshot(root):

@@ -51,7 +51,7 @@ EXITCODE = 66
 #: restore the stack]").
 TSAN_OPTIONS = (f"suppressions={SUPPRESSIONS}:exitcode={EXITCODE}:halt_on_error=0:"
                 "second_deadlock_stack=1:history_size=4")
-ENV = {"PATH": "/usr/bin:/bin", "TSAN_OPTIONS": TSAN_OPTIONS}
+ENV = {"PATH": "/usr/bin:/bin", "TSAN_OPTIONS": TSAN_OPTIONS, "DNS_SHIM_SERVICE": "none"}
 REPORT = "WARNING: ThreadSanitizer"
 
 #: The mix: threads and seconds (2 cores shared in CI: about 15 s of it).

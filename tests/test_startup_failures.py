@@ -30,7 +30,7 @@ from shim import requirements
 
 TAG = sysconfig.get_python_version()
 INIT = "status -14 the embedded Python runtime could not start"
-ENV = {"PATH": "/usr/bin:/bin"}
+ENV = {"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none"}
 
 
 @pytest.fixture(scope="module")

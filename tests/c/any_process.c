@@ -100,10 +100,19 @@ static void (*lock_pause)(void) = NULL;
 static volatile int once_armed = 0;   /* ares-first */
 static void (*once_action)(void) = NULL;
 
+/* A lock taken by the pinned library, or by libdnsshim's runtime, which
+** the shared library's front loads beside it (libdnsshim_runtime.so.1): a
+** call's locks are both objects'. */
 static int from_pinned(const void *caller)
 {
     Dl_info info;
-    return pin_base != NULL && dladdr(caller, &info) != 0 && info.dli_fbase == pin_base;
+    const char *slash;
+    if (pin_base == NULL || dladdr(caller, &info) == 0)
+        return 0;
+    if (info.dli_fbase == pin_base)
+        return 1;
+    slash = info.dli_fname != NULL ? strrchr(info.dli_fname, '/') : NULL;
+    return slash != NULL && strcmp(slash + 1, "libdnsshim_runtime.so.1") == 0;
 }
 
 static volatile int hold_armed = 0;   /* fork-held: thread A's locks counted */
