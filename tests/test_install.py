@@ -7,6 +7,7 @@ library; dnsshimd, the parse service, run through the console script; the
 symbols the shared object exports."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import textwrap
 
 import pytest
 
+from shim import layout
 from dnsshim_build import pipeline
 import malformed
 from conftest import ROOT, build_code_in, require_cares, require_program
@@ -564,7 +566,10 @@ ALLOWED = {"process_dns_response": "DNSSHIM_1.0", "dns_shim_init": "DNSSHIM_1.0"
            "dns_shim__own_init": "DNSSHIM_PRIVATE",
            "dns_shim__own_start": "DNSSHIM_PRIVATE",
            # libnss_dnsshim's default log handler
-           "dns_shim__set_default_log_handler": "DNSSHIM_PRIVATE"}
+           "dns_shim__set_default_log_handler": "DNSSHIM_PRIVATE",
+           "dns_shim__service_off": "DNSSHIM_PRIVATE",
+           "dns_shim__process_reply_local": "DNSSHIM_PRIVATE",
+           "dns_shim__runtime_fork": "DNSSHIM_PRIVATE"}
 
 
 @pytest.mark.parametrize("where", ["build", "installed"])
@@ -592,6 +597,23 @@ def test_only_our_symbols_are_exported(built, installed, where):
     soname = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True,
                             check=True).stdout
     assert "Library soname: [libdnsshim.so.1]" in soname
+    # the front a program links carries no Python; its runtime, beside it in
+    # a build, exports the same list and links libpython
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", soname)
+    assert not any(name.startswith("libpython") for name in needed), needed
+
+
+def test_the_runtime_exports_what_the_front_does(built):
+    runtime = built.dir / layout.RUNTIME_LIBRARY
+    out = subprocess.run(["nm", "-D", "--defined-only", "--with-symbol-versions", str(runtime)],
+                         capture_output=True, text=True, check=True).stdout
+    functions = [row.split()[-1] for row in out.splitlines() if row.split()[1:2] != ["A"]]
+    assert dict(f.split("@@") for f in functions) == ALLOWED
+    dynamic = subprocess.run(["readelf", "-d", str(runtime)], capture_output=True, text=True,
+                             check=True).stdout
+    assert f"Library soname: [{layout.RUNTIME_LIBRARY}]" in dynamic
+    assert "(SYMBOLIC)" in dynamic or "SYMBOLIC" in dynamic
+    assert re.search(r"Shared library: \[libpython3", dynamic)
 
 
 @pytest.mark.parametrize("compiler, flags", [
@@ -766,7 +788,7 @@ def test_the_check_samples_are_what_check_prints(installed):
     import re
 
     result = subprocess.run([str(installed / "bin" / "dnsshim-config"), "--check"],
-                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+                            capture_output=True, text=True, env=MINIMAL_ENV)
     assert result.returncode == 0, result.stderr
     real = result.stdout.splitlines()
     site = str(site_packages(installed))
