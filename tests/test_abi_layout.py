@@ -142,16 +142,17 @@ int32_t dns_shim__fail(int32_t status, const char *fmt, ...)
     va_end(ap);
     return status;
 }
-int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
-                      const dns_shim_callbacks *callbacks)
+int dns_shim__service_run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
+                          const dns_shim_callbacks *callbacks, int32_t *status)
 {
-    (void)buf; (void)len; (void)query; (void)callbacks;
-    return DNS_SHIM_OK;
+    (void)buf; (void)len; (void)query; (void)callbacks; (void)status;
+    return 0;
 }
 int32_t dns_shim__run_here(const uint8_t *buf, int32_t len, const dns_shim_query *query,
                            const dns_shim_callbacks *callbacks)
 {
-    return dns_shim__run(buf, len, query, callbacks);
+    (void)buf; (void)len; (void)query; (void)callbacks;
+    return DNS_SHIM_OK;
 }
 void dns_shim__fork_watch(void) {}
 

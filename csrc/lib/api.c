@@ -195,6 +195,18 @@ DNS_SHIM_API int32_t dns_shim_register_callbacks(const dns_shim_callbacks *callb
 /* ------------------------------------------------------------------ */
 /* Processing                                                           */
 
+/* A checked call: the parse service's, where there is one (service.c), or
+** this process's (the runtime's dns_shim.c, or the shared library's front,
+** front.c, which loads the runtime). */
+int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
+                      const dns_shim_callbacks *callbacks)
+{
+    int32_t rc;
+    if (dns_shim__service_run(buf, len, query, callbacks, &rc))
+        return rc;
+    return dns_shim__run_here(buf, len, query, callbacks);
+}
+
 static int32_t dns_shim__check_buffer(const uint8_t *buf, int32_t len)
 {
     if (len < 0 || len > 65535)

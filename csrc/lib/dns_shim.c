@@ -518,16 +518,6 @@ DNS_SHIM__PRIVATE_API int32_t dns_shim__own_start(void (*then)(void))
 /* ------------------------------------------------------------------ */
 /* Processing                                                           */
 
-int32_t dns_shim__run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
-                      const dns_shim_callbacks *callbacks)
-{
-    int32_t rc;
-    /* The parse service, where there is one (service.c). */
-    if (dns_shim__service_run(buf, len, query, callbacks, &rc))
-        return rc;
-    return dns_shim__run_here(buf, len, query, callbacks);
-}
-
 int32_t dns_shim__run_here(const uint8_t *buf, int32_t len, const dns_shim_query *query,
                            const dns_shim_callbacks *callbacks)
 {

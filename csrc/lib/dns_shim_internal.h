@@ -148,12 +148,14 @@ DNS_SHIM__HIDDEN int dns_shim__service_read(const uint8_t *frame, size_t n, int 
                                             const dns_shim_callbacks *callbacks,
                                             int32_t *status, char *why, size_t whylen);
 
-/* A checked call's message parsed by the Python side and its plan
-** dispatched: a status (the bridge, dns_shim.c). */
+/* A checked call's message parsed and its plan dispatched: a status; by
+** the parse service where one answers, else in this process (api.c). */
 DNS_SHIM__HIDDEN int32_t dns_shim__run(const uint8_t *buf, int32_t len,
                                        const dns_shim_query *query,
                                        const dns_shim_callbacks *callbacks);
-/* The same in this process, the service not asked (dns_shim.c). */
+/* The same in this process, the service not asked: by the Python side
+** (the bridge, dns_shim.c), or, in the shared library's front, by the
+** runtime it loads (front.c). */
 DNS_SHIM__HIDDEN int32_t dns_shim__run_here(const uint8_t *buf, int32_t len,
                                             const dns_shim_query *query,
                                             const dns_shim_callbacks *callbacks);
