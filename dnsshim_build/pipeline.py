@@ -374,7 +374,7 @@ NSS_EXPORTS = CSRC / "nss" / "libnss_dnsshim.map"
 #: service, its plan's check and calls, and what they need of the rest of the
 #: library (nss_client.c), so that a lookup the service parses loads no
 #: libdnsshim; the module dlopen()s libdnsshim only to parse in the process.
-NSS_UNITS = (CSRC / "lib" / "service.c", CSRC / "lib" / "dispatch.c",
+NSS_UNITS = (CSRC / "lib" / "service.c", CSRC / "lib" / "dispatch.c", CSRC / "lib" / "failure.c",
              CSRC / "nss" / "nss_client.c")
 
 

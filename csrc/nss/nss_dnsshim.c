@@ -114,6 +114,10 @@ DNS_SHIM__HIDDEN void nss_dnsshim__library_log(void *ctx, int32_t level, const c
     nss_say(level == DNS_SHIM_LOG_ERROR ? LOG_ERR : LOG_WARNING, "%s", message);
 }
 
+/* The service's client, compiled in (nss_client.c): its messages go where
+** the module's go. */
+DNS_SHIM__HIDDEN void nss_dnsshim__client_start(void);
+
 /* ------------------------------------------------------------------ */
 /* libdnsshim, loaded for a reply the service does not parse            */
 
@@ -135,6 +139,7 @@ typedef struct nss_library {
 } nss_library;
 
 static pthread_once_t nss_once = PTHREAD_ONCE_INIT;
+static pthread_once_t nss_client_once = PTHREAD_ONCE_INIT;
 static nss_library nss_lib;
 static int nss_lib_loaded = 0;
 static char nss_lib_error[512];
@@ -179,6 +184,7 @@ static int32_t nss_parse(const unsigned char *answer, int n, const dns_shim_quer
 {
     const nss_library *lib;
     int32_t status;
+    pthread_once(&nss_client_once, nss_dnsshim__client_start);
     if (dns_shim__service_run(answer, n, asked, callbacks, &status)) {
         *detail = dns_shim__error;
         return status;
