@@ -342,7 +342,8 @@ DNSSHIM = Library(
 #: loads for a call that must parse in the process, in the form's worker
 #: folder.  Both export the library's list (the front drives the runtime's
 #: fork handler through its private dns_shim__runtime_fork).  The static
-#: archive and the bundle are the whole library, without a front.
+#: archive, the bundle and a distribution's build (--system: the Debian
+#: packages) are the whole library, without a front.
 FRONT_UNITS = (CSRC / "lib" / "api.c", CSRC / "lib" / "dispatch.c", CSRC / "lib" / "failure.c",
                CSRC / "lib" / "service.c", CSRC / "lib" / "front.c")
 RUNTIME_SONAME = layout.RUNTIME_LIBRARY
@@ -977,7 +978,8 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
                                                  private=private)
                                  if library.starts_runtime else [])
                        for product in products}
-            split = library is DNSSHIM and mode is not Mode.BUNDLE
+            # a distribution's build (--system) keeps the library one object
+            split = library is DNSSHIM and mode is not Mode.BUNDLE and not system
             units = compiles(library, c_file, defines, work)
             _compile_objects(units, verbose)
             _link_shared(library, _objects(units, SHARED), out_dir, mode, verbose, system,

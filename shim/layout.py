@@ -203,7 +203,7 @@ FORMS = {form.name: form for form in (SOURCE_TREE, PACKAGE, PREFIX, DEBIAN, BUND
 #: (libNAME.so.MAJOR); ``link``: the development links (libNAME.so);
 #: ``archive``: the static archives; man pages by section.
 DEBIAN_PACKAGES = {
-    "libdnsshim1": ("soname", "runtime", "worker", "python"),
+    "libdnsshim1": ("soname", "worker", "python"),
     "libdnsshim-dev": ("include", "link", "archive", "pkgconfig", "cmake", "data", "man3", "man7"),
     "dnsshim-tools": ("bin", "man1"),
     "libnss-dnsshim": ("nss", "man8"),
@@ -236,7 +236,6 @@ def debian_install_lines(libraries, headers=("dns_shim.h",), tools=("dnsshim-dum
         "link": [under("lib", link) for _, _, link, _ in libraries],
         "archive": [under("lib", archive) for _, _, _, archive in libraries],
         "python": [under("python")],
-        "runtime": [under("worker", RUNTIME_LIBRARY)],
         "worker": [under("worker", WORKER_IMAGE)],
         "nss": [under("lib", NSS_MODULE)],
         "include": [under("include", h) for h in headers],

@@ -412,9 +412,13 @@ DNS_SHIM_API int32_t dns_shim_set_parallelism(uint32_t n)
 DNS_SHIM__PRIVATE_API int32_t dns_shim__pool_ares_take(const dns_shim__pool_entries **entries)
 {
     const dns_shim__runtime *rt = dns_shim__runtime_get();
+    int32_t rc;
     if (rt == NULL)
         return DNS_SHIM_ERR_INIT;
-    return rt->pool_ares_take(entries);
+    rc = rt->pool_ares_take(entries);
+    if (rc < 0) /* why, for the c-ares layer's line (it reads the front's detail) */
+        dns_shim__set_error(rt->last_error());
+    return rc;
 }
 
 DNS_SHIM__PRIVATE_API void dns_shim__pool_ares_give(void)
