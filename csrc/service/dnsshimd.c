@@ -67,6 +67,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -785,11 +786,30 @@ static int descriptors_for(size_t *clients_max)
     return 0;
 }
 
-/* A socket made by root outside /tmp-like places stays root's to remove:
-** before giving up root, a child that keeps root and nothing else (no
-** descriptor but its end of a pipe) waits for the service to end, however
-** it ends, then removes the socket if it is still the one the service
-** made.  Returns 0, or -1 having said why not. */
+/* A socket made by root stays root's to remove: before giving up root, a
+** child that keeps root and nothing else (no descriptor but its end of a
+** pipe) waits for the service to stop (told at SIGTERM, which then waits
+** for it) or to end, however it ends, then removes the socket if it is
+** still the one the service made.  Returns 0, or -1 having said why not. */
+static pid_t keeper_pid = -1;
+static int keeper_fd = -1;
+
+/* The socket removed now, by the child that kept root for it: told, then
+** waited for, so that the socket is gone when this returns. */
+static void remove_kept_socket(void)
+{
+    ssize_t rc;
+    if (keeper_fd < 0)
+        return;
+    do
+        rc = write(keeper_fd, "x", 1);
+    while (rc < 0 && errno == EINTR);
+    close(keeper_fd);
+    keeper_fd = -1;
+    while (waitpid(keeper_pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
 static int keep_socket(const char *path, int listen_fd)
 {
     struct stat made;
@@ -831,6 +851,8 @@ static int keep_socket(const char *path, int listen_fd)
         _exit(0);
     }
     close(ends[0]);
+    keeper_pid = pid;
+    keeper_fd = ends[1];
     return 0;
 }
 
@@ -1031,6 +1053,7 @@ int main(int argc, char **argv)
                     close(listen_fd);
                     listen_fd = -1;
                     unlink(path);
+                    remove_kept_socket();
                 }
             }
         }
