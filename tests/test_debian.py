@@ -1047,7 +1047,9 @@ def test_purge_leaves_nothing(installed):
     root = installed.root
     listed = root.run(f"dpkg -L {' '.join(PACKAGES)}").stdout.split("\n")
     listed = sorted({p for p in listed if p.startswith("/") and p != "/."})
-    directories = [p for p in listed if root.path(p).is_dir() and not root.path(p).is_symlink()]
+    # a directory, or the root's own link to one (merged /usr: /lib, where
+    # Debian 12's debhelper puts systemd units), is not a file of ours
+    directories = [p for p in listed if root.path(p).is_dir()]
     files = [p for p in listed if p not in directories]
     assert f"{LIBDIR}/libdnsshim.so.1" in files and "/usr/bin/dnsshim-dump" in files
     assert NSS_MODULE in files
@@ -1063,7 +1065,7 @@ def test_purge_leaves_nothing(installed):
     assert [s for s in states if not s.endswith(" not-installed")] == []
     assert [p for p in files if os.path.lexists(root.path(p))] == []
     # a directory left is another package's
-    left = [d for d in directories if root.path(d).is_dir()]
+    left = [d for d in directories if root.path(d).is_dir() and not root.path(d).is_symlink()]
     unowned = root.run("for d in " + " ".join(f"'{d}'" for d in left) +
                        "; do dpkg-query -S \"$d\" >/dev/null 2>&1 || echo \"$d\"; done").stdout
     assert unowned == ""
