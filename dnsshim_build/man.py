@@ -586,9 +586,11 @@ def ares_page(map_text: str, source: str, version: str, description: str | None,
               functions: list, examples: dict | None = None) -> str:
     """dnsshim_ares.3 from its Markdown source (csrc/ares/dnsshim_ares.3.md):
     its SYNOPSIS, the prototype of every symbol the export list (map_text)
-    names, in its order, with c-ares's headers; then its other sections;
+    names but the private ones (pipeline.private_export), in its order, with
+    c-ares's headers; then its other sections;
     then examples/ares_classic.c and SEE ALSO."""
-    symbols = [s for names in pipeline.export_nodes(map_text).values() for s in names]
+    symbols = [s for names in pipeline.export_nodes(map_text).values() for s in names
+               if not pipeline.private_export(s)]
     sections = dict(markdown_sections(source))
     if "SYNOPSIS" not in sections:
         raise ValueError("dnsshim_ares.3's source has no ## SYNOPSIS")

@@ -359,7 +359,8 @@ DNSSHIM_ARES = Library(
     guest_prefix="dnsshim_ares",
     units=(CSRC / "ares" / "check.c", CSRC / "ares" / "dnsrec.c", CSRC / "ares" / "free.c", CSRC / "ares" / "memory.c",
            CSRC / "ares" / "owned.c",
-           CSRC / "ares" / "parsers.c", CSRC / "ares" / "structures.c"))
+           CSRC / "ares" / "parsers.c", CSRC / "ares" / "service.c",
+           CSRC / "ares" / "structures.c"))
 
 #: Every library, in the order they are built (a library after those it links).
 LIBRARIES = (DNSSHIM, DNSSHIM_ARES)
@@ -435,6 +436,16 @@ def export_nodes(text: str) -> dict:
         exported = body.split("local:")[0].replace("global:", "")
         nodes[node] = [name.strip() for name in exported.split(";") if name.strip()]
     return nodes
+
+
+def private_export(name: str) -> bool:
+    """Whether an exported name is private: a library's own entry for
+    another of this project's objects (libdnsshim's DNSSHIM_PRIVATE node,
+    libdnsshim_ares's dnsshim_ares__serve for dnsshimd), with the double
+    underscore of the project's internal names (cffi's module init,
+    PyInit_ and the module's name, is cffi's); no program calls it and no
+    page documents it."""
+    return "__" in name and not name.startswith("PyInit_")
 
 
 def exported_names(library: Library) -> set:

@@ -38,7 +38,8 @@ def test_the_functions_are_the_version_scripts(read):
     assert private == {"dns_shim__pool_ares_take", "dns_shim__pool_ares_give",
                        "dns_shim__own_init", "dns_shim__own_start",
                        "dns_shim__set_default_log_handler", "dns_shim__service_off",
-                       "dns_shim__process_reply_local", "dns_shim__runtime_fork"}
+                       "dns_shim__process_reply_local", "dns_shim__runtime_fork",
+                       "dns_shim__service_exchange"}
     assert set(read.function_names()) == exported - {"PyInit__dnsshim_cffi"} - private
     assert read.function_names()[:2] == ["process_dns_response", "dns_shim_register_callbacks"]
     assert [d.names[0] for d in read.functions()] == read.function_names()

@@ -569,7 +569,8 @@ ALLOWED = {"process_dns_response": "DNSSHIM_1.0", "dns_shim_init": "DNSSHIM_1.0"
            "dns_shim__set_default_log_handler": "DNSSHIM_PRIVATE",
            "dns_shim__service_off": "DNSSHIM_PRIVATE",
            "dns_shim__process_reply_local": "DNSSHIM_PRIVATE",
-           "dns_shim__runtime_fork": "DNSSHIM_PRIVATE"}
+           "dns_shim__runtime_fork": "DNSSHIM_PRIVATE",
+           "dns_shim__service_exchange": "DNSSHIM_PRIVATE"}
 
 
 @pytest.mark.parametrize("where", ["build", "installed"])

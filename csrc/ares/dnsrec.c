@@ -572,9 +572,9 @@ DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, un
         dnsshim_ares__say_why(lib);
         return DNSSHIM_ARES_ENOTIMP;
     }
-    status = dnsshim_ares__message(buf, (int)buf_len, flags, &m, &token);
+    status = dnsshim_ares__plan(buf, (int)buf_len, flags, &m, &token);
     if (status != DNSSHIM_ARES_SUCCESS) {
-        dnsshim_ares__message_done(token);
+        dnsshim_ares__plan_done(token);
         return status;
     }
     why = dnsshim_ares__check_message(&lib->b, &m, buf_len);
@@ -584,11 +584,11 @@ DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, un
         snprintf(line, sizeof line, "ares_dns_parse: the parser's plan has %s; returning "
                  "ARES_EBADRESP", why);
         dnsshim_ares__log(line);
-        dnsshim_ares__message_done(token);
+        dnsshim_ares__plan_done(token);
         return DNSSHIM_ARES_EBADRESP;
     }
     status = m.status == DNSSHIM_ARES_SUCCESS ? dnsshim_ares__build(&lib->b, &m, dnsrec)
                                                : m.status;
-    dnsshim_ares__message_done(token);
+    dnsshim_ares__plan_done(token);
     return status;
 }

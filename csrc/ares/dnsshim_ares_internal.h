@@ -143,6 +143,65 @@ DNSSHIM_ARES__WORKER_ENTRY int dnsshim_ares__compute(int32_t kind, const unsigne
 DNSSHIM_ARES__WORKER_ENTRY void dnsshim_ares__done(uint64_t token);
 
 /* ------------------------------------------------------------------ */
+/* Through the parse service, or else the bridge (service.c)            */
+
+/* What parsers.c and dnsrec.c call: as dnsshim_ares__compute and
+** dnsshim_ares__done, dnsshim_ares__message and dnsshim_ares__message_done
+** do, the result computed by dnsshimd where one answers, else by the
+** bridge in this process. */
+DNSSHIM_ARES__HIDDEN int dnsshim_ares__get(int32_t kind, const unsigned char *buf, int len,
+                                           int offset, int flags, dnsshim_ares_result *r,
+                                           uint64_t *token);
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__got(uint64_t token);
+DNSSHIM_ARES__HIDDEN int dnsshim_ares__plan(const unsigned char *buf, int len, unsigned int flags,
+                                            dnsshim_ares_message *m, uint64_t *token);
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__plan_done(uint64_t token);
+
+/* One call through the service: what it asked for (kind, the message's
+** length and the offset, for the result's check; message set for
+** ares_dns_parse, else result), and, once its answer is read, the status
+** and the blocks result or message points into. */
+typedef struct dnsshim_ares__block dnsshim_ares__block;
+typedef struct dnsshim_ares__call {
+    int32_t kind;
+    int len, offset;
+    int status;
+    dnsshim_ares_result *result;
+    dnsshim_ares_message *message;
+    dnsshim_ares__block *blocks;
+} dnsshim_ares__call;
+
+/* The reader of the service's answer after its head, untrusted (ctx: the
+** call): 1 with the call's status, result or message and blocks set (free
+** them with dnsshim_ares__blocks_free once copied), else 0 with why and
+** nothing held.  tests/fuzz/fuzz_service_ares.c drives it. */
+DNSSHIM_ARES__HIDDEN int dnsshim_ares__read(void *ctx, int32_t status, const uint8_t *payload,
+                                            size_t n, char *why, size_t whylen);
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__blocks_free(dnsshim_ares__block *blocks);
+/* The service's writers of a result and of a plan (the format above
+** dnsshim_ares__read's, in service.c's comment); w a dns_shim__wr
+** (csrc/lib/service_wire.h). */
+struct dns_shim__wr;
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__write_result(struct dns_shim__wr *w,
+                                                     const dnsshim_ares_result *r);
+DNSSHIM_ARES__HIDDEN void dnsshim_ares__write_message(struct dns_shim__wr *w,
+                                                      const dnsshim_ares_message *m);
+
+/* The kind of an ares_dns_parse request (the classic kinds are
+** DNSSHIM_ARES_KIND_*). */
+#define DNSSHIM_ARES__WIRE_MESSAGE 0x100
+/* dnsshimd's call (exported: csrc/service/dnsshimd.c loads this library):
+** a request's body after its op read (untrusted) and computed here.
+** DNSSHIM_ARES__SERVE_OK: *payload (malloc'd, *payload_len octets) and
+** *status are the answer; _FAULT: the computation could not run (no
+** runtime, no memory), *status says which; _MALFORMED: not a request. */
+#define DNSSHIM_ARES__SERVE_OK 0
+#define DNSSHIM_ARES__SERVE_FAULT 1
+#define DNSSHIM_ARES__SERVE_MALFORMED 2
+DNSSHIM_ARES_API int dnsshim_ares__serve(const uint8_t *body, size_t n, uint8_t **payload,
+                                         size_t *payload_len, int32_t *status);
+
+/* ------------------------------------------------------------------ */
 /* What this library allocated (owned.c)                                */
 
 /* Hostents and strings have no room for a mark: the pointers handed out

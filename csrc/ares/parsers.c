@@ -3,7 +3,8 @@
 ** ares_expand_string, as libdnsshim_ares exports them.
 **
 ** Each checks its arguments as c-ares does, hands the message to the
-** Python side (dnsshim_ares__compute, in the bridge: dnspython reads every
+** Python side (dnsshim_ares__get, service.c: in dnsshimd where one answers,
+** else in the bridge, in this process: dnspython reads every
 ** byte), and copies what it computed into c-ares's structures
 ** (structures.c) without holding the interpreter's lock; or, when the
 ** caller reaches c-ares 1.28 or later (loaded after this library, or
@@ -49,7 +50,7 @@ static int dnsshim_ares__addresses(int32_t kind, const unsigned char *abuf, int 
     }
     if (abuf == NULL || alen < DNSSHIM_ARES__HFIXEDSZ)
         return DNSSHIM_ARES_EBADRESP;
-    status = dnsshim_ares__compute(kind, abuf, alen, 0, host ? DNSSHIM_ARES_WANT_HOST : 0, &r,
+    status = dnsshim_ares__get(kind, abuf, alen, 0, host ? DNSSHIM_ARES_WANT_HOST : 0, &r,
                                    &token);
     if (status != DNSSHIM_ARES_SUCCESS && status != DNSSHIM_ARES_ENODATA)
         goto done;
@@ -77,7 +78,7 @@ static int dnsshim_ares__addresses(int32_t kind, const unsigned char *abuf, int 
         *naddrttls = (int)n;
     }
 done:
-    dnsshim_ares__done(token);
+    dnsshim_ares__got(token);
     return status;
 }
 
@@ -110,11 +111,11 @@ DNSSHIM_ARES_API int ares_parse_ns_reply(const unsigned char *abuf, int alen,
     *host = NULL;
     if (abuf == NULL || alen < DNSSHIM_ARES__HFIXEDSZ)
         return DNSSHIM_ARES_EBADRESP;
-    status = dnsshim_ares__compute(DNSSHIM_ARES_KIND_NS, abuf, alen, 0, DNSSHIM_ARES_WANT_HOST,
+    status = dnsshim_ares__get(DNSSHIM_ARES_KIND_NS, abuf, alen, 0, DNSSHIM_ARES_WANT_HOST,
                                    &r, &token);
     if (status == DNSSHIM_ARES_SUCCESS)
         status = dnsshim_ares__hostent(&r, DNSSHIM_ARES_AF_INET, 4, NULL, 0, host);
-    dnsshim_ares__done(token);
+    dnsshim_ares__got(token);
     return status;
 }
 
@@ -130,12 +131,12 @@ DNSSHIM_ARES_API int ares_parse_ptr_reply(const unsigned char *abuf, int alen, c
     *host = NULL;
     if (abuf == NULL || alen < DNSSHIM_ARES__HFIXEDSZ)
         return DNSSHIM_ARES_EBADRESP;
-    status = dnsshim_ares__compute(DNSSHIM_ARES_KIND_PTR, abuf, alen, 0,
+    status = dnsshim_ares__get(DNSSHIM_ARES_KIND_PTR, abuf, alen, 0,
                                    DNSSHIM_ARES_WANT_HOST, &r, &token);
     if (status == DNSSHIM_ARES_SUCCESS)
         status = dnsshim_ares__hostent(&r, family, addrlen, addr,
                                        addr != NULL && addrlen > 0 ? 1 : 0, host);
-    dnsshim_ares__done(token);
+    dnsshim_ares__got(token);
     return status;
 }
 
@@ -158,7 +159,7 @@ static int dnsshim_ares__list(int32_t kind, unsigned int type, const unsigned ch
     *out = NULL;
     if (abuf == NULL || alen < DNSSHIM_ARES__HFIXEDSZ)
         return DNSSHIM_ARES_EBADRESP;
-    status = dnsshim_ares__compute(kind, abuf, alen, 0, 0, &r, &token);
+    status = dnsshim_ares__get(kind, abuf, alen, 0, 0, &r, &token);
     for (i = 0; status == DNSSHIM_ARES_SUCCESS && i < r.nitems; i++) {
         dnsshim_ares__data *d = dnsshim_ares__element(type, &r.items[i]);
         dnsshim_ares__link *e = d != NULL ? (dnsshim_ares__link *)(void *)&d->data : NULL;
@@ -174,7 +175,7 @@ static int dnsshim_ares__list(int32_t kind, unsigned int type, const unsigned ch
             head = e;
         last = e;
     }
-    dnsshim_ares__done(token);
+    dnsshim_ares__got(token);
     if (status == DNSSHIM_ARES_SUCCESS)
         *out = head;
     return status;
@@ -248,7 +249,7 @@ DNSSHIM_ARES_API int ares_parse_soa_reply(const unsigned char *abuf, int alen,
         return DNSSHIM_ARES_EBADQUERY;
     if (abuf == NULL || alen < DNSSHIM_ARES__HFIXEDSZ)
         return DNSSHIM_ARES_EBADRESP;
-    status = dnsshim_ares__compute(DNSSHIM_ARES_KIND_SOA, abuf, alen, 0, 0, &r, &token);
+    status = dnsshim_ares__get(DNSSHIM_ARES_KIND_SOA, abuf, alen, 0, 0, &r, &token);
     if (status == DNSSHIM_ARES_SUCCESS) {
         dnsshim_ares__data *d = r.nitems == 1
             ? dnsshim_ares__element(DNSSHIM_ARES__SOA, &r.items[0]) : NULL;
@@ -257,7 +258,7 @@ DNSSHIM_ARES_API int ares_parse_soa_reply(const unsigned char *abuf, int alen,
         else
             *soa_out = &d->data.soa;
     }
-    dnsshim_ares__done(token);
+    dnsshim_ares__got(token);
     return status;
 }
 
@@ -275,7 +276,7 @@ static int dnsshim_ares__expand(int32_t kind, int error, int cut, const unsigned
     if (abuf == NULL || encoded == NULL || alen <= 0 || encoded < abuf ||
         encoded >= abuf + alen)
         return error;
-    status = dnsshim_ares__compute(kind, abuf, alen, (int)(encoded - abuf), 0, &r, &token);
+    status = dnsshim_ares__get(kind, abuf, alen, (int)(encoded - abuf), 0, &r, &token);
     if (status == DNSSHIM_ARES_ENOTINITIALIZED) {
         /* The runtime cannot start (libdnsshim logged why).  c-ares's own
         ** resolver checks the question of every answer with these two: the
@@ -303,7 +304,7 @@ static int dnsshim_ares__expand(int32_t kind, int error, int cut, const unsigned
             *enclen = (long)r.items[0].num[0];
         }
     }
-    dnsshim_ares__done(token);
+    dnsshim_ares__got(token);
     return status;
 }
 

@@ -306,6 +306,17 @@ DNS_SHIM__PRIVATE_API void dns_shim__runtime_fork(int phase);
 /* dnsshimd's entry (service.c): the process is the parse service, and
 ** parses every message itself. */
 DNS_SHIM__PRIVATE_API void dns_shim__service_off(void);
+/* A request of libdnsshim_ares's to the parse service (csrc/ares/service.c):
+** body is what follows the op in the request; the answer's head is checked
+** here (a fault is a fallback), and read() is given its status and what
+** follows, and returns 1 when it took them, else 0 with why.  Returns 1
+** when read() took the answer; 0: compute in the process (the first
+** fallback logged, as for every call); -1: DNS_SHIM_SERVICE_FALLBACK=no
+** and the service cannot answer (logged once, at DNS_SHIM_LOG_ERROR). */
+typedef int (*dns_shim__service_reader)(void *ctx, int32_t status, const uint8_t *payload,
+                                        size_t n, char *why, size_t whylen);
+DNS_SHIM__PRIVATE_API int dns_shim__service_exchange(uint16_t op, const uint8_t *body, size_t n,
+                                                     dns_shim__service_reader read, void *ctx);
 
 /* A failure detail without its status's name ("DNS_SHIM_ERR_INIT: "), for
 ** a detail that is quoted inside another (failure.c). */

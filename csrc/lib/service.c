@@ -78,6 +78,13 @@ int dns_shim__service_ping(int32_t *status)
     (void)status;
     return 0;
 }
+
+DNS_SHIM__PRIVATE_API int dns_shim__service_exchange(uint16_t op, const uint8_t *body, size_t n,
+                                                     dns_shim__service_reader read, void *ctx)
+{
+    (void)op, (void)body, (void)n, (void)read, (void)ctx;
+    return 0;
+}
 #else
 
 /* What a try at the service came to. */
@@ -402,6 +409,8 @@ static void write_request(dns_shim__wr *w, int op, const uint8_t *buf, int32_t l
         }
         dns_shim__wr_u32(w, (uint32_t)len);
         dns_shim__wr_data(w, buf, (size_t)len);
+    } else if (op == DNS_SHIM__WIRE_OP_ARES) {
+        dns_shim__wr_data(w, buf, (size_t)len); /* the body, as the layer wrote it */
     }
     dns_shim__wr_frame_done(w);
 }
@@ -926,10 +935,48 @@ int dns_shim__service_read(const uint8_t *frame, size_t n, int op,
     return SERVICE_ANSWERED;
 }
 
+/* Another layer's answer (DNS_SHIM__WIRE_OP_ARES): its head read here, the
+** rest by the layer's reader.  As dns_shim__service_read returns. */
+static int read_layer(const uint8_t *frame, size_t n, dns_shim__service_reader read, void *ctx,
+                      char *why, size_t whylen)
+{
+    dns_shim__rd rd = {frame, n, 0};
+    uint16_t kind, detlen;
+    int32_t verdict;
+    const uint8_t *detail;
+
+    if (dns_shim__rd_u32(&rd) != DNS_SHIM__WIRE_RESPONSE_MAGIC ||
+        dns_shim__rd_u16(&rd) != DNS_SHIM__WIRE_VERSION) {
+        snprintf(why, whylen, "its answer is not in this library's format (another version?)");
+        return SERVICE_LOCAL;
+    }
+    kind = dns_shim__rd_u16(&rd);
+    verdict = (int32_t)dns_shim__rd_u32(&rd);
+    detlen = dns_shim__rd_u16(&rd);
+    if (detlen > DNS_SHIM__WIRE_DETAIL_MAX || !dns_shim__rd_take(&rd, detlen, &detail) ||
+        memchr(detail, '\0', detlen) != NULL || dns_shim__rd_u32(&rd) != 0 || rd.bad) {
+        snprintf(why, whylen, "its answer's head is malformed");
+        return SERVICE_LOCAL;
+    }
+    if (kind == DNS_SHIM__WIRE_FAULT) {
+        snprintf(why, whylen, "it could not parse the message (%.*s)", (int)(detlen < 400 ? detlen : 400),
+                 (const char *)detail);
+        return SERVICE_LOCAL;
+    }
+    if (kind != DNS_SHIM__WIRE_VERDICT || detlen != 0) {
+        snprintf(why, whylen, "its answer is not one the service gives");
+        return SERVICE_LOCAL;
+    }
+    return read(ctx, verdict, rd.p, rd.left, why, whylen) ? SERVICE_ANSWERED : SERVICE_LOCAL;
+}
+
 /* The call through the service: SERVICE_LOCAL (the caller parses in this
-** process), or SERVICE_ANSWERED with the call's status in *status. */
+** process), or SERVICE_ANSWERED with the call's status in *status.  For
+** DNS_SHIM__WIRE_OP_ARES, buf and len are the body and layer_read reads
+** the answer. */
 static int service_call(int op, const uint8_t *buf, int32_t len, const dns_shim_query *query,
-                        const dns_shim_callbacks *callbacks, int32_t *status)
+                        const dns_shim_callbacks *callbacks, int32_t *status,
+                        dns_shim__service_reader layer_read, void *layer_ctx)
 {
     service_target t;
     exchange x;
@@ -970,7 +1017,12 @@ static int service_call(int op, const uint8_t *buf, int32_t len, const dns_shim_
     }
     /* The answer is freed however the callbacks end. */
     pthread_cleanup_push(exchange_end, &x);
-    rc = dns_shim__service_read(x.answer, n, op, callbacks, status, why, sizeof why);
+    if (op == DNS_SHIM__WIRE_OP_ARES) {
+        rc = read_layer(x.answer, n, layer_read, layer_ctx, why, sizeof why);
+        *status = DNS_SHIM_OK;
+    } else {
+        rc = dns_shim__service_read(x.answer, n, op, callbacks, status, why, sizeof why);
+    }
     pthread_cleanup_pop(1);
     if (rc != SERVICE_ANSWERED)
         return not_used(&t, 0, why, status);
@@ -982,12 +1034,24 @@ int dns_shim__service_run(const uint8_t *buf, int32_t len, const dns_shim_query 
 {
     static const uint8_t empty[1] = {0};
     return service_call(DNS_SHIM__WIRE_OP_PARSE, buf != NULL ? buf : empty, len, query,
-                        callbacks, status) == SERVICE_ANSWERED;
+                        callbacks, status, NULL, NULL) == SERVICE_ANSWERED;
 }
 
 int dns_shim__service_ping(int32_t *status)
 {
-    return service_call(DNS_SHIM__WIRE_OP_PING, NULL, 0, NULL, NULL, status) ==
+    return service_call(DNS_SHIM__WIRE_OP_PING, NULL, 0, NULL, NULL, status, NULL, NULL) ==
            SERVICE_ANSWERED;
+}
+
+DNS_SHIM__PRIVATE_API int dns_shim__service_exchange(uint16_t op, const uint8_t *body, size_t n,
+                                                     dns_shim__service_reader read, void *ctx)
+{
+    int32_t status = DNS_SHIM_OK;
+    if (op != DNS_SHIM__WIRE_OP_ARES || body == NULL || read == NULL ||
+        n > DNS_SHIM__WIRE_REQUEST_MAX - 16)
+        return 0;
+    if (service_call(op, body, (int32_t)n, NULL, NULL, &status, read, ctx) != SERVICE_ANSWERED)
+        return 0;
+    return status == DNS_SHIM_OK ? 1 : -1;
 }
 #endif

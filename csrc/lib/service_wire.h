@@ -13,7 +13,9 @@
 **   u32 magic       DNS_SHIM__WIRE_REQUEST_MAGIC ("DSQ1")
 **   u16 version     DNS_SHIM__WIRE_VERSION; a service answers another with
 **                   a service fault
-**   u16 op          DNS_SHIM__WIRE_OP_PARSE or DNS_SHIM__WIRE_OP_PING (then
+**   u16 op          DNS_SHIM__WIRE_OP_PARSE, DNS_SHIM__WIRE_OP_ARES (a call
+**                   of libdnsshim_ares's: its own body and answer, which
+**                   csrc/ares/service.c gives) or DNS_SHIM__WIRE_OP_PING (then
 **                   nothing follows)
 **   u16 flags       DNS_SHIM__WIRE_QUERY (a query follows), _CALLBACKS (the
 **                   call has a callback set; without it the message is
@@ -78,6 +80,7 @@
 
 #define DNS_SHIM__WIRE_OP_PARSE 1
 #define DNS_SHIM__WIRE_OP_PING 2
+#define DNS_SHIM__WIRE_OP_ARES 3
 
 #define DNS_SHIM__WIRE_QUERY 0x1
 #define DNS_SHIM__WIRE_CALLBACKS 0x2

@@ -46,7 +46,9 @@
 #include "dns_shim.h"
 #include "dns_shim_kinds.h" /* the table of kinds: written by the build */
 #include "lib/service_wire.h"
+#include "ares/dnsshim_ares_internal.h" /* its serve entry's codes */
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -80,6 +82,13 @@
 /* libdnsshim's private entry (csrc/lib/dns_shim_internal.h): this process
 ** is the service, and parses every message itself. */
 void dns_shim__service_off(void);
+
+/* libdnsshim_ares's entry (csrc/ares/service.c), when that library is
+** installed beside this one: the calls of its c-ares parsers are computed
+** here too.  NULL: they are computed in their own processes. */
+typedef int (*ares_serve_fn)(const uint8_t *body, size_t n, uint8_t **payload,
+                             size_t *payload_len, int32_t *status);
+static ares_serve_fn ares_serve = NULL;
 
 /* ------------------------------------------------------------------ */
 /* Logging                                                              */
@@ -313,6 +322,39 @@ static uint8_t *frame(int kind, int32_t status, const char *detail, const answer
     return w.buf;
 }
 
+/* A call of libdnsshim_ares's (DNS_SHIM__WIRE_OP_ARES): its body, after the
+** op, computed by that library; its answer is the head every answer has,
+** then what the library wrote. */
+static uint8_t *serve_ares(const uint8_t *body, size_t n, size_t *len, int *close_after)
+{
+    uint8_t *payload = NULL, *out;
+    size_t payload_len = 0;
+    int32_t status = 0;
+    answer steps;
+    int rc;
+
+    if (ares_serve == NULL)
+        return frame(DNS_SHIM__WIRE_FAULT, DNS_SHIM_ERR_INIT, "the service has no c-ares "
+                     "layer (libdnsshim_ares.so.1 is not installed beside it)", NULL, len);
+    rc = ares_serve(body, n, &payload, &payload_len, &status);
+    if (rc == DNSSHIM_ARES__SERVE_MALFORMED) {
+        *close_after = 1;
+        return frame(DNS_SHIM__WIRE_FAULT, DNS_SHIM_ERR_BAD_ARGUMENT, "a malformed request",
+                     NULL, len);
+    }
+    if (rc != DNSSHIM_ARES__SERVE_OK)
+        return frame(DNS_SHIM__WIRE_FAULT, DNS_SHIM_ERR_INIT, status == DNSSHIM_ARES_ENOMEM
+                     ? "no memory for the c-ares layer's result" : "the c-ares layer did not "
+                     "start (the service's log says why)", NULL, len);
+    /* The payload goes after the head's zero count of steps. */
+    memset(&steps, 0, sizeof steps);
+    steps.w.buf = payload;
+    steps.w.len = payload_len;
+    out = frame(DNS_SHIM__WIRE_VERDICT, status, "", &steps, len);
+    free(payload);
+    return out;
+}
+
 /* A request's body read (untrusted) and parsed: the answer's frame, or NULL
 ** (no memory even for a fault: the connection is dropped). */
 static uint8_t *serve(const uint8_t *body, size_t n, size_t *len, int *close_after)
@@ -338,6 +380,8 @@ static uint8_t *serve(const uint8_t *body, size_t n, size_t *len, int *close_aft
     op = dns_shim__rd_u16(&rd);
     if (op == DNS_SHIM__WIRE_OP_PING && rd.left == 0 && !rd.bad)
         return frame(DNS_SHIM__WIRE_VERDICT, DNS_SHIM_OK, "", NULL, len);
+    if (op == DNS_SHIM__WIRE_OP_ARES && !rd.bad)
+        return serve_ares(rd.p, rd.left, len, close_after);
     memset(&cb, 0, sizeof cb);
     cb.struct_size = sizeof cb;
     memset(&q, 0, sizeof q);
@@ -856,6 +900,33 @@ static int keep_socket(const char *path, int listen_fd)
     return 0;
 }
 
+/* libdnsshim_ares, found as a program finds it (this program's run path,
+** then the system's), and its parser started now, before the service
+** gives up root: a request that finds it missing is a fault its client
+** computes on its own. */
+static void load_ares(void)
+{
+    static const uint8_t warm[] = {0, DNSSHIM_ARES_KIND_A, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12,
+                                   0, 0, 0x81, 0x80, 0, 0, 0, 0, 0, 0, 0, 0};
+    void *lib = dlopen("libdnsshim_ares.so.1", RTLD_NOW | RTLD_LOCAL);
+    uint8_t *payload = NULL;
+    size_t payload_len;
+    int32_t status;
+
+    if (lib != NULL)
+        *(void **)&ares_serve = dlsym(lib, "dnsshim_ares__serve");
+    if (ares_serve == NULL) {
+        const char *why = dlerror();
+        say("no c-ares layer (%s): the calls of libdnsshim_ares are computed in their own "
+            "processes", why != NULL ? why : "it has no entry for the service");
+        return;
+    }
+    if (ares_serve(warm, sizeof warm, &payload, &payload_len, &status) != DNSSHIM_ARES__SERVE_OK)
+        say("the c-ares layer did not start: the calls of libdnsshim_ares are computed in "
+            "their own processes");
+    free(payload);
+}
+
 static int drop_root(const char *user)
 {
     struct passwd *pw = getpwnam(user);
@@ -941,6 +1012,7 @@ int main(int argc, char **argv)
         say("cannot start: %s", dns_shim_last_error());
         return 1;
     }
+    load_ares();
     listen_fd = activated >= 0 ? activated : own_socket(path);
     if (listen_fd < 0)
         return 1;
