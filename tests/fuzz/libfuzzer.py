@@ -11,7 +11,7 @@ A library built with clang's ASan leaves the runtime's symbols to the
 program (clang links the runtime into executables only), so its link gets
 ``-Wl,-z,undefs`` after the build's ``--no-undefined``.  The harnesses of
 the libraries' own units (fuzz_plan, fuzz_ares_plan, fuzz_dnsrec_plan,
-fuzz_service: Harness.units) compile those units into themselves and link
+fuzz_service, fuzz_service_ares: Harness.units) compile those units into themselves and link
 neither library.  The embedded CPython is not instrumented: libFuzzer sees
 the C side's coverage only (the Python decoder's own coverage-guided
 fuzzing is tests/fuzz.py, atheris).
@@ -71,7 +71,9 @@ class Harness:
     cares: bool = False
     #: "message": a DNS message; "ares": a function-choosing octet, then a
     #: message; "plan": a plan built from the octets (no seeds); "service":
-    #: a call's choices, then dnsshimd's answer (seeds: service_seeds())
+    #: a call's choices, then dnsshimd's answer (seeds: service_seeds());
+    #: "ares-service": a c-ares call's choices, then dnsshimd's answer to it
+    #: (seeds: ares_service_seeds())
     input: str = "message"
     #: seconds of fuzzing in tests/test_libfuzzer.py
     seconds: int = 15
@@ -92,7 +94,7 @@ class Harness:
         own = sorted(p for p in (REGRESSIONS / "libfuzzer" / self.name).glob("*")
                      if p.is_file())
         messages = sorted(REGRESSIONS.glob("*.bin"))
-        if self.input in ("plan", "service"):
+        if self.input in ("plan", "service", "ares-service"):
             return [(own, {})]
         if self.input == "ares":
             return [(own, {}), (messages, dict(self.raw_env))]
@@ -133,6 +135,10 @@ HARNESSES = {h.name: h for h in (
             "the steps, every struct what the answer carries, the host's blocks given back",
             units=(_LIB / "service.c", _LIB / "dispatch.c", _LIB / "failure.c"),
             input="service", seconds=10),
+    Harness("fuzz_service_ares", "libdnsshim_ares's reader of dnsshimd's answer (every unit "
+            "but the bridge), no Python, no socket: what it takes is a parse's status, passes "
+            "check.c and is written again octet for octet; nothing held when it refuses",
+            units=_ARES_UNITS, input="ares-service", seconds=10),
 )}
 
 
@@ -194,6 +200,8 @@ def seeds(harness: Harness, out: Path, cares=None, corpus=None) -> list:
         return []
     if harness.input == "service":
         return [service_seeds(Path(out) / f"seeds-{harness.name}")]
+    if harness.input == "ares-service":
+        return [ares_service_seeds(Path(out) / f"seeds-{harness.name}")]
     folders = [Path(p) for p in (corpus or ())]
     if cares is not None:
         folders.append(Path(cares.fuzzinput))
@@ -333,6 +341,67 @@ def service_seeds(where: Path) -> Path:
     choices = b"".join(bytes([m]) + bytes([3]) * 60 for m in range(14))
     (where / "built-counting").write_bytes(bytes([0x12, 7, 14]) + choices)
     (where / "built-fails").write_bytes(bytes([0x42, 7, 9, 1, 14]) + choices)
+    return where
+
+
+# fuzz_service_ares's seeds: libdnsshim_ares's answers (csrc/ares/service.c)
+# behind the harness's choices: kind, length, offset, status.
+
+def _a_str(data) -> bytes:
+    return b"\0" if data is None else b"\1" + struct.pack(">I", len(data)) + data
+
+
+def _a_item(nums=(0, 0, 0, 0, 0), strs=(None, None, None, None)) -> bytes:
+    return struct.pack(">5q", *nums) + b"".join(map(_a_str, strs))
+
+
+def _a_result(host=False, name=None, aliases=(), addrs=(), ttls=(), items=()) -> bytes:
+    addrlen = len(addrs[0]) if addrs else 0
+    return (bytes([host]) + _a_str(name) + struct.pack(">I", len(aliases))
+            + b"".join(map(_a_str, aliases)) + struct.pack(">II", len(addrs), addrlen)
+            + b"".join(addrs) + b"".join(struct.pack(">i", t) for t in ttls)
+            + struct.pack(">I", len(items)) + b"".join(items))
+
+
+def _a_plan(rrs=()) -> bytes:
+    out = struct.pack(">IIIII", 0, 0x1234, 0x8180 & 0, 0, 0) + _a_str(b"example.com")
+    out += struct.pack(">III", 1, 1, len(rrs))
+    for section, rtype, name, fields in rrs:
+        out += struct.pack(">IIII", section, rtype, 1, 300) + _a_str(name)
+        out += struct.pack(">I", len(fields))
+        for key, datatype, number, data in fields:
+            out += struct.pack(">III", key, datatype, number) + _a_str(data)
+    return out
+
+
+def ares_service_seeds(where: Path) -> Path:
+    """fuzz_service_ares's seed folder: an answer for each kind of call,
+    as dnsshimd writes it, behind the harness's choices."""
+    where = Path(where)
+    where.mkdir(parents=True, exist_ok=True)
+    a4, a6 = bytes([192, 0, 2, 1]), bytes(range(16))
+    answers = {
+        "a": (1, 0, _a_result(True, b"example.com", [b"www.example.com"], [a4, a4], [300, -1])),
+        "aaaa": (2, 0, _a_result(True, b"example.com", (), [a6], [60])),
+        "a-nodata": (1, 1, _a_result()),
+        "ns": (3, 0, _a_result(True, b"example.com", [b"ns1.example.com", b"ns2.example.com"])),
+        "mx": (5, 0, _a_result(items=[_a_item((10, 0, 0, 0, 0), (b"mail.example.com", None,
+                                                                  None, None))])),
+        "txt": (7, 0, _a_result(items=[_a_item((1, 0, 0, 0, 0), (b"v=spf1", None, None, None)),
+                                       _a_item((0, 0, 0, 0, 0), (b"", None, None, None))])),
+        "naptr": (9, 0, _a_result(items=[_a_item((100, 10, 0, 0, 0),
+                                                 (b"S", b"SIP+D2U", b"", b"_sip._udp."))])),
+        "soa": (10, 0, _a_result(items=[_a_item((1, 2, 3, 4, 5), (b"ns1.", b"host.", None,
+                                                                   None))])),
+        "expand": (13, 0, _a_result(items=[_a_item((13, 0, 0, 0, 0),
+                                                   (b"example.com", None, None, None))])),
+        "badresp": (4, 10, _a_result()),
+        "plan": (0, 0, _a_plan([(1, 1, b"example.com", [(101, 1, 0, a4)]),
+                                (3, 41, b"", [(4102, 10, 15, b"\0\x12")])])),
+        "plan-refused": (0, 10, b""),
+    }
+    for name, (kind, status, payload) in answers.items():
+        (where / name).write_bytes(struct.pack(">BHHi", kind, 512, 12, status) + payload)
     return where
 
 
