@@ -93,6 +93,9 @@ CPYTHON = {
     "test_worst_case": (False, "the bound on work per octet: the decoder's design"),
     "test_service": (False, "a call through the parse service against the same call in the "
                             "process: the wire format and the client's C, on one CPython"),
+    "test_service_ares": (False, "libdnsshim_ares through the parse service against the "
+                                 "same call in the process: the wire format and the C, on one "
+                                 "CPython"),
 }
 
 #: The quick tier: each module whole.  Together they touch every area of
