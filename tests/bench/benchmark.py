@@ -483,9 +483,13 @@ NSS_ANSWER = "2001:db8::1 192.0.2.1 192.0.2.2"
 NSS_CONFIGS = {
     "dns": ("hosts: files dns\n", "nameserver 127.0.0.1\n"),
     "dnsshim": ("hosts: files dnsshim\n", "nameserver 127.0.0.1\n"),
+    "dnsshim service": ("hosts: files dnsshim\n", "nameserver 127.0.0.1\n"),
     "dns single-request": ("hosts: files dns\n",
                            "nameserver 127.0.0.1\noptions single-request\n"),
 }
+#: The configurations whose module parses through dnsshimd (started by root
+#: in the namespace, on its default socket); the others have no service.
+NSS_THROUGH_SERVICE = {"dnsshim service"}
 
 
 def nss_unavailable(build: Path):
@@ -531,6 +535,8 @@ def nss_module(build: Path, rounds: int, smoke: bool) -> dict:
     queries = {name: [] for name in NSS_CONFIGS}
     tmp = Path(tempfile.mkdtemp(prefix="dnsshim-bench-nss-"))
     try:
+        daemon = pipeline.compile_program([pipeline.CSRC / "service" / "dnsshimd.c"],
+                                          tmp / "dnsshimd", against=build)
         for _ in range(1 if smoke else rounds):
             order = list(NSS_CONFIGS)
             random.shuffle(order)
@@ -538,7 +544,8 @@ def nss_module(build: Path, rounds: int, smoke: bool) -> dict:
                 nsswitch, resolv = NSS_CONFIGS[name]
                 try:
                     run = nss_env.run(tmp, NSS_ZONE, commands, nsswitch=nsswitch, resolv=resolv,
-                                      library_dirs=[build], timeout=120)
+                                      library_dirs=[build], timeout=120,
+                                      service=daemon if name in NSS_THROUGH_SERVICE else None)
                 except (pytest.skip.Exception, pytest.fail.Exception) as e:
                     return {"not measured": str(e)}
                 for c in run.commands:
@@ -553,9 +560,10 @@ def nss_module(build: Path, rounds: int, smoke: bool) -> dict:
                         steady_us[name].append(float(out["us_per_lookup"]))
                         steady_cpu_us[name].append(float(out["cpu_us_per_lookup"]))
                         continue
-                    if out["dnsshim_loaded"] != ("1" if name == "dnsshim" else "0"):
+                    ours = name.startswith("dnsshim")
+                    if out["dnsshim_loaded"] != ("1" if ours else "0"):
                         raise RuntimeError(f"nss_bench with {name}: libnss_dnsshim "
-                                           f"{'not ' if name == 'dnsshim' else ''}loaded")
+                                           f"{'not ' if ours else ''}loaded")
                     first_ms[name].append(float(out["first_lookup_us"]) / 1000)
                     rss_mib[name].append((int(out["rss_after_kib"])
                                           - int(out["rss_before_kib"])) / 1024)
@@ -576,6 +584,13 @@ def nss_module(build: Path, rounds: int, smoke: bool) -> dict:
     result["steady dnsshim/dns single-request"] = steady["dnsshim"] / steady["dns single-request"]
     cpu = result["steady_cpu_us_per_lookup"]
     result["steady cpu dnsshim/dns"] = cpu["dnsshim"] / cpu["dns"]
+    rss = result["rss_added_mib"]
+    result["service"] = {
+        "first_lookup service/dns": first["dnsshim service"] / first["dns"],
+        "rss_added_mib": rss["dnsshim service"],
+        "steady cpu service/dns": cpu["dnsshim service"] / cpu["dns"],
+        "steady wall service - dns (ms)": (steady["dnsshim service"] - steady["dns"]) / 1000,
+    }
     return result
 
 
@@ -599,6 +614,12 @@ def nss_lines(n: dict) -> list:
         f"  the process's CPU time per steady lookup: dns {c['dns']:.0f} µs, dns single-request "
         f"{c['dns single-request']:.0f} µs, dnsshim {c['dnsshim']:.0f} µs; dnsshim/dns "
         f"{n['steady cpu dnsshim/dns']:.1f}",
+        f"  through dnsshimd: first lookup {f['dnsshim service']:.2f} ms "
+        f"({n['service']['first_lookup service/dns']:.2f}x dns; target at most 2x), resident "
+        f"memory added {r['dnsshim service']:.2f} MiB (target at most 1 MiB); steady "
+        f"{s['dnsshim service']:.0f} µs per lookup, {n['service']['steady wall service - dns (ms)']:+.3f}"
+        f" ms against dns (target at most +0.2 ms), CPU {c['dnsshim service']:.0f} µs "
+        f"({n['service']['steady cpu service/dns']:.2f}x dns; target at most 2x)",
     ]
 
 
