@@ -1094,6 +1094,7 @@ def test_the_packages_have_what_the_forms_matrix_says(installed):
     form = f"debian{installed.release.number}"
     args = forms_matrix.write_probe_messages(installed.root.path("/root/forms"))
     shutil.copy(forms_matrix.PROBE_SOURCE, installed.root.path("/root/forms"))
+    shutil.copy(pipeline.TOOLS / "tool_util.h", installed.root.path("/root/forms"))
     installed.run("cc -O2 -g -Wall -Wextra -Werror -DFORMS_PROBE_ARES -o forms_probe "
                   "forms_probe.c $(pkg-config --cflags --libs dnsshim-ares dnsshim libcares) "
                   "-pthread", cwd="/root/forms")

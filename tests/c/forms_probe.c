@@ -37,6 +37,9 @@
  * refuses (the line says why); 2 on a usage error or an unreadable file.
  */
 #include <dns_shim.h>
+/* The message reader of the tools and test drivers (csrc/tools/), beside this
+ * file where a test copies it to build it as a user would. */
+#include "tool_util.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -68,22 +71,19 @@ typedef struct {
     int32_t len;
 } message;
 
-static message read_message(const char *path)
+/* A message file, whole (tool_util.h's reader), or exit 2. */
+static message load_message(const char *path)
 {
     message m = {NULL, 0};
-    FILE *f = fopen(path, "rb");
-    size_t got;
-    if (f == NULL || (m.data = malloc(65536)) == NULL) {
-        fprintf(stderr, "forms_probe: cannot read %s\n", path);
+    long len = 0;
+    m.data = read_message(path, 0, &len);
+    if (m.data == NULL)
         exit(2);
-    }
-    got = fread(m.data, 1, 65536, f);
-    fclose(f);
-    if (got > 65535) {
+    if (len > 65535) {
         fprintf(stderr, "forms_probe: %s is over 65535 octets\n", path);
         exit(2);
     }
-    m.len = (int32_t)got;
+    m.len = (int32_t)len;
     return m;
 }
 
@@ -554,17 +554,17 @@ int main(int argc, char **argv)
             return usage();
     if (i >= argc)
         return usage();
-    good = read_message(paths[0]);
-    big = read_message(paths[1]);
-    small = read_message(paths[2]);
-    loc = read_message(paths[3]);
+    good = load_message(paths[0]);
+    big = load_message(paths[1]);
+    small = load_message(paths[2]);
+    loc = load_message(paths[3]);
     count = argc - i;
     messages = calloc((size_t)count, sizeof *messages);
     reference = calloc((size_t)count, sizeof *reference);
     if (messages == NULL || reference == NULL)
         return 2;
     for (o = 0; o < count; o++)
-        messages[o] = read_message(argv[i + o]);
+        messages[o] = load_message(argv[i + o]);
 
     printf("version %s\n", dns_shim_version());
     /* The host's allocator before the runtime starts: what it holds, for
