@@ -114,8 +114,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     wire = ims_wire()
     if args.file != "-":
-        with open(args.file, "wb") as f:
-            f.write(wire)
+        try:
+            with open(args.file, "wb") as f:
+                f.write(wire)
+        except OSError as e:
+            # One line, as the tools say it: the path, then why.
+            print(f"python -m shim.sample: cannot write {args.file}: {e.strerror}",
+                  file=sys.stderr)
+            return 1
     else:
         sys.stdout.buffer.write(wire)
     return 0

@@ -391,6 +391,17 @@ def test_dump_prints_the_ims_sample(built, tmp_path):
     assert "; EDNS: version: 0, flags:; udp: 1232" in out
 
 
+def test_the_sample_writer_says_why_it_cannot_write(tmp_path):
+    """A path it cannot write: one line naming the path and why, exit 1,
+    no traceback."""
+    result = subprocess.run([sys.executable, "-m", "shim.sample", str(tmp_path / "no" / "x.bin")],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 1
+    assert result.stderr == (f"python -m shim.sample: cannot write {tmp_path}/no/x.bin: "
+                             "No such file or directory\n")
+    assert result.stdout == ""
+
+
 @pytest.mark.parametrize("size, said", [(1, "1 byte"), (2, "2 bytes")])
 def test_dump_says_a_files_size_in_words(built, tmp_path, size, said):
     path = tmp_path / "short.bin"
