@@ -129,6 +129,50 @@ def test_dns_shim_python_that_does_not_exist(built, message):
                     f"DNS_SHIM_PYTHON) does not exist (moved or removed): {FIX_ENV}")
 
 
+def _without_dac_override(built_dir, message, env):
+    """dnsshim_test's log, run by root without the capabilities that let it
+    past a folder's permissions (setpriv drops them from the bounding set
+    before exec): a user who cannot read what the library names."""
+    from conftest import require_program
+    require_program("setpriv", "util-linux")
+    if os.geteuid() != 0:
+        pytest.skip("dropping root's capabilities needs root")
+    result = subprocess.run(["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+                             str(built_dir / "dnsshim_test"), "--log", "--detail", str(message)],
+                            capture_output=True, text=True, env={**ENV, **env}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return [line for line in result.stdout.splitlines() if line.startswith("log 3: ")]
+
+
+def test_dns_shim_python_the_user_cannot_read_says_so(built, message, tmp_path):
+    """A CPython under a folder closed to the user (one under /root, run by
+    another user): "cannot be read", never "does not exist"."""
+    closed = tmp_path / "closed"
+    (closed / "bin").mkdir(parents=True)
+    python = closed / "bin" / "python3"
+    python.symlink_to(sys.executable)
+    closed.chmod(0)
+    try:
+        lines = _without_dac_override(built.dir, message, {"DNS_SHIM_PYTHON": str(python)})
+    finally:
+        closed.chmod(0o755)
+    assert lines == [f"log 3: cannot start: the python {python} (from DNS_SHIM_PYTHON) cannot "
+                     "be read by this process's user (uid 0): a folder on its path is closed to "
+                     "it (Permission denied); every user of the library must be able to read its "
+                     f"CPython: {FIX_ENV}"]
+
+
+def test_dns_shim_python_the_user_cannot_run_says_so(built, message, tmp_path):
+    python = tmp_path / "python3"
+    shutil.copyfile(sys.executable, python)
+    python.chmod(0o700)
+    os.chown(python, 65534, 65534)
+    lines = _without_dac_override(built.dir, message, {"DNS_SHIM_PYTHON": str(python)})
+    assert lines == [f"log 3: cannot start: the python {python} (from DNS_SHIM_PYTHON) cannot "
+                     "be run by this process's user (uid 0): Permission denied; every user of the "
+                     f"library must be able to run its CPython: {FIX_ENV}"]
+
+
 def test_dns_shim_python_that_is_a_directory(built, message, tmp_path):
     line = refusal(built.dir, message, {"DNS_SHIM_PYTHON": str(tmp_path)})
     assert line == (f"log 3: cannot start: the python {tmp_path} (from DNS_SHIM_PYTHON) is not "

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <errno.h>
 
 /* ------------------------------------------------------------------ */
 /* The runtime                                                          */
@@ -393,8 +394,26 @@ static int dns_shim__check_python(const char *python, const char *origin)
         return -1;
     }
     if (stat(python, &st) != 0) {
-        dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) does not exist (moved or "
-                               "removed): %s", python, origin, dns_shim__fix(origin));
+        if (errno == EACCES)
+            /* There, but a folder on its path is closed to this user (a
+            ** CPython under /root, a user of no privilege). */
+            dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) cannot be read by "
+                                   "this process's user (uid %u): a folder on its path is closed "
+                                   "to it (Permission denied); every user of the library must "
+                                   "be able to read its CPython: %s", python, origin,
+                                   (unsigned)geteuid(), dns_shim__fix(origin));
+        else
+            dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) does not exist "
+                                   "(moved or removed): %s", python, origin,
+                                   dns_shim__fix(origin));
+        return -1;
+    }
+    if (S_ISREG(st.st_mode) && faccessat(AT_FDCWD, python, X_OK, AT_EACCESS) != 0 &&
+        (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH))) {
+        dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) cannot be run by this "
+                               "process's user (uid %u): Permission denied; every user of the "
+                               "library must be able to run its CPython: %s", python, origin,
+                               (unsigned)geteuid(), dns_shim__fix(origin));
         return -1;
     }
     if (!S_ISREG(st.st_mode) || faccessat(AT_FDCWD, python, X_OK, AT_EACCESS) != 0) {
