@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 
 import pytest
@@ -785,7 +786,9 @@ def _check_samples() -> dict:
 
 def test_the_check_samples_are_what_check_prints(installed):
     """Each sample has the lines --check prints, in its order; its
-    parallelism and check lines are the venv's but for the venv's path."""
+    service, parallelism and check lines are the venv's but for the venv's
+    path (no service answers it: a program of another CPython cannot parse,
+    and the line says so)."""
     import re
 
     result = subprocess.run([str(installed / "bin" / "dnsshim-config"), "--check"],
@@ -796,5 +799,9 @@ def test_the_check_samples_are_what_check_prints(installed):
     for name, sample in _check_samples().items():
         assert [l.split(":")[0] for l in sample] == [l.split(":")[0] for l in real], name
         assert sample[-1] == real[-1], name
+        tag = sysconfig.get_python_version()
+        assert sample[-3] == real[-3].replace(f"other than {tag} ", "other than 3.11 "), name
+        assert real[-3].startswith("service: none answered: ") and \
+            f"other than {tag} cannot" in real[-3]
         assert re.sub(r"/home/me/\.venv/lib/python3\.\d+/site-packages", "SITE", sample[-2]) == \
             real[-2].replace(site, "SITE"), name

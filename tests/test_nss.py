@@ -486,40 +486,48 @@ def test_a_runtime_that_cannot_start_is_unavail_and_the_next_source_answers(modu
 def _readme_lines() -> list:
     """The README's shell block that turns the module on, line by line."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = [b for b in re.findall(r"```sh\n(.*?)```", readme, re.S) if "--nss-module" in b]
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", readme, re.S)
+              if "/etc/nsswitch.conf" in b and "ldconfig" in b]
     assert len(blocks) == 1
     return blocks[0].splitlines()
 
 
-def test_the_readme_s_lines_turn_it_on_for_the_pip_install(installed, tmp_path):
-    """The README's lines, as written, for the virtualenv of `pip install .`,
-    run as root in a namespace whose /etc starts with ``hosts: files dns``:
-    the module's folder in ld.so.conf.d, the word in nsswitch.conf; then
-    getent resolves through the module (a reply with trailing octets, which
-    dns answers from, gives nothing), and the module's path is the
-    package's."""
+def test_the_readme_s_lines_turn_it_on_from_a_system_install(installed, tmp_path):
+    """The README's lines, as written, in a clone with the virtualenv of
+    `pip install .`, run as root in a namespace whose /etc starts with
+    ``hosts: files dns`` and whose /usr/local is empty: the prefix install
+    into /usr/local, ldconfig, the fallback line in nsswitch.conf; then the
+    clone and the virtualenv go, and getent resolves through the module from
+    /usr/local (a reply with trailing octets, which dns answers from, gives
+    nothing: the module's refusal is not UNAVAIL, so dns is not asked)."""
+    from test_install import source_copy
+
     lines = _readme_lines()
-    assert lines[0].startswith(".venv/bin/dnsshim-config --nss-module")
+    assert lines[0].startswith(".venv/bin/python build_ffi.py --prefix /usr/local")
     assert lines[-1].startswith("getent ahosts example.org")
+    clone = source_copy(tmp_path / "clone")
     # (ldconfig writes its aux-cache outside /etc: a folder of the namespace's)
-    script = "\n".join(["set -e", "mount --bind \"$(mktemp -d)\" /var/cache/ldconfig",
-                        "cd \"$(mktemp -d)\"", f"ln -s {installed} .venv", *lines[:-1]])
+    script = "\n".join(["set -e", "mount -t tmpfs nss-env-usr-local /usr/local",
+                        "mount --bind \"$(mktemp -d)\" /var/cache/ldconfig", f"cd {clone}",
+                        f"ln -s {installed} .venv", *lines[:-1], f"rm -r {clone}"])
     zone = dict(ZONE)
     zone[("bad.example.test", "A")] = raw(reply_wire(
         "bad.example.test", "A", answer=["bad.example.test. 300 IN A 192.0.2.66"]) + b"\x00")
     cmds = [nss_env.command(["sh", "-c", script]), getent("ahosts", "www.example.test"),
             getent("ahostsv4", "bad.example.test"),
-            nss_env.command(["sh", "-c", "grep ^hosts: /etc/nsswitch.conf"])]
+            nss_env.command(["sh", "-c", "grep ^hosts: /etc/nsswitch.conf"]),
+            nss_env.command(["sh", "-c", "ldconfig -p | grep libnss_dnsshim"])]
     (tmp_path / "run").mkdir()
-    result = nss_env.run(tmp_path / "run", zone, cmds, timeout=180)
-    turn_on, good, bad, line = result.commands
-    assert turn_on.returncode == 0, turn_on.stderr
-    assert turn_on.stdout == f"{installed}/lib/python{sysconfig.get_python_version()}/" \
-        "site-packages/shim/lib/libnss_dnsshim.so.2\n"
-    assert line.stdout == "hosts: files dnsshim\n"
+    result = nss_env.run(tmp_path / "run", zone, cmds, timeout=900)
+    turn_on, good, bad, line, cache = result.commands
+    assert turn_on.returncode == 0, turn_on.stderr[-3000:]
+    assert turn_on.stdout.splitlines()[-1] == "/usr/local/lib/libdnsshim.so.1"
+    assert line.stdout == "hosts: files dnsshim [!UNAVAIL=return] dns\n"
+    assert "=> /usr/local/lib/libnss_dnsshim.so.2" in cache.stdout
     assert good.returncode == 0
     assert good.stdout.splitlines()[0] == "2001:db8::1     STREAM www.example.test"
     assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", "")
+    assert [q.qname for q in result.queries].count("bad.example.test") == 1
 
 
 # ---- a real server ----------------------------------------------------------------------

@@ -629,11 +629,17 @@ static int32_t check_a(void *ctx, const dns_shim_a *r)
                ? 0 : 1;
 }
 
+/* Whether --check's runtime started in this process (its "runtime:" line
+** logged), not in a parse service's. */
+static int runtime_here = 0;
+
 /* Logs every message, each level named, to stdout (--check). */
 static void print_log(void *ctx, int32_t level, const char *message)
 {
     static const char *const names[] = {"", "", "", "error", "warning", "", "info", "debug"};
     (void)ctx;
+    if (strncmp(message, "runtime: ", 9) == 0)
+        runtime_here = 1;
     printf("%s: %s\n", level >= 0 && level < 8 && names[level][0] ? names[level] : "log",
            message);
 }
@@ -727,6 +733,19 @@ static int check(void)
                (int)rc, reason());
         return 1;
     }
+    /* Where a program's parse runs, and what that means for a program of
+    ** another CPython (a parse in the process needs this library's). */
+    if (runtime_here) {
+        /* dns_shim_version(): "1.3.0 (CPython 3.11)" */
+        const char *tag = strstr(dns_shim_version(), "CPython ");
+        int n = tag != NULL ? (int)strcspn(tag + 8, ")") : 0;
+        printf("service: none answered: each program starts this runtime, and one that runs "
+               "a CPython other than %.*s cannot (its calls fail with DNS_SHIM_ERR_INIT, its "
+               "lookups through libnss_dnsshim are UNAVAIL) until dnsshimd(8) runs\n", n,
+               tag != NULL ? tag + 8 : "");
+    } else
+        printf("service: the parse service answered: programs parse there and start no "
+               "interpreter, whatever CPython they run\n");
     check_parallelism();
     printf("check: ok: a sample response parsed (www.example.com A 192.0.2.1)\n");
     return 0;
