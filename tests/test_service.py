@@ -379,3 +379,41 @@ def test_a_setuid_program_uses_roots_service_and_never_a_users(built, tmp_path):
         "directory; messages are parsed in this process (dnsshimd(8))"]
     assert str(user_sock) not in result.stdout + result.stderr
     assert listener.connections == 0
+
+
+# ------------------------------------------------------------------ the README's line
+
+
+def test_the_readme_s_line_starts_the_service_for_the_pip_install(installed, tmp_path):
+    """The README's line that starts the service, as written, for the
+    virtualenv of `pip install .`, run by root in a namespace whose /run is
+    its own (sudo, which a root shell does not need, is the command itself
+    there): the service serves /run/dnsshim/parse.sock, and a program's
+    check then finds it answering and starts no runtime of its own."""
+    import nss_env
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    [block] = [b for b in re.findall(r"```sh\n(.*?)```", readme, re.S) if "dnsshimd" in b]
+    [line] = [l for l in block.splitlines() if l.strip()]
+    assert line.startswith("sudo .venv/bin/dnsshimd") and line.endswith("&")
+    (tmp_path / "run").mkdir()
+    script = "\n".join([
+        "set -e", "mount -t tmpfs nss-env-run /run", f"cd {tmp_path}",
+        f"ln -s {installed} .venv", 'sudo() { exec "$@"; }', line, "service=$!",
+        "for i in $(seq 600); do [ -S /run/dnsshim/parse.sock ] && break; sleep 0.1; done",
+        "stat -c '%U %a' /run/dnsshim /run/dnsshim/parse.sock",
+        "DNS_SHIM_SERVICE_FALLBACK=no .venv/bin/dnsshim-config --check",
+        'kill -TERM "$service"', 'wait "$service"', "echo stopped $?",
+        "[ ! -e /run/dnsshim/parse.sock ] && echo removed"])
+    result = nss_env.run(tmp_path / "run", {}, [nss_env.command(["bash", "-c", script])],
+                         timeout=300)
+    [c] = result.commands
+    assert c.returncode == 0, c.stderr[-3000:]
+    out = c.stdout.splitlines()
+    assert out[:2] == ["root 755", "root 666"], c.stdout
+    assert "service: the parse service answered: programs parse there and start no " \
+           "interpreter, whatever CPython they run" in out
+    assert not any(l.startswith("info: runtime:") for l in out), c.stdout
+    assert out[-2:] == ["stopped 0", "removed"], c.stdout
+    assert out[-3] == "check: ok: a sample response parsed (www.example.com A 192.0.2.1)"
