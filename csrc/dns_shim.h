@@ -968,7 +968,11 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 ** good, whatever is refused: the runtime imports every parser module it
 ** has when it starts (about 1 MiB), so a parse never imports one, and a
 ** refused parse leaves nothing that the next one would add to.  A call made while the runtime holds its
-** limit or more is refused before it parses.  Start-up itself is never
+** limit or more is refused before it parses.  The c-ares layer
+** (libdnsshim_ares), which starts in this runtime at its first call and
+** imports its own modules then, is start-up too: the limit makes room for
+** what that start adds, so that a budget made with libdnsshim alone holds
+** with the layer.  Start-up itself is never
 ** refused (CPython cannot start on memory it is refused): with a limit
 ** below what the runtime holds once started, the first call starts the
 ** runtime and fails with DNS_SHIM_ERR_NO_MEMORY, and a call once the limit

@@ -364,6 +364,35 @@ def test_the_memory_limit_holds_for_the_c_ares_layer_too(built, any_process, tmp
     assert rounds(high + SLACK, 20) == [(-13, 15, 0, 0)] * 20
 
 
+def test_the_c_ares_layer_s_start_is_start_up_not_a_parse(built, any_process, tmp_path):
+    """A limit set before the start, 8 and 16 KiB above the smallest at
+    which a one-record reply parses through process_dns_response in a fresh
+    process; the process's first call is ares_parse_a_reply, which starts
+    the c-ares layer (its modules imported): every process_dns_response
+    after it parses.  What the layer's start adds is start-up, which the
+    limit makes room for; counted as a parse, it left the runtime above its
+    limit for good."""
+    from test_memory import write_big_and_small
+
+    small = write_big_and_small(tmp_path)[1]
+    ares = built.dir / pipeline.DNSSHIM_ARES.soname
+
+    def first(limit, with_ares, calls=5):
+        out = _run(any_process, "limit-first", ares, built.dir / "libdnsshim.so.1", limit,
+                   small, calls, int(with_ares)).stdout.splitlines()
+        return out
+
+    low, high = 1_000_000, 64_000_000
+    assert first(high, False, 1) == ["process 0"]
+    while high - low > 1024:
+        middle = (low + high) // 2
+        low, high = (low, middle) if first(middle, False, 1) == ["process 0"] else (middle, high)
+    for headroom in (8 * 1024, 16 * 1024):
+        out = first(high + headroom, True)
+        assert out[0] in ("ares 0", "ares 15"), (headroom, out)
+        assert out[1] == "process 0 0 0 0 0", (headroom, out)
+
+
 START_REFUSED = (r"cannot start: the host's allocator \(dns_shim_set_allocator\) refused \d+ of "
                  r"the runtime's allocations while it started \(taken from the C library "
                  r"instead, so that the process goes on\): give the runtime more memory")

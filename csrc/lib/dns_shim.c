@@ -508,8 +508,13 @@ DNS_SHIM__PRIVATE_API int32_t dns_shim__own_start(void (*then)(void))
     if (dns_shim__runtime() != DNS_SHIM_OK)
         return dns_shim__init_failed();
     if (then != NULL) {
+        /* A layer's start (its modules imported) is start-up, not a parse:
+        ** what it adds, the limit makes room for. */
+        size_t before;
         dns_shim__start_enter();
+        before = dns_shim__memory_held();
         then();
+        dns_shim__memory_layer_started(before);
         dns_shim__start_leave();
     }
     return dns_shim__ok();

@@ -86,11 +86,36 @@ static void *dns_shim__libc_calloc(void *ctx, size_t n, size_t m) { (void)ctx; r
 static void *dns_shim__libc_realloc(void *ctx, void *p, size_t n) { (void)ctx; return realloc(p, n); }
 static void dns_shim__libc_free(void *ctx, void *p) { (void)ctx; free(p); }
 
+/* What a layer's start added to the account after the runtime's own (the
+** c-ares layer's modules, imported at its first call: dns_shim__own_start):
+** start-up, which the limit makes room for (dns_shim__limit_now). */
+static size_t dns_shim__layers_started = 0; /* atomic */
+
+/* The limit in force: the one set, with room for the layers' start-ups; 0
+** when none is set. */
+static size_t dns_shim__limit_now(void)
+{
+    size_t limit = __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED);
+    return limit ? limit + __atomic_load_n(&dns_shim__layers_started, __ATOMIC_RELAXED) : 0;
+}
+
+size_t dns_shim__memory_held(void)
+{
+    return __atomic_load_n(dns_shim__held, __ATOMIC_RELAXED);
+}
+
+void dns_shim__memory_layer_started(size_t before)
+{
+    size_t now = dns_shim__memory_held();
+    if (now > before)
+        __atomic_add_fetch(&dns_shim__layers_started, now - before, __ATOMIC_RELAXED);
+}
+
 /* n more bytes into the account, or a refusal (0). */
 static int dns_shim__take(size_t n)
 {
     size_t now = __atomic_add_fetch(dns_shim__held, n, __ATOMIC_RELAXED);
-    size_t limit = __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED);
+    size_t limit = dns_shim__limit_now();
     if (dns_shim__enforcing && limit && now > limit &&
         (!dns_shim__tripped || now - limit > DNS_SHIM__RESERVE)) {
         dns_shim__tripped = 1;
@@ -230,7 +255,7 @@ static void dns_shim__free(void *ctx, void *ptr)
 static void *dns_shim__arena_alloc(void *ctx, size_t n)
 {
     void *p;
-    size_t limit = __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED);
+    size_t limit = dns_shim__limit_now();
     (void)ctx;
     /* Under a limit, an arena that would not fit, and in a parse any block
     ** once the limit has refused it, is declined quietly: pymalloc then
@@ -420,7 +445,7 @@ int32_t dns_shim__memory_enforce(int32_t on)
         ** before it starts (returns 1: tripped, not enforcing): any
         ** allocation would be refused, and an unwinding from its first
         ** allocation leaves blocks behind in CPython and cffi. */
-        size_t limit = __atomic_load_n(&dns_shim__limit, __ATOMIC_RELAXED);
+        size_t limit = dns_shim__limit_now();
         dns_shim__tripped = limit != 0 &&
                             __atomic_load_n(dns_shim__held, __ATOMIC_RELAXED) >= limit;
         dns_shim__enforcing = !dns_shim__tripped;

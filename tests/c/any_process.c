@@ -32,6 +32,11 @@
 **       The runtime started, then a memory limit of LIMIT bytes; ROUNDS
 **       times: BIG through process_dns_response and ares_parse_a_reply,
 **       then SMALL through both: "round N: S S S S", the four statuses.
+**   any_process limit-first LIBDNSSHIM_ARES LIBDNSSHIM LIMIT SMALL CALLS ARES
+**       A memory limit of LIMIT bytes set before the runtime starts; with
+**       ARES 1 the first call is ares_parse_a_reply on SMALL ("ares S"),
+**       which starts the runtime and the c-ares layer; then CALLS times
+**       process_dns_response on SMALL: "process S S ...".
 **   any_process failing-allocator LIBDNSSHIM SEED PERIOD CALLS FILE WHEN
 **       An allocator that refuses about one call in PERIOD (a generator
 **       seeded with SEED decides which), set before the start, refusing from
@@ -420,6 +425,32 @@ static int mode_ares_limit(char **argv)
 }
 
 /* ------------------------------------------------------------------ */
+/* limit-first                                                          */
+
+static int mode_limit_first(char **argv)
+{
+    void *ares = open_lib(argv[2], RTLD_GLOBAL);
+    void *lib = open_lib(argv[3], RTLD_GLOBAL | RTLD_NOLOAD);
+    process_fn process = (process_fn)need(lib, "process_dns_response");
+    long small_len = 0;
+    uint8_t *small = message(argv[5], &small_len);
+    int calls = atoi(argv[6]), i;
+    if (((limit_fn)need(lib, "dns_shim_set_memory_limit"))(strtoull(argv[4], NULL, 10)) !=
+        DNS_SHIM_OK) {
+        fprintf(stderr, "FAIL the limit\n");
+        return 1;
+    }
+    if (strcmp(argv[7], "1") == 0)
+        printf("ares %d\n", ares_status(ares, small, small_len));
+    printf("process");
+    for (i = 0; i < calls; i++)
+        printf(" %d", (int)process(small, (int32_t)small_len));
+    printf("\n");
+    free(small);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* failing-allocator                                                    */
 
 static uint64_t refuse_state;
@@ -662,6 +693,8 @@ int main(int argc, char **argv)
         return mode_ares_first(argv[2], argv[3], argv[4]);
     if (argc == 8 && strcmp(argv[1], "ares-limit") == 0)
         return mode_ares_limit(argv);
+    if (argc == 8 && strcmp(argv[1], "limit-first") == 0)
+        return mode_limit_first(argv);
     if (argc == 8 && strcmp(argv[1], "failing-allocator") == 0)
         return mode_failing_allocator(argv);
     if (argc == 5 && strcmp(argv[1], "image-gone") == 0) {
