@@ -889,9 +889,9 @@ static enum nss_status nss_slice(const nss_reply *reply, nss_buffer *b,
 ** buffer too small for either is ERANGE (TRYAGAIN, NETDB_INTERNAL), as
 ** nss_dns's buffer resizing protocol gives it, never a part of the
 ** addresses: getaddrinfo then grows its buffer and asks again. */
-NSS_DNSSHIM_API enum nss_status
-_nss_dnsshim_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat, char *buffer,
-                              size_t buflen, int *errnop, int *h_errnop, int32_t *ttlp)
+static enum nss_status nss_gethostbyname4(const char *name, struct gaih_addrtuple **pat,
+                                          char *buffer, size_t buflen, int *errnop,
+                                          int *h_errnop, int32_t *ttlp)
 {
     struct __res_state res;
     unsigned char *answer;
@@ -1076,33 +1076,16 @@ static enum nss_status nss_gethostbyname3(const char *name, int af, struct hoste
     return status;
 }
 
-NSS_DNSSHIM_API enum nss_status
-_nss_dnsshim_gethostbyname3_r(const char *name, int af, struct hostent *result, char *buffer,
-                              size_t buflen, int *errnop, int *h_errnop, int32_t *ttlp,
-                              char **canonp)
-{
-    return nss_gethostbyname3(name, af, result, buffer, buflen, errnop, h_errnop, ttlp,
-                              canonp);
-}
-
 /* The name checked as a host name first, as nss_dns's check_name. */
-NSS_DNSSHIM_API enum nss_status
-_nss_dnsshim_gethostbyname2_r(const char *name, int af, struct hostent *result, char *buffer,
-                              size_t buflen, int *errnop, int *h_errnop)
+static enum nss_status nss_gethostbyname2(const char *name, int af, struct hostent *result,
+                                          char *buffer, size_t buflen, int *errnop,
+                                          int *h_errnop)
 {
     if (!res_hnok(name)) {
         *h_errnop = HOST_NOT_FOUND;
         return NSS_STATUS_NOTFOUND;
     }
     return nss_gethostbyname3(name, af, result, buffer, buflen, errnop, h_errnop, NULL, NULL);
-}
-
-NSS_DNSSHIM_API enum nss_status
-_nss_dnsshim_gethostbyname_r(const char *name, struct hostent *result, char *buffer,
-                             size_t buflen, int *errnop, int *h_errnop)
-{
-    return _nss_dnsshim_gethostbyname2_r(name, AF_INET, result, buffer, buflen, errnop,
-                                         h_errnop);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1137,10 +1120,9 @@ static void nss_reverse_name(const unsigned char *addr, int af, char *out, size_
 ** it before any module is called); a length shorter than the family's
 ** address is EAFNOSUPPORT, a longer one is not refused: the address is its
 ** first octets, and the result's address the `len` octets given. */
-NSS_DNSSHIM_API enum nss_status
-_nss_dnsshim_gethostbyaddr2_r(const void *addr, socklen_t len, int af, struct hostent *result,
-                              char *buffer, size_t buflen, int *errnop, int *h_errnop,
-                              int32_t *ttlp)
+static enum nss_status nss_gethostbyaddr2(const void *addr, socklen_t len, int af,
+                                          struct hostent *result, char *buffer, size_t buflen,
+                                          int *errnop, int *h_errnop, int32_t *ttlp)
 {
     static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     static const unsigned char tunnelled[12] = {0};
@@ -1236,10 +1218,77 @@ _nss_dnsshim_gethostbyaddr2_r(const void *addr, socklen_t len, int af, struct ho
     return status;
 }
 
+/* ------------------------------------------------------------------ */
+/* The entry points: cancellation held off for the whole lookup         */
+
+/* getaddrinfo and gethostbyname are cancellation points, and a thread
+** cancelled inside a lookup would leave behind what glibc's resolver holds
+** for it (res_nsend's socket and its resolver context, which no cleanup
+** handler of ours can give back) and, parsing in the process, an
+** interpreter's lock it was waiting for, which every later lookup would
+** then wait on for ever.  So a lookup runs with cancellation held off, and
+** a thread cancelled meanwhile is cancelled as the lookup ends, within
+** resolv.conf's time bound: everything of the lookup given back, still in
+** the module's call, so that glibc's getaddrinfo unwinds as it does for a
+** thread cancelled inside dns's wait for a reply (cancelled later, at a
+** cancellation point of its own after the module returned, it would leave
+** its own buffers behind).  errno and h_errno are the lookup's. */
+#define NSS_UNCANCELLED(call)                                          \
+    do {                                                               \
+        int old_state_;                                                \
+        enum nss_status status_;                                       \
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state_);   \
+        status_ = (call);                                              \
+        pthread_setcancelstate(old_state_, NULL);                      \
+        if (old_state_ == PTHREAD_CANCEL_ENABLE)                       \
+            pthread_testcancel();                                      \
+        return status_;                                                \
+    } while (0)
+
+NSS_DNSSHIM_API enum nss_status
+_nss_dnsshim_gethostbyname4_r(const char *name, struct gaih_addrtuple **pat, char *buffer,
+                              size_t buflen, int *errnop, int *h_errnop, int32_t *ttlp)
+{
+    NSS_UNCANCELLED(nss_gethostbyname4(name, pat, buffer, buflen, errnop, h_errnop, ttlp));
+}
+
+NSS_DNSSHIM_API enum nss_status
+_nss_dnsshim_gethostbyname3_r(const char *name, int af, struct hostent *result, char *buffer,
+                              size_t buflen, int *errnop, int *h_errnop, int32_t *ttlp,
+                              char **canonp)
+{
+    NSS_UNCANCELLED(nss_gethostbyname3(name, af, result, buffer, buflen, errnop, h_errnop,
+                                       ttlp, canonp));
+}
+
+NSS_DNSSHIM_API enum nss_status
+_nss_dnsshim_gethostbyname2_r(const char *name, int af, struct hostent *result, char *buffer,
+                              size_t buflen, int *errnop, int *h_errnop)
+{
+    NSS_UNCANCELLED(nss_gethostbyname2(name, af, result, buffer, buflen, errnop, h_errnop));
+}
+
+NSS_DNSSHIM_API enum nss_status
+_nss_dnsshim_gethostbyname_r(const char *name, struct hostent *result, char *buffer,
+                             size_t buflen, int *errnop, int *h_errnop)
+{
+    NSS_UNCANCELLED(nss_gethostbyname2(name, AF_INET, result, buffer, buflen, errnop,
+                                       h_errnop));
+}
+
+NSS_DNSSHIM_API enum nss_status
+_nss_dnsshim_gethostbyaddr2_r(const void *addr, socklen_t len, int af, struct hostent *result,
+                              char *buffer, size_t buflen, int *errnop, int *h_errnop,
+                              int32_t *ttlp)
+{
+    NSS_UNCANCELLED(nss_gethostbyaddr2(addr, len, af, result, buffer, buflen, errnop, h_errnop,
+                                       ttlp));
+}
+
 NSS_DNSSHIM_API enum nss_status
 _nss_dnsshim_gethostbyaddr_r(const void *addr, socklen_t len, int af, struct hostent *result,
                              char *buffer, size_t buflen, int *errnop, int *h_errnop)
 {
-    return _nss_dnsshim_gethostbyaddr2_r(addr, len, af, result, buffer, buflen, errnop,
-                                         h_errnop, NULL);
+    NSS_UNCANCELLED(nss_gethostbyaddr2(addr, len, af, result, buffer, buflen, errnop, h_errnop,
+                                       NULL));
 }
