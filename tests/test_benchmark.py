@@ -123,7 +123,7 @@ def test_benchmark_compares_ares_dns_parse(smoke):
     assert "ares_dns_parse" in stdout and "dnsshim/c-ares" in stdout
 
 
-NSS_CONFIGS = {"dns", "dnsshim", "dns single-request"}
+NSS_CONFIGS = {"dns", "dnsshim", "dnsshim service", "dns single-request"}
 
 
 def _check_nss(n: dict, stdout: str):
@@ -149,13 +149,23 @@ def _check_nss(n: dict, stdout: str):
     assert n["steady dnsshim/dns single-request"] == (steady["dnsshim"]
                                                       / steady["dns single-request"])
     assert n["steady cpu dnsshim/dns"] == cpu["dnsshim"] / cpu["dns"]
+    # through the service: no runtime in the process, the ratios the targets name
+    rss = n["rss_added_mib"]
+    assert rss["dnsshim service"] < rss["dnsshim"] / 4, rss
+    assert n["service"] == {
+        "first_lookup service/dns": first["dnsshim service"] / first["dns"],
+        "rss_added_mib": rss["dnsshim service"],
+        "steady cpu service/dns": cpu["dnsshim service"] / cpu["dns"],
+        "steady wall service - dns (ms)": (steady["dnsshim service"] - steady["dns"]) / 1000}
+    assert "  through dnsshimd: first lookup " in stdout
     assert "NSS module (getaddrinfo AF_UNSPEC of www.example.test" in stdout
     assert "first lookup in a fresh process" in stdout and "dnsshim/dns" in stdout
 
 
 def test_benchmark_measures_the_nss_module(smoke):
-    """The NSS module against glibc's dns module (and with single-request):
-    the first lookup, the memory it adds, the steady lookup."""
+    """The NSS module against glibc's dns module (and with single-request),
+    in the process and through dnsshimd: the first lookup, the memory it
+    adds, the steady lookup."""
     data, stdout = smoke
     _check_nss(data["nss"], stdout)
 
