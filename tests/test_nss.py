@@ -386,15 +386,19 @@ def test_threads_and_a_fork_get_the_same_answers(module_dir, built, tmp_path):
     assert c.stderr == ""
 
 
-@pytest.fixture(scope="module")
-def nss_cancel(tmp_path_factory):
-    """tests/c/nss_cancel.c, linked with nothing of ours, as nss_lookups is."""
-    where = tmp_path_factory.mktemp("nss-cancel")
-    program = pipeline.compile_program([ROOT / "tests" / "c" / "nss_cancel.c"],
-                                       where / "nss_cancel", libraries=(),
-                                       cflags=cprograms.STRICT)
+def _plain_program(tmp_path_factory, name):
+    """tests/c/NAME.c, built as nss_lookups is: it links nothing of ours
+    (glibc's dns is in libc, the module is dlopen()ed by glibc)."""
+    where = tmp_path_factory.mktemp(name.replace("_", "-"))
+    program = pipeline.compile_program([ROOT / "tests" / "c" / f"{name}.c"], where / name,
+                                       libraries=(), cflags=cprograms.STRICT)
     os.chmod(where, 0o755)
     return program
+
+
+@pytest.fixture(scope="module")
+def nss_cancel(tmp_path_factory):
+    return _plain_program(tmp_path_factory, "nss_cancel")
 
 
 @pytest.mark.parametrize("through", ["process", "service"])
@@ -784,14 +788,7 @@ def test_a_lookup_the_service_parses_maps_no_python(module_dir, built, loaded_pr
 
 @pytest.fixture(scope="module")
 def nss_calls(tmp_path_factory):
-    """tests/c/nss_calls.c, built as nss_lookups is: it links nothing of
-    ours (glibc's dns is in libc, the module is dlopen()ed)."""
-    where = tmp_path_factory.mktemp("nss-calls")
-    program = pipeline.compile_program([ROOT / "tests" / "c" / "nss_calls.c"],
-                                       where / "nss_calls", libraries=(),
-                                       cflags=cprograms.STRICT)
-    os.chmod(where, 0o755)
-    return program
+    return _plain_program(tmp_path_factory, "nss_calls")
 
 
 def _calls(module_dir, program, tmp_path, zone, lines, *, resolv=RESOLV, extra=(),

@@ -841,6 +841,33 @@ static const char *check_order(const dns_shim_callbacks *cb, const dns_shim__ste
     return NULL;
 }
 
+/* An answer's head, every answer's (service_wire.h): its magic and version,
+** kind, status and detail (a text of at most DNS_SHIM__WIRE_DETAIL_MAX
+** octets without a NUL); 0 with rd past them, else -1 with why. */
+typedef struct answer_head {
+    uint16_t kind, detlen;
+    int32_t status;
+    const uint8_t *detail;
+} answer_head;
+
+static int read_head(dns_shim__rd *rd, answer_head *h, char *why, size_t whylen)
+{
+    if (dns_shim__rd_u32(rd) != DNS_SHIM__WIRE_RESPONSE_MAGIC ||
+        dns_shim__rd_u16(rd) != DNS_SHIM__WIRE_VERSION) {
+        snprintf(why, whylen, "its answer is not in this library's format (another version?)");
+        return -1;
+    }
+    h->kind = dns_shim__rd_u16(rd);
+    h->status = (int32_t)dns_shim__rd_u32(rd);
+    h->detlen = dns_shim__rd_u16(rd);
+    if (h->detlen > DNS_SHIM__WIRE_DETAIL_MAX || !dns_shim__rd_take(rd, h->detlen, &h->detail) ||
+        memchr(h->detail, '\0', h->detlen) != NULL) {
+        snprintf(why, whylen, "its answer's detail is malformed");
+        return -1;
+    }
+    return 0;
+}
+
 /* The answer's frame (without its length) read and, for a parse, its calls
 ** made: SERVICE_ANSWERED with the call's status in *status, or
 ** SERVICE_LOCAL with why the answer cannot be used (*absent unset).  The
@@ -859,23 +886,17 @@ int dns_shim__service_read(const uint8_t *frame, size_t n, int op,
     const char *fault = NULL;
     char text[DNS_SHIM__WIRE_DETAIL_MAX + 1];
     read_state st;
+    answer_head head;
 
     rd.p = frame;
     rd.left = n;
     rd.bad = 0;
-    if (dns_shim__rd_u32(&rd) != DNS_SHIM__WIRE_RESPONSE_MAGIC ||
-        dns_shim__rd_u16(&rd) != DNS_SHIM__WIRE_VERSION) {
-        snprintf(why, whylen, "its answer is not in this library's format (another version?)");
+    if (read_head(&rd, &head, why, whylen) != 0)
         return SERVICE_LOCAL;
-    }
-    kind = dns_shim__rd_u16(&rd);
-    verdict = (int32_t)dns_shim__rd_u32(&rd);
-    detlen = dns_shim__rd_u16(&rd);
-    if (detlen > DNS_SHIM__WIRE_DETAIL_MAX || !dns_shim__rd_take(&rd, detlen, &detail) ||
-        memchr(detail, '\0', detlen) != NULL) {
-        snprintf(why, whylen, "its answer's detail is malformed");
-        return SERVICE_LOCAL;
-    }
+    kind = head.kind;
+    verdict = head.status;
+    detlen = head.detlen;
+    detail = head.detail;
     memcpy(text, detail, detlen);
     text[detlen] = '\0';
     count = dns_shim__rd_u32(&rd);
@@ -941,33 +962,24 @@ static int read_layer(const uint8_t *frame, size_t n, dns_shim__service_reader r
                       char *why, size_t whylen)
 {
     dns_shim__rd rd = {frame, n, 0};
-    uint16_t kind, detlen;
-    int32_t verdict;
-    const uint8_t *detail;
+    answer_head h;
 
-    if (dns_shim__rd_u32(&rd) != DNS_SHIM__WIRE_RESPONSE_MAGIC ||
-        dns_shim__rd_u16(&rd) != DNS_SHIM__WIRE_VERSION) {
-        snprintf(why, whylen, "its answer is not in this library's format (another version?)");
+    if (read_head(&rd, &h, why, whylen) != 0)
         return SERVICE_LOCAL;
-    }
-    kind = dns_shim__rd_u16(&rd);
-    verdict = (int32_t)dns_shim__rd_u32(&rd);
-    detlen = dns_shim__rd_u16(&rd);
-    if (detlen > DNS_SHIM__WIRE_DETAIL_MAX || !dns_shim__rd_take(&rd, detlen, &detail) ||
-        memchr(detail, '\0', detlen) != NULL || dns_shim__rd_u32(&rd) != 0 || rd.bad) {
+    if (dns_shim__rd_u32(&rd) != 0 || rd.bad) {
         snprintf(why, whylen, "its answer's head is malformed");
         return SERVICE_LOCAL;
     }
-    if (kind == DNS_SHIM__WIRE_FAULT) {
-        snprintf(why, whylen, "it could not parse the message (%.*s)", (int)(detlen < 400 ? detlen : 400),
-                 (const char *)detail);
+    if (h.kind == DNS_SHIM__WIRE_FAULT) {
+        snprintf(why, whylen, "it could not parse the message (%.*s)",
+                 (int)(h.detlen < 400 ? h.detlen : 400), (const char *)h.detail);
         return SERVICE_LOCAL;
     }
-    if (kind != DNS_SHIM__WIRE_VERDICT || detlen != 0) {
+    if (h.kind != DNS_SHIM__WIRE_VERDICT || h.detlen != 0) {
         snprintf(why, whylen, "its answer is not one the service gives");
         return SERVICE_LOCAL;
     }
-    return read(ctx, verdict, rd.p, rd.left, why, whylen) ? SERVICE_ANSWERED : SERVICE_LOCAL;
+    return read(ctx, h.status, rd.p, rd.left, why, whylen) ? SERVICE_ANSWERED : SERVICE_LOCAL;
 }
 
 /* The call through the service: SERVICE_LOCAL (the caller parses in this
