@@ -103,6 +103,15 @@ DNS_SHIM__PRIVATE_API void dns_shim__service_off(void)
     __atomic_store_n(&dns_shim__service_disabled, 1, __ATOMIC_RELAXED);
 }
 
+/* errno's text for a reason: glibc's own description, untranslated and
+** allocating nothing (strerror may take memory of the host's for a
+** translation: never around a call). */
+static const char *dns_shim__errno_text(int e)
+{
+    const char *text = strerrordesc_np(e);
+    return text != NULL ? text : "unknown error";
+}
+
 /* ------------------------------------------------------------------ */
 /* Where, and whether to trust it                                       */
 
@@ -147,7 +156,7 @@ static int trusted_dir(const char *dir, int secure, int last, char *why, size_t 
     struct stat st;
     mode_t others = S_IWGRP | S_IWOTH;
     if (stat(dir, &st) != 0) {
-        snprintf(why, whylen, "%s: %s", dir, strerror(errno));
+        snprintf(why, whylen, "%s: %s", dir, dns_shim__errno_text(errno));
         return -1;
     }
     if (!trusted_owner(st.st_uid, secure)) {
@@ -188,7 +197,7 @@ static int service_trusted(const char *path, char *sock, size_t socklen, char *w
     dir[n] = '\0';
     if (realpath(dir, real) == NULL) {
         int e = errno;
-        snprintf(why, whylen, "its directory: %s", strerror(e));
+        snprintf(why, whylen, "its directory: %s", dns_shim__errno_text(e));
         return e == ENOENT ? 1 : -1;
     }
     /* Each directory from the root down to the socket's. */
@@ -210,7 +219,7 @@ static int service_trusted(const char *path, char *sock, size_t socklen, char *w
     }
     if (lstat(sock, &st) != 0) {
         int e = errno;
-        snprintf(why, whylen, "%s", strerror(e));
+        snprintf(why, whylen, "%s", dns_shim__errno_text(e));
         return e == ENOENT ? 1 : -1;
     }
     if (!S_ISSOCK(st.st_mode)) {
@@ -279,7 +288,7 @@ static int send_all(int fd, const uint8_t *p, size_t n, long deadline, char *why
         if (errno == EPIPE || errno == ECONNRESET)
             snprintf(why, whylen, "it closed the connection before taking the request");
         else
-            snprintf(why, whylen, "sending: %s", strerror(errno));
+            snprintf(why, whylen, "sending: %s", dns_shim__errno_text(errno));
         return -1;
     }
     return 0;
@@ -314,7 +323,7 @@ static int recv_all(int fd, uint8_t *p, size_t n, long deadline, char *why, size
         if (errno == ECONNRESET)
             snprintf(why, whylen, "it closed the connection before its answer was whole");
         else
-            snprintf(why, whylen, "receiving: %s", strerror(errno));
+            snprintf(why, whylen, "receiving: %s", dns_shim__errno_text(errno));
         return -1;
     }
     return 0;
@@ -769,7 +778,7 @@ static int ask(exchange *x, const service_target *t, long deadline, size_t *n, i
     }
     x->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (x->fd < 0) {
-        snprintf(why, whylen, "socket: %s", strerror(errno));
+        snprintf(why, whylen, "socket: %s", dns_shim__errno_text(errno));
         return 0;
     }
     memset(&addr, 0, sizeof addr);
@@ -781,7 +790,7 @@ static int ask(exchange *x, const service_target *t, long deadline, size_t *n, i
         if (errno == EAGAIN)
             snprintf(why, whylen, "it has more connections waiting than it takes");
         else
-            snprintf(why, whylen, "connect: %s", strerror(errno));
+            snprintf(why, whylen, "connect: %s", dns_shim__errno_text(errno));
         /* No socket, or one whose service has stopped: no service. */
         *absent = errno == ENOENT || errno == ECONNREFUSED;
         trusted.until = 0;

@@ -866,6 +866,8 @@ static int keep_socket(const char *path, int listen_fd)
     pid = fork();
     if (pid < 0) {
         say("cannot watch %s: %s", path, strerror(errno));
+        close(ends[0]);
+        close(ends[1]);
         return -1;
     }
     if (pid == 0) {
