@@ -874,12 +874,17 @@ static int keep_socket(const char *path, int listen_fd)
         struct stat now;
         char octet;
         sigset_t all;
+        int kept;
         sigfillset(&all);
         sigprocmask(SIG_BLOCK, &all, NULL); /* ends with the service, not with a signal */
         /* Nothing but the pipe: above all not the listening socket, which
         ** would keep it answering connections after the service ends. */
-        if (dup2(ends[0], 3) != 3)
+        kept = dup2(ends[0], 3);
+        if (kept != 3) {
+            if (kept >= 0)
+                close(kept);
             _exit(1);
+        }
         closefrom(4);
         fd = open("/dev/null", O_RDWR);
         if (fd >= 0) {
