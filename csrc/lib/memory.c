@@ -17,8 +17,9 @@
 **
 ** The limit holds while a message is parsed, in the parsing thread (the
 ** init code wraps the parse: shim.embedded.attach): an allocation that would
-** take the account above it is refused, the parse fails with MemoryError and
-** C fails the call with DNS_SHIM_ERR_NO_MEMORY, whatever Python made of it.
+** take the account above it is refused (a small object's is let through,
+** dns_shim__take says why), the parse fails with MemoryError and C fails the
+** call with DNS_SHIM_ERR_NO_MEMORY, whatever Python made of it.
 ** After the first refusal in a call, allocations up to DNS_SHIM__RESERVE
 ** above the limit are let through so that the interpreter can unwind:
 ** CPython 3.11 retries for ever an allocation it needs to enter an exception
@@ -46,6 +47,8 @@
 
 #define DNS_SHIM__HEADER 16           /* keeps malloc's 16-octet alignment */
 #define DNS_SHIM__RESERVE ((size_t)1 << 20)
+/* pymalloc's largest object (SMALL_REQUEST_THRESHOLD, obmalloc.c) */
+#define DNS_SHIM__SMALL ((size_t)512)
 /* The size of pymalloc's arenas on 64-bit CPython 3.10 and later (ARENA_BITS
 ** 20, obmalloc.c) */
 #define DNS_SHIM__ARENA ((size_t)1 << 20)
@@ -61,7 +64,8 @@ static size_t dns_shim__held_own = 0;    /* bytes the runtime holds (atomic) */
 static size_t *dns_shim__held = &dns_shim__held_own;
 static int dns_shim__host_chosen = 0;    /* dns_shim_set_allocator set one */
 static __thread int dns_shim__enforcing = 0; /* this thread parses */
-static __thread int dns_shim__tripped = 0;   /* ... and the limit refused */
+static __thread int dns_shim__tripped = 0;   /* ... and went past the limit */
+static __thread int dns_shim__unwinding = 0; /* ... and the limit refused */
 /* The host's allocator refused this thread a block (since the flag was last
 ** read: dns_shim__memory_refused). */
 static __thread int dns_shim__refused = 0;
@@ -111,14 +115,27 @@ void dns_shim__memory_layer_started(size_t before)
         __atomic_add_fetch(&dns_shim__layers_started, now - before, __ATOMIC_RELAXED);
 }
 
-/* n more bytes into the account, or a refusal (0). */
-static int dns_shim__take(size_t n)
+/* n more bytes into the account for a block of size octets, or a refusal
+** (0).  Past the limit, in a parse: within DNS_SHIM__RESERVE, a block once
+** the limit has refused one (the unwinding's) and a small block (at most
+** DNS_SHIM__SMALL) are let
+** through and the call fails all the same (tripped); any other block is
+** refused.  Small blocks are pymalloc's objects when it has no arena, and
+** CPython 3.12 and 3.13 mishandle some failures to make one: a function
+** object refused in MAKE_FUNCTION (a generator expression's, a lambda's)
+** releases its code object twice, which frees the code while its function
+** still names it, and a later call of that function crashes the process.
+** Refused only a larger block, the parse fails where CPython checks (a
+** list, a dict or a buffer growing), and unwinds. */
+static int dns_shim__take(size_t n, size_t size)
 {
     size_t now = __atomic_add_fetch(dns_shim__held, n, __ATOMIC_RELAXED);
     size_t limit = dns_shim__limit_now();
-    if (dns_shim__enforcing && limit && now > limit &&
-        (!dns_shim__tripped || now - limit > DNS_SHIM__RESERVE)) {
+    if (dns_shim__enforcing && limit && now > limit) {
         dns_shim__tripped = 1;
+        if (now - limit <= DNS_SHIM__RESERVE && (dns_shim__unwinding || size <= DNS_SHIM__SMALL))
+            return 1;
+        dns_shim__unwinding = 1;
         __atomic_sub_fetch(dns_shim__held, n, __ATOMIC_RELAXED);
         return 0;
     }
@@ -157,7 +174,7 @@ static void *dns_shim__malloc(void *ctx, size_t n)
     void *block;
     size_t total, from_libc = 0;
     (void)ctx;
-    if (n > SIZE_MAX - DNS_SHIM__HEADER - 1 || !dns_shim__take(n))
+    if (n > SIZE_MAX - DNS_SHIM__HEADER - 1 || !dns_shim__take(n, n))
         return NULL;
     /* + (n == 0): a zero-size block's pointer would be one past the host's
     ** block, which memcheck would call lost */
@@ -188,7 +205,7 @@ static void *dns_shim__calloc(void *ctx, size_t nelem, size_t elsize)
     void *block;
     (void)ctx;
     if (__builtin_mul_overflow(nelem, elsize, &n) || n > SIZE_MAX - DNS_SHIM__HEADER - 1 ||
-        !dns_shim__take(n))
+        !dns_shim__take(n, n))
         return NULL;
     total = n + DNS_SHIM__HEADER + (n == 0);
     block = dns_shim__host_zeroed(total);
@@ -211,7 +228,7 @@ static void *dns_shim__realloc(void *ctx, void *ptr, size_t n)
     block = (dns_shim__header *)(void *)((char *)ptr - DNS_SHIM__HEADER);
     old = block->size;
     from_libc = block->from_libc;
-    if (n > old && !dns_shim__take(n - old))
+    if (n > old && !dns_shim__take(n - old, n))
         return NULL;
     total = n + DNS_SHIM__HEADER + (n == 0);
     if (from_libc) { /* a start-up block stays the C library's */
@@ -258,7 +275,7 @@ static void *dns_shim__arena_alloc(void *ctx, size_t n)
     size_t limit = dns_shim__limit_now();
     (void)ctx;
     /* Under a limit, an arena that would not fit, and in a parse any block
-    ** once the limit has refused it, is declined quietly: pymalloc then
+    ** once the parse has gone past the limit, is declined quietly: pymalloc then
     ** takes the object from the raw domain (its fallback when no arena can
     ** be had), where the limit decides on the object's own size, and the
     ** block is freed on its own.  An arena taken past the limit would stay
@@ -271,12 +288,16 @@ static void *dns_shim__arena_alloc(void *ctx, size_t n)
     ** domain gives the frames' data stack its chunks, which have no
     ** fallback, and a start-up under a limit must not fail on them. */
     if (limit && dns_shim__enforcing &&
-        (dns_shim__tripped || __atomic_load_n(dns_shim__held, __ATOMIC_RELAXED) + n > limit))
+        (dns_shim__tripped || __atomic_load_n(dns_shim__held, __ATOMIC_RELAXED) + n > limit)) {
+        /* Not an arena: a chunk of the frames' stack, refused. */
+        if (n != DNS_SHIM__ARENA)
+            dns_shim__tripped = dns_shim__unwinding = 1;
         return NULL;
+    }
     if (limit && !dns_shim__enforcing && n == DNS_SHIM__ARENA &&
         __atomic_load_n(dns_shim__held, __ATOMIC_RELAXED) + n > limit)
         return NULL;
-    if (!dns_shim__take(n))
+    if (!dns_shim__take(n, n))
         return NULL;
     p = dns_shim__host_zeroed(n);
     if (p == NULL)
@@ -448,6 +469,7 @@ int32_t dns_shim__memory_enforce(int32_t on)
         size_t limit = dns_shim__limit_now();
         dns_shim__tripped = limit != 0 &&
                             __atomic_load_n(dns_shim__held, __ATOMIC_RELAXED) >= limit;
+        dns_shim__unwinding = 0;
         dns_shim__enforcing = !dns_shim__tripped;
         return dns_shim__tripped;
     }
