@@ -958,7 +958,9 @@ DNS_SHIM_API int32_t dns_shim_set_allocator(const dns_shim_allocator *allocator)
 ** DNS_SHIM_ERR_NO_MEMORY, calls no callback, and gives back what it took
 ** before it returns, and the library goes on: the next message is parsed
 ** as if the failed one had never come.  The failed call's parse may go up
-** to 1 MiB past the limit while it unwinds.  After a refused call the
+** to 1 MiB past the limit while it unwinds, and its small objects (512
+** bytes or less) are let through up to there rather than refused: CPython
+** 3.12 and 3.13 crash later on some of them refused.  After a refused call the
 ** runtime holds at most 64 KiB more than before it, or, when it held
 ** less than its limit by more than 1 MiB, at most 1 MiB and 64 KiB more
 ** and never more than the limit and 64 KiB: CPython keeps one wholly free
