@@ -450,6 +450,10 @@ class _Responder:
             labels = qname.split(".")
             self.names.update(".".join(labels[i:]) for i in range(len(labels)))
         self.queries, self.received, self.errors = [], [], []
+        # Replies made from the zone, by transport and query less its ID: a
+        # 64 KiB reply takes dnspython a second or more to make, and a
+        # caller growing its buffer (ERANGE) asks the same question again.
+        self.made = {}
         self.selector = selectors.DefaultSelector()
         self.stopping = threading.Event()
         for family, address in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
@@ -558,6 +562,14 @@ class _Responder:
         if entry is not None and "wire" in entry:
             reply = bytes.fromhex(entry["wire"])
             return query.id.to_bytes(2, "big") + reply[2:] if len(reply) >= 2 else reply
+        made = self.made.get((transport, wire[2:]))
+        if made is None:
+            made = self.made[(transport, wire[2:])] = self._make(transport, query, entry, qname,
+                                                                 qtype)
+        return wire[:2] + made[2:]
+
+    def _make(self, transport, query, entry, qname, qtype) -> bytes:
+        """The reply to a query the zone answers."""
         reply = dns.message.make_response(query, recursion_available=True)
         _fill(reply, entry if entry is not None else self._default(qname, qtype))
         if transport == "udp":
