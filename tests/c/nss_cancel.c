@@ -19,10 +19,12 @@
 **       descriptors +D, heap +H": the process's open descriptors and
 **       malloc's bytes in use, after the second time against before it.
 **       Every thread allocates from one arena (M_ARENA_MAX 1): with an arena
-**       per thread, what glibc counts in use moved by 16 to 64 KiB between
-**       two rounds that leaked nothing, the size of one leaked reply buffer;
-**       with one, a round that leaks nothing moves it by a few hundred bytes
-**       (the thread-local blocks of the stacks glibc keeps).
+**       per thread, what glibc counts in use moved by up to 16 KiB between
+**       two rounds that leaked nothing; with one, by a few hundred bytes
+**       (the thread-local blocks of the stacks glibc keeps).  NAME should end
+**       in a dot: a relative name goes on to resolv.conf's search list, whose
+**       replies a module may parse with an interpreter whose own memory
+**       moves by a hundred KiB and more from round to round.
 **
 ** Exit status 0, 3 on a hang, 2 on a usage error.
 */
