@@ -578,6 +578,20 @@ DNSSHIM_ARES_API int ares_dns_parse(const unsigned char *buf, size_t buf_len, un
         return status;
     }
     why = dnsshim_ares__check_message(&lib->b, &m, buf_len);
+    if (why != NULL && dnsshim_ares__plan_served()) {
+        /* The service's plan is not used: the process makes its own. */
+        char line[256];
+        snprintf(line, sizeof line, "ares_dns_parse: the parse service's plan has %s; "
+                 "parsing in the process", why);
+        dnsshim_ares__log(line);
+        dnsshim_ares__plan_done(token);
+        status = dnsshim_ares__message(buf, (int)buf_len, flags, &m, &token);
+        if (status != DNSSHIM_ARES_SUCCESS) {
+            dnsshim_ares__plan_done(token);
+            return status;
+        }
+        why = dnsshim_ares__check_message(&lib->b, &m, buf_len);
+    }
     if (why != NULL) {
         /* A bug on the Python side: nothing of it is built. */
         char line[256];

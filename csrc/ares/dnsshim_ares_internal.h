@@ -156,6 +156,8 @@ DNSSHIM_ARES__HIDDEN void dnsshim_ares__got(uint64_t token);
 DNSSHIM_ARES__HIDDEN int dnsshim_ares__plan(const unsigned char *buf, int len, unsigned int flags,
                                             dnsshim_ares_message *m, uint64_t *token);
 DNSSHIM_ARES__HIDDEN void dnsshim_ares__plan_done(uint64_t token);
+/* Whether the plan this thread holds is the parse service's. */
+DNSSHIM_ARES__HIDDEN int dnsshim_ares__plan_served(void);
 
 /* One call through the service: what it asked for (kind, the message's
 ** length and the offset, for the result's check; message set for

@@ -20,7 +20,8 @@
 ** result of the Python side is (dnsshim_ares__check_result; a plan is
 ** checked by dnsrec.c as every plan is), before a byte of it is copied
 ** into c-ares's structures.  An answer that fails any check is not used:
-** the call computes in the process, and the fallback is logged once.
+** the call computes in the process, and the fallback is logged once (a
+** plan that fails dnsrec.c's check is logged by it, each time).
 **
 ** The op's request (after the head every request has: u32 length, u32
 ** magic, u16 version, u16 op):
@@ -75,7 +76,7 @@ static void *dnsshim_ares__take(dnsshim_ares__reader *r, size_t n)
 {
     dnsshim_ares__block *b;
     if (n > (size_t)16 * 1024 * 1024 || (b = malloc(sizeof *b + (n ? n : 1))) == NULL) {
-        r->fault = "no memory to read its answer";
+        r->fault = ": no memory to read it";
         r->rd.bad = 1;
         return NULL;
     }
@@ -243,6 +244,13 @@ int dnsshim_ares__read(void *ctx, int32_t status, const uint8_t *payload, size_t
         snprintf(why, whylen, "its answer's status %d is not one a parse gives", (int)status);
         return 0;
     }
+    if (call->message != NULL && status != DNSSHIM_ARES_SUCCESS &&
+        status != DNSSHIM_ARES_EBADRESP) {
+        /* ares_dns_parse's plan in the process is made or refused */
+        snprintf(why, whylen, "its answer's status %d is not one ares_dns_parse gives",
+                 (int)status);
+        return 0;
+    }
     if (call->message != NULL) {
         memset(call->message, 0, sizeof *call->message);
         if (status == DNSSHIM_ARES_SUCCESS)
@@ -260,6 +268,11 @@ int dnsshim_ares__read(void *ctx, int32_t status, const uint8_t *payload, size_t
         snprintf(why, whylen, "its answer %s%s", r.fault ? r.fault : wrong ? "has " : "is malformed",
                  r.fault ? "" : wrong ? wrong : "");
         dnsshim_ares__blocks_free(r.blocks);
+        /* nothing left pointing into the freed blocks */
+        if (call->message != NULL)
+            memset(call->message, 0, sizeof *call->message);
+        else
+            memset(call->result, 0, sizeof *call->result);
         return 0;
     }
     call->status = status;
@@ -375,6 +388,11 @@ int dnsshim_ares__plan(const unsigned char *buf, int len, unsigned int flags,
     default:
         return dnsshim_ares__message(buf, len, flags, m, token);
     }
+}
+
+int dnsshim_ares__plan_served(void)
+{
+    return dnsshim_ares__serving;
 }
 
 void dnsshim_ares__plan_done(uint64_t token)
@@ -497,7 +515,7 @@ DNSSHIM_ARES_API int dnsshim_ares__serve(const uint8_t *body, size_t n, uint8_t 
         dnsshim_ares__write_result(&w, &r);
         dnsshim_ares__done(token);
     }
-    *status = rc;
+    *status = w.bad ? DNSSHIM_ARES_ENOMEM : rc;
     if (rc == DNSSHIM_ARES_ENOTINITIALIZED || rc == DNSSHIM_ARES_ENOMEM || w.bad) {
         free(w.buf);
         return DNSSHIM_ARES__SERVE_FAULT;

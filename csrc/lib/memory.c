@@ -447,8 +447,8 @@ void dns_shim__cdata_free(void *p)
 
 /* For the init code: whether the runtime's memory is counted (a limit may
 ** then be set at any time), whether a limit is set now, and the limit on or
-** off for the parse in this thread (returns whether it refused an
-** allocation since it was turned on). */
+** off for the parse in this thread (returns whether the parse went past
+** the limit since it was turned on). */
 int32_t dns_shim__memory_accounted(void)
 {
     return dns_shim__accounting;
@@ -503,8 +503,8 @@ int dns_shim__memory_refused(void)
     return refused;
 }
 
-/* Whether the limit refused an allocation in this thread's last parse (C
-** then fails the call); clears it. */
+/* Whether this thread's last parse went past the limit (C then fails the
+** call); clears it. */
 int dns_shim__memory_tripped(void)
 {
     int tripped = dns_shim__tripped;
