@@ -387,6 +387,7 @@ static int dns_shim__check_python(const char *python, const char *origin)
 {
     struct stat st;
     char version[64];
+    int runnable;
 
     if (python[0] != '/') {
         dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) is not an absolute path: %s",
@@ -408,15 +409,18 @@ static int dns_shim__check_python(const char *python, const char *origin)
                                    dns_shim__fix(origin));
         return -1;
     }
-    if (S_ISREG(st.st_mode) && faccessat(AT_FDCWD, python, X_OK, AT_EACCESS) != 0 &&
-        (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH))) {
+    runnable = S_ISREG(st.st_mode) && faccessat(AT_FDCWD, python, X_OK, AT_EACCESS) == 0;
+    if (!runnable && S_ISREG(st.st_mode) && (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH))) {
+        /* glibc's untranslated text, which takes no memory */
+        const char *why = strerrordesc_np(errno);
         dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) cannot be run by this "
-                               "process's user (uid %u): Permission denied; every user of the "
-                               "library must be able to run its CPython: %s", python, origin,
-                               (unsigned)geteuid(), dns_shim__fix(origin));
+                               "process's user (uid %u): %s; every user of the library must "
+                               "be able to run its CPython: %s", python, origin,
+                               (unsigned)geteuid(), why ? why : "unknown error",
+                               dns_shim__fix(origin));
         return -1;
     }
-    if (!S_ISREG(st.st_mode) || faccessat(AT_FDCWD, python, X_OK, AT_EACCESS) != 0) {
+    if (!runnable) {
         dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) is not an executable file: "
                                "%s", python, origin, dns_shim__fix(origin));
         return -1;
