@@ -52,6 +52,7 @@
 #include "lib/dns_shim_internal.h"
 #include "lib/service_wire.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,7 +318,7 @@ static int dnsshim_ares__ask(dnsshim_ares__call *call, const unsigned char *buf,
     uint8_t head[14];
     uint8_t *body;
     uint16_t kind = call->message != NULL ? DNSSHIM_ARES__WIRE_MESSAGE : (uint16_t)call->kind;
-    int rc;
+    int rc, oldstate;
 
     /* The largest message: a longer buffer is for the process to judge. */
     if (buf == NULL || len < 0 || len > 65535)
@@ -333,9 +334,13 @@ static int dnsshim_ares__ask(dnsshim_ares__call *call, const unsigned char *buf,
         return 0;
     memcpy(body, head, sizeof head);
     memcpy(body + sizeof head, buf, (size_t)len);
+    /* No cancellation while the body is held (the fallback's log line may
+    ** be written to a pipe): a cancelled thread leaves nothing behind. */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
     rc = dns_shim__service_exchange(DNS_SHIM__WIRE_OP_ARES, body, sizeof head + (size_t)len,
                                     dnsshim_ares__read, call);
     free(body);
+    pthread_setcancelstate(oldstate, NULL);
     return rc;
 }
 
