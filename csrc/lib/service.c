@@ -857,8 +857,11 @@ typedef struct answer_head {
     uint16_t kind, detlen;
     int32_t status;
     const uint8_t *detail;
+    uint32_t count; /* the steps that follow */
 } answer_head;
 
+/* Every answer's head, through its step count: 0, or -1 with why it
+** cannot be used (a fault's answer: the service could not parse). */
 static int read_head(dns_shim__rd *rd, answer_head *h, char *why, size_t whylen)
 {
     if (dns_shim__rd_u32(rd) != DNS_SHIM__WIRE_RESPONSE_MAGIC ||
@@ -872,6 +875,16 @@ static int read_head(dns_shim__rd *rd, answer_head *h, char *why, size_t whylen)
     if (h->detlen > DNS_SHIM__WIRE_DETAIL_MAX || !dns_shim__rd_take(rd, h->detlen, &h->detail) ||
         memchr(h->detail, '\0', h->detlen) != NULL) {
         snprintf(why, whylen, "its answer's detail is malformed");
+        return -1;
+    }
+    h->count = dns_shim__rd_u32(rd);
+    if (rd->bad) {
+        snprintf(why, whylen, "its answer ends early");
+        return -1;
+    }
+    if (h->kind == DNS_SHIM__WIRE_FAULT) {
+        snprintf(why, whylen, "it could not parse the message (%.*s)",
+                 (int)(h->detlen < 400 ? h->detlen : 400), (const char *)h->detail);
         return -1;
     }
     return 0;
@@ -908,15 +921,7 @@ int dns_shim__service_read(const uint8_t *frame, size_t n, int op,
     detail = head.detail;
     memcpy(text, detail, detlen);
     text[detlen] = '\0';
-    count = dns_shim__rd_u32(&rd);
-    if (rd.bad) {
-        snprintf(why, whylen, "its answer ends early");
-        return SERVICE_LOCAL;
-    }
-    if (kind == DNS_SHIM__WIRE_FAULT) {
-        snprintf(why, whylen, "it could not parse the message (%.400s)", text);
-        return SERVICE_LOCAL;
-    }
+    count = head.count;
     if (kind != DNS_SHIM__WIRE_VERDICT || !dns_shim__wire_verdict(verdict) ||
         (verdict != DNS_SHIM_OK && (count != 0 || rd.left != 0)) ||
         count > DNS_SHIM__WIRE_STEPS_MAX ||
@@ -975,16 +980,7 @@ static int read_layer(const uint8_t *frame, size_t n, dns_shim__service_reader r
 
     if (read_head(&rd, &h, why, whylen) != 0)
         return SERVICE_LOCAL;
-    if (dns_shim__rd_u32(&rd) != 0 || rd.bad) {
-        snprintf(why, whylen, "its answer's head is malformed");
-        return SERVICE_LOCAL;
-    }
-    if (h.kind == DNS_SHIM__WIRE_FAULT) {
-        snprintf(why, whylen, "it could not parse the message (%.*s)",
-                 (int)(h.detlen < 400 ? h.detlen : 400), (const char *)h.detail);
-        return SERVICE_LOCAL;
-    }
-    if (h.kind != DNS_SHIM__WIRE_VERDICT || h.detlen != 0) {
+    if (h.kind != DNS_SHIM__WIRE_VERDICT || h.detlen != 0 || h.count != 0) {
         snprintf(why, whylen, "its answer is not one the service gives");
         return SERVICE_LOCAL;
     }
