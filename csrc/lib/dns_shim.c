@@ -510,11 +510,10 @@ DNS_SHIM__PRIVATE_API int32_t dns_shim__own_start(void (*then)(void))
     if (then != NULL) {
         /* A layer's start (its modules imported) is start-up, not a parse:
         ** what it adds, the limit makes room for. */
-        size_t before;
         dns_shim__start_enter();
-        before = dns_shim__memory_held();
+        dns_shim__memory_layer_starting(1);
         then();
-        dns_shim__memory_layer_started(before);
+        dns_shim__memory_layer_starting(0);
         dns_shim__start_leave();
     }
     return dns_shim__ok();

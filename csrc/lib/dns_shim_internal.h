@@ -168,11 +168,10 @@ DNS_SHIM__HIDDEN int32_t dns_shim__memory_limited(void);
 DNS_SHIM__HIDDEN int32_t dns_shim__memory_enforce(int32_t on);
 DNS_SHIM__HIDDEN int dns_shim__memory_tripped(void);
 DNS_SHIM__HIDDEN size_t dns_shim__memory_starting(int on);
-/* What the runtime holds now; and, given what it held before a layer's
-** start (dns_shim__own_start: the c-ares layer's modules), that start's
-** bytes counted as start-up: the limit makes room for them (memory.c). */
-DNS_SHIM__HIDDEN size_t dns_shim__memory_held(void);
-DNS_SHIM__HIDDEN void dns_shim__memory_layer_started(size_t before);
+/* A layer's start in this thread (dns_shim__own_start: the c-ares layer's
+** modules) begins (1) or ends (0): what this thread took meanwhile is
+** start-up, which the limit makes room for (memory.c). */
+DNS_SHIM__HIDDEN void dns_shim__memory_layer_starting(int on);
 DNS_SHIM__HIDDEN int dns_shim__memory_refused(void);
 DNS_SHIM__HIDDEN int32_t dns_shim__memory_refusing(void);
 DNS_SHIM__HIDDEN void *dns_shim__cdata_alloc(size_t n);

@@ -94,6 +94,10 @@ static void dns_shim__libc_free(void *ctx, void *p) { (void)ctx; free(p); }
 ** c-ares layer's modules, imported at its first call: dns_shim__own_start):
 ** start-up, which the limit makes room for (dns_shim__limit_now). */
 static size_t dns_shim__layers_started = 0; /* atomic */
+/* While this thread starts a layer: what it took, less what it gave back
+** (what other threads parse meanwhile is not the layer's). */
+static __thread int dns_shim__layer_starting = 0;
+static __thread long long dns_shim__layer_took = 0;
 
 /* The limit in force: the one set, with room for the layers' start-ups; 0
 ** when none is set. */
@@ -103,16 +107,17 @@ static size_t dns_shim__limit_now(void)
     return limit ? limit + __atomic_load_n(&dns_shim__layers_started, __ATOMIC_RELAXED) : 0;
 }
 
-size_t dns_shim__memory_held(void)
+void dns_shim__memory_layer_starting(int on)
 {
-    return __atomic_load_n(dns_shim__held, __ATOMIC_RELAXED);
-}
-
-void dns_shim__memory_layer_started(size_t before)
-{
-    size_t now = dns_shim__memory_held();
-    if (now > before)
-        __atomic_add_fetch(&dns_shim__layers_started, now - before, __ATOMIC_RELAXED);
+    if (on) {
+        dns_shim__layer_took = 0;
+        dns_shim__layer_starting = 1;
+        return;
+    }
+    dns_shim__layer_starting = 0;
+    if (dns_shim__layer_took > 0)
+        __atomic_add_fetch(&dns_shim__layers_started, (size_t)dns_shim__layer_took,
+                           __ATOMIC_RELAXED);
 }
 
 /* n more bytes into the account for a block of size octets, or a refusal
@@ -133,18 +138,22 @@ static int dns_shim__take(size_t n, size_t size)
     size_t limit = dns_shim__limit_now();
     if (dns_shim__enforcing && limit && now > limit) {
         dns_shim__tripped = 1;
-        if (now - limit <= DNS_SHIM__RESERVE && (dns_shim__unwinding || size <= DNS_SHIM__SMALL))
-            return 1;
-        dns_shim__unwinding = 1;
-        __atomic_sub_fetch(dns_shim__held, n, __ATOMIC_RELAXED);
-        return 0;
+        if (now - limit > DNS_SHIM__RESERVE || (!dns_shim__unwinding && size > DNS_SHIM__SMALL)) {
+            dns_shim__unwinding = 1;
+            __atomic_sub_fetch(dns_shim__held, n, __ATOMIC_RELAXED);
+            return 0;
+        }
     }
+    if (dns_shim__layer_starting)
+        dns_shim__layer_took += (long long)n;
     return 1;
 }
 
 static void dns_shim__give(size_t n)
 {
     __atomic_sub_fetch(dns_shim__held, n, __ATOMIC_RELAXED);
+    if (dns_shim__layer_starting)
+        dns_shim__layer_took -= (long long)n;
 }
 
 static void *dns_shim__mark(void *block, size_t n, size_t from_libc)
