@@ -110,6 +110,8 @@ DNS_SHIM__HIDDEN void dns_shim__set_error(const char *text);
 ** process (AT_SECURE), where the environment is not the program's to trust
 ** (failure.c).  The library reads no variable otherwise. */
 DNS_SHIM__HIDDEN const char *dns_shim__getenv(const char *name);
+/* errno's text, untranslated, taking no memory (failure.c). */
+DNS_SHIM__HIDDEN const char *dns_shim__errno_text(int e);
 
 /* One step of a plan (the Python side builds it: shim/glue.py; cffi is
 ** told of it: dnsshim_build.pipeline._INTERNAL_CDEF). */

@@ -36,6 +36,15 @@ const char *dns_shim__getenv(const char *name)
     return secure_getenv(name);
 }
 
+/* errno's text for a reason: glibc's own description, untranslated and
+** allocating nothing (strerror may take memory of the host's for a
+** translation: never around a call). */
+const char *dns_shim__errno_text(int e)
+{
+    const char *text = strerrordesc_np(e);
+    return text != NULL ? text : "unknown error";
+}
+
 /* ------------------------------------------------------------------ */
 /* Logging                                                              */
 

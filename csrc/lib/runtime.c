@@ -411,13 +411,11 @@ static int dns_shim__check_python(const char *python, const char *origin)
     }
     runnable = S_ISREG(st.st_mode) && faccessat(AT_FDCWD, python, X_OK, AT_EACCESS) == 0;
     if (!runnable && S_ISREG(st.st_mode) && (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH))) {
-        /* glibc's untranslated text, which takes no memory */
-        const char *why = strerrordesc_np(errno);
+        const char *why = dns_shim__errno_text(errno);
         dns_shim__cannot_start(NULL, "cannot start: the python %s (%s) cannot be run by this "
                                "process's user (uid %u): %s; every user of the library must "
                                "be able to run its CPython: %s", python, origin,
-                               (unsigned)geteuid(), why ? why : "unknown error",
-                               dns_shim__fix(origin));
+                               (unsigned)geteuid(), why, dns_shim__fix(origin));
         return -1;
     }
     if (!runnable) {

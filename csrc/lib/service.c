@@ -103,15 +103,6 @@ DNS_SHIM__PRIVATE_API void dns_shim__service_off(void)
     __atomic_store_n(&dns_shim__service_disabled, 1, __ATOMIC_RELAXED);
 }
 
-/* errno's text for a reason: glibc's own description, untranslated and
-** allocating nothing (strerror may take memory of the host's for a
-** translation: never around a call). */
-static const char *dns_shim__errno_text(int e)
-{
-    const char *text = strerrordesc_np(e);
-    return text != NULL ? text : "unknown error";
-}
-
 /* ------------------------------------------------------------------ */
 /* Where, and whether to trust it                                       */
 
@@ -850,9 +841,9 @@ static const char *check_order(const dns_shim_callbacks *cb, const dns_shim__ste
     return NULL;
 }
 
-/* An answer's head, every answer's (service_wire.h): its magic and version,
-** kind, status and detail (a text of at most DNS_SHIM__WIRE_DETAIL_MAX
-** octets without a NUL); 0 with rd past them, else -1 with why. */
+/* An answer's head, every answer's (service_wire.h): after its magic and
+** version, its kind, status, detail (a text of at most
+** DNS_SHIM__WIRE_DETAIL_MAX octets without a NUL) and step count. */
 typedef struct answer_head {
     uint16_t kind, detlen;
     int32_t status;
@@ -860,8 +851,8 @@ typedef struct answer_head {
     uint32_t count; /* the steps that follow */
 } answer_head;
 
-/* Every answer's head, through its step count: 0, or -1 with why it
-** cannot be used (a fault's answer: the service could not parse). */
+/* Reads the head: 0 with rd past it, or -1 with why the answer cannot be
+** used (a fault's answer among them: the service could not parse). */
 static int read_head(dns_shim__rd *rd, answer_head *h, char *why, size_t whylen)
 {
     if (dns_shim__rd_u32(rd) != DNS_SHIM__WIRE_RESPONSE_MAGIC ||
@@ -900,33 +891,25 @@ int dns_shim__service_read(const uint8_t *frame, size_t n, int op,
 {
     service_alloc alloc;
     dns_shim__rd rd;
-    uint16_t kind, detlen;
-    int32_t verdict;
-    uint32_t count;
-    const uint8_t *detail;
     dns_shim__step *steps = NULL;
     const char *fault = NULL;
     char text[DNS_SHIM__WIRE_DETAIL_MAX + 1];
     read_state st;
-    answer_head head;
+    answer_head h;
 
     rd.p = frame;
     rd.left = n;
     rd.bad = 0;
-    if (read_head(&rd, &head, why, whylen) != 0)
+    if (read_head(&rd, &h, why, whylen) != 0)
         return SERVICE_LOCAL;
-    kind = head.kind;
-    verdict = head.status;
-    detlen = head.detlen;
-    detail = head.detail;
-    memcpy(text, detail, detlen);
-    text[detlen] = '\0';
-    count = head.count;
-    if (kind != DNS_SHIM__WIRE_VERDICT || !dns_shim__wire_verdict(verdict) ||
-        (verdict != DNS_SHIM_OK && (count != 0 || rd.left != 0)) ||
-        count > DNS_SHIM__WIRE_STEPS_MAX ||
-        (count > 0 && callbacks == NULL) ||
-        (op == DNS_SHIM__WIRE_OP_PING && (verdict != DNS_SHIM_OK || count != 0 || rd.left != 0))) {
+    memcpy(text, h.detail, h.detlen);
+    text[h.detlen] = '\0';
+    if (h.kind != DNS_SHIM__WIRE_VERDICT || !dns_shim__wire_verdict(h.status) ||
+        (h.status != DNS_SHIM_OK && (h.count != 0 || rd.left != 0)) ||
+        h.count > DNS_SHIM__WIRE_STEPS_MAX ||
+        (h.count > 0 && callbacks == NULL) ||
+        (op == DNS_SHIM__WIRE_OP_PING &&
+         (h.status != DNS_SHIM_OK || h.count != 0 || rd.left != 0))) {
         snprintf(why, whylen, "its answer is not one the service gives");
         return SERVICE_LOCAL;
     }
@@ -934,38 +917,38 @@ int dns_shim__service_read(const uint8_t *frame, size_t n, int op,
         *status = dns_shim__ok();
         return SERVICE_ANSWERED;
     }
-    if (verdict != DNS_SHIM_OK) {
-        if (detlen == 0) {
+    if (h.status != DNS_SHIM_OK) {
+        if (h.detlen == 0) {
             snprintf(why, whylen, "its answer is a failure without a reason");
             return SERVICE_LOCAL;
         }
         dns_shim__set_error(text);
-        *status = verdict;
+        *status = h.status;
         return SERVICE_ANSWERED;
     }
     alloc.have = dns_shim__memory_host(&alloc.host);
     st.alloc = &alloc;
     st.block = NULL;
-    if (decode_steps(&alloc, rd.p, rd.left, count, &steps, &st.block, &fault) != 0) {
+    if (decode_steps(&alloc, rd.p, rd.left, h.count, &steps, &st.block, &fault) != 0) {
         snprintf(why, whylen, "%s", fault != NULL ? fault : "no memory to read its answer");
         return SERVICE_LOCAL;
     }
     /* The plan checked whole as one made here is (a step to a NULL
     ** callback, a section no value has...), then the calls. */
-    if (count > 0 && dns_shim__check_plan(callbacks, steps, count) != DNS_SHIM_OK) {
+    if (h.count > 0 && dns_shim__check_plan(callbacks, steps, h.count) != DNS_SHIM_OK) {
         snprintf(why, whylen, "its answer does not hold (%.400s)",
                  dns_shim__reason(dns_shim__error));
         sa_free(&alloc, st.block);
         return SERVICE_LOCAL;
     }
-    if (count > 0 && (fault = check_order(callbacks, steps, count)) != NULL) {
+    if (h.count > 0 && (fault = check_order(callbacks, steps, h.count)) != NULL) {
         snprintf(why, whylen, "its answer does not hold (%s)", fault);
         sa_free(&alloc, st.block);
         return SERVICE_LOCAL;
     }
     /* A thread cancelled in a callback leaves the structs freed. */
     pthread_cleanup_push(read_state_end, &st);
-    *status = dns_shim__dispatch(callbacks, steps, count);
+    *status = dns_shim__dispatch(callbacks, steps, h.count);
     pthread_cleanup_pop(1);
     return SERVICE_ANSWERED;
 }
