@@ -123,9 +123,8 @@ void dns_shim__memory_layer_starting(int on)
 /* n more bytes into the account for a block of size octets, or a refusal
 ** (0).  Past the limit, in a parse: within DNS_SHIM__RESERVE, a block once
 ** the limit has refused one (the unwinding's) and a small block (at most
-** DNS_SHIM__SMALL) are let
-** through and the call fails all the same (tripped); any other block is
-** refused.  Small blocks are pymalloc's objects when it has no arena, and
+** DNS_SHIM__SMALL) are let through and the call fails all the same
+** (tripped); any other block is refused.  Small blocks are pymalloc's objects when it has no arena, and
 ** CPython 3.12 and 3.13 mishandle some failures to make one: a function
 ** object refused in MAKE_FUNCTION (a generator expression's, a lambda's)
 ** releases its code object twice, which frees the code while its function
