@@ -139,7 +139,7 @@ SAMPLE_ZONE = {
 
 _SOA = "{apex}. 3600 IN SOA ns.{apex}. hostmaster.{apex}. 1 3600 600 86400 60"
 _ROOT_SOA = ". 86400 IN SOA a.root-servers.net. nstld.verisign-grs.com. 1 1800 900 604800 86400"
-_RECORD_KEYS = {"answer", "authority", "additional", "rcode", "aa", "tc_udp"}
+_RECORD_KEYS = {"answer", "authority", "additional", "rcode", "aa", "tc_udp", "delay_udp"}
 
 
 class Query(NamedTuple):
@@ -152,12 +152,14 @@ class Query(NamedTuple):
 
 class Received(NamedTuple):
     """One query's transport, the server address it reached ("127.0.0.1"
-    or "::1"), its octets as read, and the reply's as sent (over TCP
-    without the length; None: no reply)."""
+    or "::1"), its octets as read, the reply's as sent (over TCP without
+    the length; None: no reply), and the client's port it came from (one
+    socket's questions share it)."""
     transport: str
     server: str
     wire: bytes
     reply: bytes | None
+    port: int
 
 
 @dataclasses.dataclass
@@ -213,10 +215,13 @@ def getent(*args, **options) -> dict:
 
 
 def records(answer=(), authority=(), additional=(), *, rcode="NOERROR", aa=True,
-            tc_udp=False) -> dict:
-    """A zone entry answered with these records (lines in zone-file form)."""
+            tc_udp=False, delay_udp=0.0) -> dict:
+    """A zone entry answered with these records (lines in zone-file form);
+    over UDP after ``delay_udp`` seconds, later queries answered
+    meanwhile."""
     return {"answer": list(answer), "authority": list(authority),
-            "additional": list(additional), "rcode": rcode, "aa": aa, "tc_udp": tc_udp}
+            "additional": list(additional), "rcode": rcode, "aa": aa, "tc_udp": tc_udp,
+            "delay_udp": delay_udp}
 
 
 def raw(wire: bytes, *, tc_udp: bool = False) -> dict:
@@ -305,7 +310,8 @@ def _zone_spec(zone) -> list:
             form = {key: list(entry.get(key, ())) for key in ("answer", "authority",
                                                              "additional")}
             form.update(rcode=entry.get("rcode", "NOERROR"), aa=bool(entry.get("aa", True)),
-                        tc_udp=bool(entry.get("tc_udp")))
+                        tc_udp=bool(entry.get("tc_udp")),
+                        delay_udp=float(entry.get("delay_udp", 0.0)))
             try:
                 reply = dns.message.make_response(dns.message.make_query(str(qname),
                                                                          _type(qtype)))
@@ -426,8 +432,9 @@ def run(tmp_path, zone, commands, *, nsswitch="hosts: files dns\n",
                                 timed_out=c["timed_out"], seconds=c["seconds"])
                   for c in out["commands"]],
         queries=[Query(*q) for q in out["queries"]],
-        received=[Received(t, server, bytes.fromhex(w), None if r is None else bytes.fromhex(r))
-                  for t, server, w, r in out["received"]],
+        received=[Received(t, server, bytes.fromhex(w), None if r is None else bytes.fromhex(r),
+                           port)
+                  for t, server, w, r, port in out["received"]],
         timings={"copy_etc": out["copy_etc"],
                  "setup": out["first_command"] - spec["started"],
                  "total": time.monotonic() - started},
@@ -454,6 +461,8 @@ class _Responder:
         # 64 KiB reply takes dnspython a second or more to make, and a
         # caller growing its buffer (ERANGE) asks the same question again.
         self.made = {}
+        # UDP replies held back (delay_udp): [due, socket, reply, peer]
+        self.held = []
         self.selector = selectors.DefaultSelector()
         self.stopping = threading.Event()
         for family, address in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
@@ -491,25 +500,32 @@ class _Responder:
     def _serve(self):
         while True:
             stopping = self.stopping.is_set()
-            events = self.selector.select(0 if stopping else 0.05)
+            events = self.selector.select(0 if stopping else 0.01 if self.held else 0.05)
+            now = time.monotonic()
+            for due, sock, reply, peer in [h for h in self.held if h[0] <= now or stopping]:
+                sock.sendto(reply, peer)
+            self.held = [h for h in self.held if h[0] > now and not stopping]
             if not events and stopping:
                 return
             for key, _ in events:
                 kind, address = key.data[0], key.data[1]
                 if kind == "udp":
                     wire, peer = key.fileobj.recvfrom(65535)
-                    reply = self._answer("udp", address, wire)
-                    if reply is not None:
+                    reply = self._answer("udp", address, wire, peer[1])
+                    delay = self._delay(wire)
+                    if reply is not None and delay > 0:
+                        self.held.append([time.monotonic() + delay, key.fileobj, reply, peer])
+                    elif reply is not None:
                         key.fileobj.sendto(reply, peer)
                 elif kind == "listen":
-                    conn, _ = key.fileobj.accept()
+                    conn, peer = key.fileobj.accept()
                     self.selector.register(conn, selectors.EVENT_READ,
-                                           ("tcp", address, bytearray()))
+                                           ("tcp", address, bytearray(), peer[1]))
                 else:
                     self._tcp(key)
 
     def _tcp(self, key):
-        conn, (_, address, buffer) = key.fileobj, key.data
+        conn, (_, address, buffer, port) = key.fileobj, key.data
         try:
             data = conn.recv(65535)
         except OSError:
@@ -523,14 +539,23 @@ class _Responder:
             size = int.from_bytes(buffer[:2], "big")
             wire = bytes(buffer[2:2 + size])
             del buffer[:2 + size]
-            reply = self._answer("tcp", address, wire)
+            reply = self._answer("tcp", address, wire, port)
             if reply is not None:
                 try:
                     conn.sendall(len(reply).to_bytes(2, "big") + reply)
                 except OSError:
                     pass  # the client has gone
 
-    def _answer(self, transport: str, address: str, wire: bytes):
+    def _delay(self, wire: bytes) -> float:
+        """The zone entry's delay_udp for a query, 0 for none."""
+        try:
+            question = dns.message.from_wire(wire).question[0]
+        except Exception:
+            return 0.0
+        entry = self.entries.get((_name(question.name), _type(question.rdtype)))
+        return float(entry.get("delay_udp", 0.0)) if entry is not None else 0.0
+
+    def _answer(self, transport: str, address: str, wire: bytes, port: int):
         """The reply's octets to a query, or None for none; logs both.  A
         failure is kept in ``errors`` (run() raises it) and the query gets
         no reply."""
@@ -540,7 +565,7 @@ class _Responder:
             self.errors.append(traceback.format_exc())
             reply = None
         self.received.append((transport, address, wire.hex(),
-                              None if reply is None else reply.hex()))
+                              None if reply is None else reply.hex(), port))
         return reply
 
     def _reply(self, transport: str, wire: bytes):
