@@ -884,6 +884,85 @@ def _python_families(calls):
     return nss_env.command([_python3(), "-c", PYTHON_FAMILIES, json.dumps(calls)])
 
 
+#: The A and AAAA pair's cases: the AAAA reply first (the A one held back),
+#: an error reply beside an answer, the first reply to come deciding the
+#: verdict on an empty pair (AAAA's FORMERR before A's NXDOMAIN), the A
+#: question lost while the AAAA one is answered, a truncated reply (the
+#: pair again over TCP).
+PAIR_ZONE = {
+    **ZONE,
+    ("late.example.test", "A"): records(["late.example.test. 300 IN A 192.0.2.30"],
+                                        delay_udp=0.3),
+    ("late.example.test", "AAAA"): ["late.example.test. 300 IN AAAA 2001:db8::30"],
+    ("half.example.test", "A"): ["half.example.test. 300 IN A 192.0.2.31"],
+    ("half.example.test", "AAAA"): records(rcode="SERVFAIL"),
+    ("halfv6.example.test", "A"): records(rcode="REFUSED"),
+    ("halfv6.example.test", "AAAA"): records(["halfv6.example.test. 300 IN AAAA 2001:db8::31"],
+                                             delay_udp=0.2),
+    ("order.example.test", "A"): records(rcode="NXDOMAIN", delay_udp=0.3),
+    ("order.example.test", "AAAA"): records(rcode="FORMERR"),
+    ("lost.example.test", "A"): nss_env.DROP,
+    ("lost.example.test", "AAAA"): ["lost.example.test. 300 IN AAAA 2001:db8::32"],
+}
+
+
+def _port_pattern(result) -> list:
+    """Each UDP query's client port as the index of the first query from
+    that port: which questions shared a socket.  (Over TCP dns sends the
+    pair on one connection, the module on one each.)"""
+    first = {}
+    return [first.setdefault(r.port, i)
+            for i, r in enumerate(r for r in result.received if r.transport == "udp")]
+
+
+def test_a_and_aaaa_are_asked_at_once_as_dns_asks_them(module_dir, nss_calls, tmp_path):
+    """getaddrinfo and gethostbyname4_r ask the A and AAAA questions at
+    once, as dns does (glibc's send_dg): both datagrams from one socket
+    before either reply, the replies taken in the order they come.  The
+    same queries in the same order from the same sockets as dns (the module
+    used to ask A, wait for its reply, then ask AAAA from a new socket), and
+    the same outcome in each case of PAIR_ZONE: the AAAA reply first, an
+    error reply beside an answer, the first reply deciding an empty pair's
+    verdict, a lost A question (dns then asks one question at a time, and
+    fails the lookup: it does not give the AAAA address alone), a
+    truncated reply (both again over TCP)."""
+    names = ["www.example.test", "late.example.test", "half.example.test",
+             "halfv6.example.test", "order.example.test", "lost.example.test",
+             "big.example.test"]
+    lines = []
+    for name in names:
+        lines += [f"name4 {{m}} {name} 4096", f"getaddrinfo {name} unspec"]
+    runs = _calls(module_dir, nss_calls, tmp_path, PAIR_ZONE, lines)
+    got = _same_outcomes(runs, lines)
+    dns, dnsshim = runs["dns"][1], runs["dnsshim"][1]
+    assert dnsshim.queries == dns.queries
+    assert _port_pattern(dnsshim) == _port_pattern(dns)
+    # each lookup's pair from one socket: www's A and AAAA share a port
+    www = [r.port for r in dnsshim.received if dns_name(r.wire) == "www.example.test"]
+    assert www == [www[0], www[0], www[2], www[2]] and www[0] != www[2]
+    # what dns gives, and the module now
+    assert got["getaddrinfo late.example.test unspec"] == (
+        "2 canon=late.example.test [2001:db8::30,192.0.2.30]")
+    assert got["getaddrinfo half.example.test unspec"] == (
+        "1 canon=half.example.test [192.0.2.31]")
+    assert got["getaddrinfo halfv6.example.test unspec"] == (
+        "1 canon=halfv6.example.test [2001:db8::31]")
+    assert got["name4 {m} order.example.test 4096"].startswith("NOTFOUND ")
+    assert "h_errnop=3 " in got["name4 {m} order.example.test 4096"]  # NO_RECOVERY
+    assert got["name4 {m} lost.example.test 4096"] == "NOTFOUND errno=EAGAIN h_errnop=2 h_errno=2"
+    # the lost question taught the thread one question at a time, as it
+    # taught dns: the truncated A reply's AAAA question was then not sent
+    # over UDP
+    big = [(q.transport, q.qtype) for q in dnsshim.queries if q.qname == "big.example.test"]
+    assert len(big) >= 6 and big == [("udp", "A"), ("tcp", "A"), ("tcp", "AAAA")] * (len(big) // 3)
+
+
+def dns_name(wire: bytes) -> str:
+    """The question's name of a query's octets, lowercased, no final dot."""
+    import dns.message
+    return dns.message.from_wire(wire).question[0].name.to_text(omit_final_dot=True).lower()
+
+
 def test_no_aaaa_asks_an_aaaa_question_as_dns_does(module_dir, nss_calls, tmp_path):
     """``options no-aaaa``: an AF_INET6 lookup (getent hosts, ahostsv6,
     Python's getaddrinfo for AF_INET6 and AF_UNSPEC, gethostbyname2_r,
@@ -1260,7 +1339,10 @@ def test_the_memory_limit_is_unavail_and_the_next_source_answers(module_dir, nss
             f"libnss_dnsshim: 1.2.0.192.in-addr.arpa PTR: {reason}",
             f"libnss_dnsshim: www.example.test A: {reason}",
             f"libnss_dnsshim: www.example.test A: {reason}"]
-    # getaddrinfo and gethostbyname2_r: the module's A question, then dns's
-    assert [(q.qname, q.qtype) for q in fallback.queries[3:8]] == [
-        ("www.example.test", "A"), ("www.example.test", "A"), ("www.example.test", "AAAA"),
-        ("www.example.test", "A"), ("www.example.test", "A")]
+    # the module asks A and AAAA at once, as dns does; getaddrinfo and
+    # gethostbyname2_r: the module's questions, then dns's
+    www = "www.example.test"
+    assert [(q.qname, q.qtype) for q in fallback.queries] == [
+        (www, "A"), (www, "AAAA"), (www, "A"), ("1.2.0.192.in-addr.arpa", "PTR"),
+        (www, "A"), (www, "AAAA"), (www, "A"), (www, "AAAA"), (www, "A"), (www, "A"),
+        (www, "A"), (www, "AAAA")]

@@ -3,10 +3,12 @@
 ** replies are parsed by libdnsshim (dnspython), never by glibc's parser.
 **
 ** Turned on by the word "dnsshim" in nsswitch.conf ("hosts: files dnsshim").
-** The transport is glibc's own resolver: the thread's resolv.conf settings
+** The transport is glibc's resolver: the thread's resolv.conf settings
 ** (res_ninit), each query made by res_nmkquery and sent by res_nsend, which
 ** tries the name servers, waits and repeats as resolv.conf says and goes to
-** TCP after a truncated reply.  What glibc's nss_dns then hands to its C
+** TCP after a truncated reply; the A and AAAA pair of a getaddrinfo goes
+** out at once, by this module's port of glibc's send_dg (res_send.c),
+** which public res_nsend cannot do.  What glibc's nss_dns then hands to its C
 ** parser, this module hands to dns_shim_process_reply, against the query it
 ** sent; only a reply the library accepted whole is read, through the
 ** library's callbacks.  The search list is walked as glibc's res_nsearch
@@ -37,6 +39,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <nss.h>
+#include <poll.h>
 #include <pthread.h>
 #include <resolv.h>
 #include <stdarg.h>
@@ -46,6 +49,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
 #include <syslog.h>
 
 #include <dlfcn.h>
@@ -378,51 +385,146 @@ static int nss_question_is(const unsigned char *answer, const unsigned char *end
 ** back the resolver context it took (context_send_common), and the
 ** caller's own __resolv_context_put (getaddrinfo's, gethostbyname2_r's)
 ** then fails its assertion and aborts the program. */
-static int nss_ask(res_state res, const char *name, int qtype, unsigned char *answer,
-                   nss_reply *reply, nss_outcome *out)
-{
+/* One question as the module sends it: the query's octets, the name they
+** ask in presentation form and the type asked (an A question stands for
+** an AAAA one under no-aaaa). */
+typedef struct nss_question {
     unsigned char query[NS_MAXMSG < 1024 ? NS_MAXMSG : 1024];
+    int qlen;
+    int qtype;               /* the type the caller wants */
+    int sent;                /* the type in the query */
+    int no_aaaa;
     char qname[NS_MAXDNAME + 1];
-    int qlen, n, no_aaaa = qtype == ns_t_aaaa && (res->options & RES_NOAAAA), sent;
-    int32_t status;
-    const char *detail = "";
-    dns_shim_callbacks callbacks;
-    dns_shim_query asked;
+} nss_question;
 
-    memset(reply, 0, sizeof *reply);
-    reply->qtype = (uint16_t)qtype;
-    sent = no_aaaa ? ns_t_a : qtype;
-    qlen = res_nmkquery(res, ns_o_query, name, ns_c_in, sent, NULL, 0, NULL, query,
-                        (int)sizeof query - 11);
-    if (qlen <= 0) {
+/* Makes the query for `name` and `qtype` as glibc's __res_context_query
+** makes it: 0, or -1 with `out` saying why. */
+static int nss_make(res_state res, const char *name, int qtype, nss_question *q,
+                    nss_outcome *out)
+{
+    q->qtype = qtype;
+    q->no_aaaa = qtype == ns_t_aaaa && (res->options & RES_NOAAAA);
+    q->sent = q->no_aaaa ? ns_t_a : qtype;
+    q->qlen = res_nmkquery(res, ns_o_query, name, ns_c_in, q->sent, NULL, 0, NULL, q->query,
+                           (int)sizeof q->query - 11);
+    if (q->qlen <= 0) {
         nss_herrno(out, NO_RECOVERY);
         return -1;
     }
-    if ((res->options & (RES_USE_EDNS0 | RES_USE_DNSSEC)) && !no_aaaa) {
+    if ((res->options & (RES_USE_EDNS0 | RES_USE_DNSSEC)) && !q->no_aaaa) {
         /* the OPT record glibc's res_nquery adds (__res_nopt) */
         static const unsigned char opt[11] = {0, 0, ns_t_opt,
                                               NSS_DNSSHIM_EDNS_PAYLOAD >> 8,
                                               NSS_DNSSHIM_EDNS_PAYLOAD & 0xff};
-        memcpy(query + qlen, opt, sizeof opt);
+        memcpy(q->query + q->qlen, opt, sizeof opt);
         if (res->options & RES_USE_DNSSEC)
-            query[qlen + 7] = 0x80; /* DO */
-        qlen += (int)sizeof opt;
-        query[11] = 1; /* ARCOUNT */
+            q->query[q->qlen + 7] = 0x80; /* DO */
+        q->qlen += (int)sizeof opt;
+        q->query[11] = 1; /* ARCOUNT */
     }
     /* The question as sent, in presentation form: from the bytes this
     ** module made, the name the reply must answer. */
-    if (dn_expand(query, query + qlen, query + NS_HFIXEDSZ, qname, sizeof qname) < 0) {
+    if (dn_expand(q->query, q->query + q->qlen, q->query + NS_HFIXEDSZ, q->qname,
+                  sizeof q->qname) < 0) {
         nss_herrno(out, NO_RECOVERY);
         return -1;
     }
-    if (qname[0] == '\0')
-        strcpy(qname, ".");
+    if (q->qname[0] == '\0')
+        strcpy(q->qname, ".");
+    return 0;
+}
+
+/* Reads the reply of `n` octets to question `q` into `reply` (answer
+** section), through the library: 0 when it accepted the whole reply
+** (whatever its RCODE), else -1 with `out` saying why. */
+static int nss_read(const nss_question *q, const unsigned char *answer, int n,
+                    nss_reply *reply, nss_outcome *out)
+{
+    int32_t status;
+    int saved_errno;
+    const char *detail = "";
+    dns_shim_callbacks callbacks;
+    dns_shim_query asked;
+
+    memset(&asked, 0, sizeof asked);
+    asked.struct_size = sizeof asked;
+    asked.id = (uint16_t)(q->query[0] << 8 | q->query[1]);
+    asked.qname = q->qname;
+    asked.qtype = (uint16_t)q->sent;
+    asked.qclass = ns_c_in;
+    memset(&callbacks, 0, sizeof callbacks);
+    callbacks.struct_size = sizeof callbacks;
+    callbacks.sections = DNS_SHIM_SECTION_ANSWER;
+    callbacks.ctx = reply;
+    callbacks.on_header = nss_on_header;
+    if (!q->no_aaaa) {
+        callbacks.on_a = nss_on_a;
+        callbacks.on_aaaa = nss_on_aaaa;
+        callbacks.on_cname = nss_on_cname;
+        callbacks.on_ptr = nss_on_ptr;
+    }
+    /* the parse leaves errno as the send left it: glibc's parser does not
+    ** touch it, and a caller reads it (the service's socket, the runtime's
+    ** files are no business of the lookup's) */
+    saved_errno = errno;
+    status = nss_parse(answer, n, &asked, &callbacks, &detail);
+    errno = saved_errno;
+    if (status == DNS_SHIM_OK && !reply->no_memory) {
+        if (q->no_aaaa)
+            reply->ancount = 0; /* the A reply's header and question alone */
+        return 0;
+    }
+    if (reply->no_memory || status == DNS_SHIM_ERR_NO_MEMORY || status == DNS_SHIM_ERR_INIT
+        || status == DNS_SHIM_ERR_INTERNAL || status == DNS_SHIM_ERR_UNSUPPORTED) {
+        out->runtime = reply->no_memory ? DNS_SHIM_ERR_NO_MEMORY : status;
+        nss_herrno(out, NO_RECOVERY);
+        out->sys_errno = reply->no_memory || status == DNS_SHIM_ERR_NO_MEMORY ? ENOMEM : ENOENT;
+        /* a start that failed was logged by the library, once, with what
+        ** it tried and the fix */
+        if (status != DNS_SHIM_ERR_INIT)
+            nss_say(LOG_ERR, "%s %s: cannot parse: %s", q->qname, nss_type_name(q->sent),
+                    reply->no_memory ? "out of memory" : detail);
+    } else {
+        out->refused = status;
+        nss_herrno(out, TRY_AGAIN);
+        nss_say(LOG_WARNING, "%s %s: reply refused: %s", q->qname, nss_type_name(q->sent),
+                detail);
+    }
+    nss_reply_free(reply);
+    return -1;
+}
+
+/* Asks `name` for `qtype` alone, through res_nsend, and reads the reply
+** into `reply` (answer section); returns 0 when the library accepted it
+** whole (whatever its RCODE), -2 when no server answered usefully
+** (res_nsend failed: a timeout, or every server's reply an error such as
+** SERVFAIL), -1 otherwise with `out` saying why.
+**
+** With "options no-aaaa" (RES_NOAAAA) an AAAA question is asked as glibc's
+** __res_context_query asks it (__res_handle_no_aaaa, res-noaaaa.c): as an
+** A question, without EDNS, whose reply stands for the AAAA one with its
+** RCODE and no record: NXDOMAIN stays NXDOMAIN, an answer becomes NODATA.
+** The module never gives res_nsend the AAAA question itself: glibc's
+** public res_nsend does the same translation, but returns without giving
+** back the resolver context it took (context_send_common), and the
+** caller's own __resolv_context_put (getaddrinfo's, gethostbyname2_r's)
+** then fails its assertion and aborts the program. */
+static int nss_ask(res_state res, const char *name, int qtype, unsigned char *answer,
+                   nss_reply *reply, nss_outcome *out)
+{
+    nss_question q;
+    int n;
+
+    memset(reply, 0, sizeof *reply);
+    reply->qtype = (uint16_t)qtype;
+    if (nss_make(res, name, qtype, &q, out) < 0)
+        return -1;
     /* under no-aaaa the whole buffer, as __res_handle_no_aaaa clears it:
     ** what a failed send leaves there is read below */
-    memset(answer, 0, no_aaaa ? NSS_DNSSHIM_ANSWER_MAX : NS_HFIXEDSZ);
-    n = res_nsend(res, query, qlen, answer, NSS_DNSSHIM_ANSWER_MAX);
+    memset(answer, 0, q.no_aaaa ? NSS_DNSSHIM_ANSWER_MAX : NS_HFIXEDSZ);
+    n = res_nsend(res, q.query, q.qlen, answer, NSS_DNSSHIM_ANSWER_MAX);
     out->sys_errno = errno;
-    if (n < 0 && no_aaaa && !nss_question_is(answer, answer + NSS_DNSSHIM_ANSWER_MAX, ns_t_a)) {
+    if (n < 0 && q.no_aaaa && !nss_question_is(answer, answer + NSS_DNSSHIM_ANSWER_MAX, ns_t_a)) {
         /* No reply at all (a timeout, no server): __res_handle_no_aaaa
         ** leaves the cleared buffer and the query's length, which
         ** __res_context_query reads as a NOERROR reply without an answer:
@@ -430,8 +532,12 @@ static int nss_ask(res_state res, const char *name, int qtype, unsigned char *an
         reply->qname = strdup(".");
         if (reply->qname == NULL) {
             reply->no_memory = 1;
-            status = DNS_SHIM_ERR_NO_MEMORY;
-            goto failed;
+            out->runtime = DNS_SHIM_ERR_NO_MEMORY;
+            nss_herrno(out, NO_RECOVERY);
+            out->sys_errno = ENOMEM;
+            nss_say(LOG_ERR, "%s %s: cannot parse: out of memory", q.qname,
+                    nss_type_name(q.sent));
+            return -1;
         }
         return 0;
     }
@@ -442,47 +548,466 @@ static int nss_ask(res_state res, const char *name, int qtype, unsigned char *an
         reply->rcode = answer[3] & 0x0f;
         return -2;
     }
-    memset(&asked, 0, sizeof asked);
-    asked.struct_size = sizeof asked;
-    asked.id = (uint16_t)(query[0] << 8 | query[1]);
-    asked.qname = qname;
-    asked.qtype = (uint16_t)sent;
-    asked.qclass = ns_c_in;
-    memset(&callbacks, 0, sizeof callbacks);
-    callbacks.struct_size = sizeof callbacks;
-    callbacks.sections = DNS_SHIM_SECTION_ANSWER;
-    callbacks.ctx = reply;
-    callbacks.on_header = nss_on_header;
-    if (!no_aaaa) {
-        callbacks.on_a = nss_on_a;
-        callbacks.on_aaaa = nss_on_aaaa;
-        callbacks.on_cname = nss_on_cname;
-        callbacks.on_ptr = nss_on_ptr;
+    return nss_read(&q, answer, n, reply, out);
+}
+
+/* ------------------------------------------------------------------ */
+/* Asking: the A and AAAA questions at once                             */
+
+/* The pair of questions on their way, as glibc's __res_context_send and
+** send_dg (resolv/res_send.c) send them for T_QUERY_A_AND_AAAA: both
+** datagrams to a server at once on one connected socket, the replies taken
+** in whichever order they come, each matched to its question by ID and
+** question (res_queriesmatch); the next server on a timeout, an error
+** reply (SERVFAIL, NOTIMP, REFUSED) or a lame one, with each server's
+** share of resolv.conf's timeout, attempts and rotate; one question at a
+** time (single-request, then single-request-reopen) when a server answered
+** one and not the other.  The replies are kept in the order they came, as
+** glibc keeps them, since that order decides the verdict on an empty pair
+** and which answer names the host. */
+typedef struct nss_pair {
+    const nss_question *q[2];
+    unsigned char *answer[2]; /* the first reply taken, then the second */
+    int len[2];               /* glibc's resplen and *resplen2 */
+    int which[2];             /* the question each answers: 0, 1; -1 none */
+    int fd[MAXNS];            /* a connected socket per server, or -1 */
+} nss_pair;
+
+/* glibc's __res_iclose for the datagram sockets. */
+static void nss_pair_close(nss_pair *p)
+{
+    int i;
+    for (i = 0; i < MAXNS; i++) {
+        if (p->fd[i] >= 0)
+            close(p->fd[i]);
+        p->fd[i] = -1;
     }
-    status = nss_parse(answer, n, &asked, &callbacks, &detail);
-    if (status == DNS_SHIM_OK) {
-        if (no_aaaa)
-            reply->ancount = 0; /* the A reply's header and question alone */
+}
+
+/* The address of server `ns` (glibc's __res_get_nsaddr): an IPv6 server's
+** is in the extension res_ninit fills. */
+static const struct sockaddr *nss_server(res_state res, int ns)
+{
+    if (res->nsaddr_list[ns].sin_family == 0 && res->_u._ext.nsaddrs[ns] != NULL)
+        return (const struct sockaddr *)res->_u._ext.nsaddrs[ns];
+    return (const struct sockaddr *)&res->nsaddr_list[ns];
+}
+
+/* glibc's reopen: 1 with server `ns`'s socket connected, 0 when it cannot
+** be connected (the next server), -1 with *terrno when no socket can be
+** made (the send ends). */
+static int nss_pair_open(res_state res, nss_pair *p, int ns, int *terrno)
+{
+    const struct sockaddr *server;
+    socklen_t slen = 0;
+    int one = 1, r;
+    if (p->fd[ns] >= 0)
+        return 1;
+    server = nss_server(res, ns);
+    if (server->sa_family == AF_INET6 && !res->ipv6_unavail) {
+        p->fd[ns] = socket(PF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (p->fd[ns] < 0)
+            res->ipv6_unavail = errno == EAFNOSUPPORT;
+        slen = sizeof(struct sockaddr_in6);
+    } else if (server->sa_family == AF_INET) {
+        p->fd[ns] = socket(PF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        slen = sizeof(struct sockaddr_in);
+    } else {
+        errno = EAFNOSUPPORT;
+    }
+    if (p->fd[ns] < 0) {
+        *terrno = errno;
+        return -1;
+    }
+    /* full ICMP error reporting (__res_enable_icmp): an unreachable
+    ** server is known at once, not after the timeout */
+    r = server->sa_family == AF_INET
+            ? setsockopt(p->fd[ns], SOL_IP, IP_RECVERR, &one, sizeof one)
+            : setsockopt(p->fd[ns], SOL_IPV6, IPV6_RECVERR, &one, sizeof one);
+    if (r < 0) {
+        *terrno = errno;
+        nss_pair_close(p);
+        errno = *terrno;
+        return -1;
+    }
+    if (connect(p->fd[ns], server, slen) < 0) {
+        nss_pair_close(p);
         return 0;
     }
-failed:
-    if (reply->no_memory || status == DNS_SHIM_ERR_NO_MEMORY || status == DNS_SHIM_ERR_INIT
-        || status == DNS_SHIM_ERR_INTERNAL || status == DNS_SHIM_ERR_UNSUPPORTED) {
-        out->runtime = reply->no_memory ? DNS_SHIM_ERR_NO_MEMORY : status;
-        nss_herrno(out, NO_RECOVERY);
-        out->sys_errno = reply->no_memory || status == DNS_SHIM_ERR_NO_MEMORY ? ENOMEM : ENOENT;
-        /* a start that failed was logged by the library, once, with what
-        ** it tried and the fix */
-        if (status != DNS_SHIM_ERR_INIT)
-            nss_say(LOG_ERR, "%s %s: cannot parse: %s", qname, nss_type_name(sent),
-                    reply->no_memory ? "out of memory" : detail);
-    } else {
-        out->refused = status;
-        nss_herrno(out, TRY_AGAIN);
-        nss_say(LOG_WARNING, "%s %s: reply refused: %s", qname, nss_type_name(sent),
-                detail);
+    return 1;
+}
+
+/* Whether `reply` (n octets) answers question `q`: its ID, and its one
+** question the query's (glibc's res_queriesmatch: the name without case,
+** the type and the class).  An error reply of the header alone, no
+** question, is taken for the question of its ID, as glibc takes it since
+** 2.41 (resolvers that send REFUSED without the question). */
+static int nss_pair_matches(const nss_question *q, const unsigned char *reply, int n)
+{
+    char name[NS_MAXDNAME + 1];
+    const unsigned char *end = reply + n, *p;
+    int skip, rcode = reply[3] & 0x0f;
+    if (reply[0] != q->query[0] || reply[1] != q->query[1])
+        return 0;
+    if (n == NS_HFIXEDSZ && reply[4] == 0 && reply[5] == 0
+        && (rcode == ns_r_servfail || rcode == ns_r_notimpl || rcode == ns_r_refused))
+        return 1;
+    if (reply[4] != 0 || reply[5] != 1)
+        return 0;
+    skip = dn_expand(reply, end, reply + NS_HFIXEDSZ, name, sizeof name);
+    if (skip < 0 || end - (reply + NS_HFIXEDSZ + skip) < 4)
+        return 0;
+    if (name[0] == '\0')
+        strcpy(name, ".");
+    p = reply + NS_HFIXEDSZ + skip;
+    return strcasecmp(name, q->qname) == 0 && p[0] == (q->sent >> 8)
+           && p[1] == (q->sent & 0xff) && p[2] == 0 && p[3] == ns_c_in;
+}
+
+/* A point in time, CLOCK_MONOTONIC. */
+static void nss_now(struct timespec *t)
+{
+    clock_gettime(CLOCK_MONOTONIC, t);
+}
+
+/* What a thread's resolver learned of its servers: glibc sets
+** single-request, then single-request-reopen, in the thread's resolver
+** state when a server answered one question of a pair and not the other,
+** and keeps it for that thread's later lookups until resolv.conf changes
+** and is read again.  The module's state is made anew for each lookup, so
+** the thread keeps what was learned here, with resolv.conf's identity. */
+typedef struct nss_learned {
+    unsigned long options;   /* RES_SNGLKUP, RES_SNGLKUPREOP */
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
+} nss_learned;
+
+static __thread nss_learned nss_thread_learned;
+
+static int nss_conf_stat(struct stat *st)
+{
+    return stat(_PATH_RESCONF, st);
+}
+
+static int nss_conf_same(const struct stat *st, const nss_learned *l)
+{
+    return st->st_dev == l->dev && st->st_ino == l->ino && st->st_size == l->size
+           && st->st_mtim.tv_sec == l->mtime.tv_sec && st->st_mtim.tv_nsec == l->mtime.tv_nsec
+           && st->st_ctim.tv_sec == l->ctime.tv_sec && st->st_ctim.tv_nsec == l->ctime.tv_nsec;
+}
+
+/* A lookup's state takes what its thread learned, while resolv.conf is
+** the one it was learned under. */
+static void nss_learned_apply(res_state res)
+{
+    struct stat st;
+    nss_learned *l = &nss_thread_learned;
+    if (l->options == 0)
+        return;
+    if (nss_conf_stat(&st) < 0 || !nss_conf_same(&st, l)) {
+        l->options = 0;
+        return;
     }
-    nss_reply_free(reply);
+    res->options |= l->options;
+}
+
+static void nss_learn(unsigned long option)
+{
+    struct stat st;
+    nss_learned *l = &nss_thread_learned;
+    int saved = errno;
+    if (nss_conf_stat(&st) == 0) {
+        if (l->options == 0 || !nss_conf_same(&st, l)) {
+            l->options = 0;
+            l->dev = st.st_dev;
+            l->ino = st.st_ino;
+            l->size = st.st_size;
+            l->mtime = st.st_mtim;
+            l->ctime = st.st_ctim;
+        }
+        l->options |= option;
+    }
+    errno = saved;
+}
+
+/* glibc's send_dg for a pair, with server `ns`: the length of the first
+** reply taken (0 for none or an error reply), p->len[1] the second's; 0
+** with p->len[1] 0 for the next server; -1 when no socket can be made;
+** *circuit set when a reply was truncated (the pair goes to TCP). */
+static int nss_pair_dg(res_state res, nss_pair *p, int ns, int *terrno, int *circuit,
+                       int *gotsomewhere)
+{
+    int seconds = res->retrans << ns, save_gotsomewhere = *gotsomewhere;
+    int reopen_each = (res->options & RES_SNGLKUPREOP) != 0;
+    int single = (res->options & RES_SNGLKUP) != 0 || reopen_each;
+    int resplen = 0, r, n, need_recompute, nwritten, recv[2];
+    struct timespec now, finish, timeout = {0, 0};
+    struct pollfd pfd;
+
+    if (ns > 0)
+        seconds /= res->nscount;
+    if (seconds <= 0)
+        seconds = 1;
+retry_reopen:
+    r = nss_pair_open(res, p, ns, terrno);
+    if (r <= 0) {
+        p->len[1] = 0;
+        return r;
+    }
+retry:
+    nss_now(&now);
+    finish = now;
+    finish.tv_sec += seconds;
+    timeout.tv_sec = seconds;
+    timeout.tv_nsec = 0;
+    need_recompute = 0;
+    nwritten = 0;
+    recv[0] = recv[1] = 0;
+    pfd.fd = p->fd[ns];
+    pfd.events = POLLOUT;
+    for (;;) {
+        if (need_recompute) {
+            nss_now(&now);
+            if (now.tv_sec > finish.tv_sec
+                || (now.tv_sec == finish.tv_sec && now.tv_nsec >= finish.tv_nsec))
+                goto error;
+            timeout.tv_sec = finish.tv_sec - now.tv_sec;
+            timeout.tv_nsec = finish.tv_nsec - now.tv_nsec;
+            if (timeout.tv_nsec < 0) {
+                timeout.tv_sec--;
+                timeout.tv_nsec += 1000000000L;
+            }
+            need_recompute = 0;
+        }
+        n = 0;
+        if (nwritten == 0)
+            n = poll(&pfd, 1, 0);
+        if (n == 0) {
+            n = poll(&pfd, 1, (int)(timeout.tv_sec * 1000 + timeout.tv_nsec / 1000000));
+            need_recompute = 1;
+        }
+        if (n == 0) {
+            if (resplen > 1 && (recv[0] || recv[1])) {
+                /* one reply came and the other did not: servers and
+                ** firewalls that drop the second of two outstanding
+                ** questions; again one at a time, then with a new
+                ** socket for each */
+                if (!single) {
+                    res->options |= RES_SNGLKUP;
+                    nss_learn(RES_SNGLKUP);
+                    single = 1;
+                    *gotsomewhere = save_gotsomewhere;
+                    goto retry;
+                }
+                if (!reopen_each) {
+                    res->options |= RES_SNGLKUPREOP;
+                    nss_learn(RES_SNGLKUPREOP);
+                    reopen_each = 1;
+                    *gotsomewhere = save_gotsomewhere;
+                    nss_pair_close(p);
+                    goto retry_reopen;
+                }
+                p->len[1] = 1;
+                return resplen;
+            }
+            *gotsomewhere = 1;
+            p->len[1] = 0;
+            return 0;
+        }
+        if (n < 0) {
+            if (errno == EINTR) {
+                need_recompute = 1;
+                continue;
+            }
+            goto error;
+        }
+        errno = 0;
+        if (pfd.revents & POLLOUT) {
+            ssize_t sent;
+            if (nwritten == 0 && !single) {
+                struct iovec iov[2] = {
+                    {(void *)p->q[0]->query, (size_t)p->q[0]->qlen},
+                    {(void *)p->q[1]->query, (size_t)p->q[1]->qlen}};
+                struct mmsghdr reqs[2];
+                int ndg;
+                memset(reqs, 0, sizeof reqs);
+                reqs[0].msg_hdr.msg_iov = &iov[0];
+                reqs[0].msg_hdr.msg_iovlen = 1;
+                reqs[1].msg_hdr.msg_iov = &iov[1];
+                reqs[1].msg_hdr.msg_iovlen = 1;
+                ndg = sendmmsg(pfd.fd, reqs, 2, MSG_NOSIGNAL);
+                if (ndg == 2) {
+                    if ((int)reqs[0].msg_len != p->q[0]->qlen
+                        || (int)reqs[1].msg_len != p->q[1]->qlen)
+                        goto error;
+                    pfd.events = POLLIN;
+                    nwritten += 2;
+                    continue;
+                }
+                if (ndg < 0 && (errno == EINTR || errno == EAGAIN)) {
+                    need_recompute = 1;
+                    continue;
+                }
+                if (!(ndg == 1 && (int)reqs[0].msg_len == p->q[0]->qlen))
+                    goto error;
+            } else {
+                const nss_question *q = p->q[nwritten != 0];
+                sent = send(pfd.fd, q->query, (size_t)q->qlen, MSG_NOSIGNAL);
+                if (sent != q->qlen) {
+                    if (errno == EINTR || errno == EAGAIN) {
+                        need_recompute = 1;
+                        continue;
+                    }
+                    goto error;
+                }
+            }
+            pfd.events = nwritten != 0 || single ? POLLIN : POLLIN | POLLOUT;
+            nwritten++;
+            continue;
+        }
+        if (pfd.revents & POLLIN) {
+            int slot = (recv[0] | recv[1]) == 0 ? 0 : 1, match = -1, rcode;
+            unsigned char *reply = p->answer[slot];
+            int *len = slot == 0 ? &resplen : &p->len[1];
+            *len = (int)recvfrom(pfd.fd, reply, NSS_DNSSHIM_ANSWER_MAX, 0, NULL, NULL);
+            if (*len <= 0) {
+                if (errno == EINTR || errno == EAGAIN) {
+                    need_recompute = 1;
+                    continue;
+                }
+                goto error;
+            }
+            *gotsomewhere = 1;
+            if (*len < NS_HFIXEDSZ) {
+                *terrno = EMSGSIZE;
+                goto error;
+            }
+            if (!recv[0] && nss_pair_matches(p->q[0], reply, *len))
+                match = 0;
+            if (!recv[1] && nss_pair_matches(p->q[1], reply, *len))
+                match = 1;
+            if (match < 0) {
+                /* a stray datagram: dropped, and the wait goes on */
+                need_recompute = 1;
+                continue;
+            }
+            p->which[slot] = match;
+            rcode = reply[3] & 0x0f;
+            if (rcode == ns_r_servfail || rcode == ns_r_notimpl || rcode == ns_r_refused
+                || (rcode == ns_r_noerror && reply[6] == 0 && reply[7] == 0
+                    && !(reply[2] & 0x04) && !(reply[3] & 0x80) && reply[10] == 0
+                    && reply[11] == 0)) {
+                /* an error reply, or a lame one (no answer, not
+                ** authoritative, no recursion, no additional record): no
+                ** data from it */
+                if (recv[0] || recv[1]) {
+                    p->len[1] = 0;
+                    return resplen;
+                }
+                resplen = 0;
+                recv[match] = 1;
+                continue;
+            }
+            if (!(res->options & RES_IGNTC) && (reply[2] & 0x02)) {
+                *circuit = 1;
+                nss_pair_close(p);
+                p->len[1] = 0;
+                return 1;
+            }
+            recv[match] = 1;
+            if (!(recv[0] && recv[1])) {
+                if (single) {
+                    pfd.events = POLLOUT;
+                    if (reopen_each) {
+                        nss_pair_close(p);
+                        r = nss_pair_open(res, p, ns, terrno);
+                        if (r <= 0) {
+                            p->len[1] = 0;
+                            return r;
+                        }
+                        pfd.fd = p->fd[ns];
+                    }
+                }
+                continue;
+            }
+            return resplen;
+        }
+        /* POLLERR, POLLHUP, POLLNVAL: an ICMP error, this server is done */
+        goto error;
+    }
+error:
+    nss_pair_close(p);
+    p->len[1] = 0;
+    return 0;
+}
+
+/* glibc's rotate offset (nameserver_offset): one counter for the process,
+** started at a random point. */
+static unsigned nss_server_offset(res_state res)
+{
+    static unsigned global;
+    unsigned nscount = (unsigned)res->nscount, offset;
+    if (nscount <= 1 || !(res->options & RES_ROTATE))
+        return 0;
+    offset = __atomic_fetch_add(&global, 2, __ATOMIC_RELAXED);
+    if ((offset & 1) == 0) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        offset = (unsigned)(t.tv_nsec ^ t.tv_sec) << 1;
+        __atomic_store_n(&global, (offset | 1) + 2, __ATOMIC_RELAXED);
+    }
+    return (offset >> 1) % nscount;
+}
+
+/* glibc's __res_context_send for a pair over datagrams: the first reply's
+** length (0 for none) with p->len[1] the second's, or -1 with errno
+** (ETIMEDOUT, ECONNREFUSED when no server was reached, a socket's error);
+** 1 with *circuit set when the pair must go to TCP. */
+static int nss_pair_send(res_state res, nss_pair *p, int *circuit)
+{
+    int gotsomewhere = 0, terrno = ETIMEDOUT, attempt, n, i;
+    unsigned shift, offset;
+    for (i = 0; i < MAXNS; i++)
+        p->fd[i] = -1;
+    p->which[0] = p->which[1] = -1;
+    p->len[0] = p->len[1] = 0;
+    *circuit = 0;
+    if (res->nscount <= 0) {
+        errno = ESRCH;
+        return -1;
+    }
+    if ((res->options & RES_USEVC) || p->q[0]->qlen > PACKETSZ || p->q[1]->qlen > PACKETSZ) {
+        *circuit = 1;
+        return 1;
+    }
+    offset = nss_server_offset(res);
+    for (attempt = 0; attempt < res->retry; attempt++) {
+        for (shift = 0; shift < (unsigned)res->nscount; shift++) {
+            unsigned ns = shift + offset;
+            if (ns >= (unsigned)res->nscount)
+                ns -= (unsigned)res->nscount;
+            n = nss_pair_dg(res, p, (int)ns, &terrno, circuit, &gotsomewhere);
+            if (n < 0) {
+                nss_pair_close(p);
+                return -1;
+            }
+            if (*circuit)
+                return 1;
+            if (n == 0 && p->len[1] == 0)
+                continue;
+            p->len[0] = n;
+            /* the AD bit cleared unless resolv.conf trusts it */
+            for (i = 0; i < 2; i++)
+                if (!(res->options & RES_TRUSTAD) && p->len[i] > NS_HFIXEDSZ)
+                    p->answer[i][3] &= (unsigned char)~0x20;
+            nss_pair_close(p);
+            return n;
+        }
+    }
+    nss_pair_close(p);
+    errno = gotsomewhere ? ETIMEDOUT : ECONNREFUSED;
     return -1;
 }
 
@@ -529,25 +1054,88 @@ static int nss_judge(const nss_reply *replies, const int *answered, int count,
     return -1;
 }
 
+/* The A and AAAA pair asked at once (nss_pair_send) and each reply that
+** came read through the library, in the order they came: 0 with
+** answered[] saying which of replies[] hold one, -1 with `out` saying why
+** (a reply refused, the runtime failed, a query not made), 1 when a reply
+** was truncated, so that the pair is asked again over TCP. */
+static int nss_ask_pair(res_state res, const char *name, unsigned char *answer,
+                        nss_reply *replies, int *answered, nss_outcome *out)
+{
+    nss_question q[2];
+    nss_pair p;
+    int circuit, n, i;
+
+    memset(replies, 0, 2 * sizeof *replies);
+    answered[0] = answered[1] = 0;
+    if (nss_make(res, name, ns_t_a, &q[0], out) < 0
+        || nss_make(res, name, ns_t_aaaa, &q[1], out) < 0)
+        return -1;
+    p.q[0] = &q[0];
+    p.q[1] = &q[1];
+    p.answer[0] = answer;
+    p.answer[1] = answer + NSS_DNSSHIM_ANSWER_MAX;
+    memset(answer, 0, NS_HFIXEDSZ);
+    n = nss_pair_send(res, &p, &circuit);
+    out->sys_errno = errno;
+    /* the RCODE in the first buffer, as glibc's search reads it: of the
+    ** first reply taken, an error reply too */
+    out->last_rcode = answer[3] & 0x0f;
+    if (circuit)
+        return 1;
+    if (n < 0)
+        return 0;
+    for (i = 0; i < 2; i++) {
+        if (p.len[i] < NS_HFIXEDSZ || p.which[i] < 0)
+            continue; /* none, an error reply, or glibc's one-octet stand-in */
+        replies[i].qtype = (uint16_t)q[p.which[i]].qtype;
+        if (nss_read(&q[p.which[i]], p.answer[i], p.len[i], &replies[i], out) < 0) {
+            while (i-- > 0)
+                nss_reply_free(&replies[i]);
+            return -1;
+        }
+        answered[i] = 1;
+    }
+    return 0;
+}
+
 /* One name asked for every type of `qtypes` (glibc's querydomain with
-** __res_context_query): 0 and the replies, or -1.  A reply the library
-** refused, or a runtime that failed, ends the lookup there. */
+** __res_context_query): 0 and the replies, or -1.  The A and AAAA pair is
+** asked at once, as glibc asks it; over TCP (use-vc, or after a truncated
+** reply) one question after the other, through res_nsend.  A reply
+** the library refused, or a runtime that failed, ends the lookup there. */
 static int nss_query(res_state res, const char *name, const int *qtypes, int count,
                      unsigned char *answer, nss_reply *replies, nss_outcome *out)
 {
-    int i, r, answered[2] = {0, 0}, any = 0;
-    for (i = 0; i < count; i++) {
+    int i, r, answered[2] = {0, 0}, any = 0, sequential = count == 1, circuit = 0;
+    if (count == 2) {
+        r = nss_ask_pair(res, name, answer, replies, answered, out);
+        if (r < 0)
+            return -1;
+        any = answered[0] || answered[1];
+        if (r == 1) {
+            /* both over TCP, one connection each (glibc's send_vc sends
+            ** the pair over one; kept open between two res_nsend calls
+            ** the connection would leave errno as glibc does not) */
+            sequential = 1;
+            circuit = (int)(~res->options & RES_USEVC);
+            res->options |= RES_USEVC;
+        }
+    }
+    for (i = 0; sequential && i < count; i++) {
         r = nss_ask(res, name, qtypes[i], answer, &replies[i], out);
         if (i == 0)
             out->last_rcode = replies[0].rcode;
         if (r == -1) {
             while (i-- > 0)
                 nss_reply_free(&replies[i]);
+            res->options &= ~(unsigned long)circuit;
             return -1;
         }
         answered[i] = r == 0;
         any |= r == 0;
     }
+    res->options &= ~(unsigned long)circuit;
     if (!any || nss_judge(replies, answered, count, out) < 0) {
         if (!any)
             nss_herrno(out, TRY_AGAIN);
@@ -733,7 +1321,9 @@ static int nss_begin(struct __res_state *res, unsigned char **answer, int *errno
         *h_errnop = NETDB_INTERNAL;
         return -1;
     }
-    *answer = malloc(NSS_DNSSHIM_ANSWER_MAX);
+    nss_learned_apply(res);
+    /* two replies: the A and AAAA pair's */
+    *answer = malloc(2 * NSS_DNSSHIM_ANSWER_MAX);
     if (*answer == NULL) {
         res_nclose(res);
         *errnop = ENOMEM;
@@ -918,8 +1508,12 @@ static enum nss_status nss_gethostbyname4(const char *name, struct gaih_addrtupl
         return status;
     }
     errno = out.sys_errno;
-    status = nss_slice(&replies[0], &b, &next, 1, h_errnop);
-    if (!b.failed && count > 1
+    /* a reply the pair did not get (none came, or an error reply) is not
+    ** read, as gaih_getanswer skips an answer of no length */
+    status = NSS_STATUS_NOTFOUND;
+    if (replies[0].qname != NULL)
+        status = nss_slice(&replies[0], &b, &next, 1, h_errnop);
+    if (!b.failed && count > 1 && replies[1].qname != NULL
         && (status == NSS_STATUS_SUCCESS || status == NSS_STATUS_NOTFOUND)) {
         /* the canonical name is stored once: here if the A reply gave no
         ** address */
