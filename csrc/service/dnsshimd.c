@@ -132,6 +132,9 @@ typedef struct client {
 
 static client *clients;
 static size_t max_clients = MAX_CLIENTS_DEFAULT;
+/* One past the highest slot in use: the loop polls and scans no further
+** (a connection takes the lowest free slot). */
+static size_t clients_top = 0;
 
 /* Requests received, parsed in order by the workers; answers done. */
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -663,6 +666,8 @@ static void accept_clients(int listen_fd)
         clients[i].state = C_READ;
         clients[i].got = 0;
         clients[i].deadline = now_ms() + IDLE_MS;
+        if (i + 1 > clients_top)
+            clients_top = i + 1;
     }
 }
 
@@ -1066,7 +1071,7 @@ int main(int argc, char **argv)
         : path, dns_shim_version(), nworkers ? nworkers : 1, nworkers > 1 ? "s" : "");
 
     for (;;) {
-        size_t nfds = 0, k;
+        size_t nfds = 0, k, top = clients_top, used = 0;
         long now = now_ms(), next = now + IDLE_MS;
         int busy = 0;
 
@@ -1081,7 +1086,7 @@ int main(int argc, char **argv)
         fds[nfds++].events = POLLIN;
         fds[nfds].fd = wake_fd;
         fds[nfds++].events = POLLIN;
-        for (k = 0; k < max_clients; k++) {
+        for (k = 0; k < top; k++) {
             client *c = &clients[k];
             fds[nfds + k].fd = -1;
             fds[nfds + k].events = 0;
@@ -1090,12 +1095,14 @@ int main(int argc, char **argv)
                 continue;
             if (c->state == C_BUSY) {
                 busy = 1;
+                used = k + 1;
                 continue;
             }
             if (c->deadline <= now || (grace && c->state == C_READ && c->got == 0)) {
                 drop(c); /* silent too long, or nothing asked while stopping */
                 continue;
             }
+            used = k + 1;
             busy |= grace != 0;
             if (c->deadline < next)
                 next = c->deadline;
@@ -1110,7 +1117,10 @@ int main(int argc, char **argv)
         }
         if (!grace && now < accept_paused && accept_paused < next)
             next = accept_paused;
-        rc = poll(fds, nfds + max_clients, (int)(next - now > 0 ? next - now : 0));
+        /* slots above the last in use are free: polled and scanned no more
+        ** (one freed later in this turn only leaves a free slot below) */
+        clients_top = top = used;
+        rc = poll(fds, nfds + top, (int)(next - now > 0 ? next - now : 0));
         if (rc < 0 && errno != EINTR) {
             say("poll: %s", strerror(errno));
             failed = 1;
@@ -1142,7 +1152,7 @@ int main(int argc, char **argv)
                 ;
             collect_done();
         }
-        for (k = 0; k < max_clients; k++) {
+        for (k = 0; k < top; k++) {
             struct pollfd *f = &fds[nfds + k];
             if (f->fd < 0 || f->revents == 0 || clients[k].fd != f->fd)
                 continue;
