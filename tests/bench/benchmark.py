@@ -45,7 +45,8 @@ SOCK_STREAM) of a name the responder of tests/nss_env.py answers with 2 A
 and 1 AAAA records (on loopback, in a namespace of its own), through glibc's
 NSS with ``hosts: files dnsshim`` against ``hosts: files dns``, and against
 ``dns`` with ``options single-request`` in resolv.conf (glibc's parser, the
-A and AAAA queries sent one after the other as the module sends them):
+A and AAAA queries sent one after the other, where dns and the module send
+both at once):
 the first lookup in a fresh process and the resident memory it adds, and
 the steady lookup (tests/bench/nss_bench.c), one harness run per
 configuration, interleaved round by round (needs root and namespaces; the
