@@ -909,8 +909,9 @@ def _link_nss_module(out_dir: Path, generated: Path, verbose: bool,
     """libnss_dnsshim.so.2 (NSS_MODULE) into out_dir, beside the libdnsshim it
     loads: compiled and linked in one step with NSS_UNITS (``generated``:
     the library's generated headers), exporting only the _nss_dnsshim_*
-    functions (NSS_EXPORTS), with glibc's resolver (-lresolv) and nothing of
-    this project's: libdnsshim is dlopen()ed by its SONAME for a reply the
+    functions (NSS_EXPORTS), with glibc's resolver (libc's own from glibc
+    2.34, libresolv before: -lresolv as needed) and nothing of this
+    project's: libdnsshim is dlopen()ed by its SONAME for a reply the
     parse service does not parse, found beside the module ($ORIGIN) or, in
     a system directory, where the dynamic linker looks anyway; in a setuid
     program, where glibc ignores $ORIGIN, by ld.so.cache like any system
@@ -919,7 +920,8 @@ def _link_nss_module(out_dir: Path, generated: Path, verbose: bool,
     _run([compiler(), "-shared", *_library_flags(), f"-I{generated}", str(NSS_SOURCE),
           *map(str, NSS_UNITS), "-o", f"{module}.tmp",
           f"-Wl,--version-script={NSS_EXPORTS}", f"-Wl,-soname,{NSS_MODULE}",
-          "-Wl,--no-undefined", *([] if system else ["-Wl,-rpath,$ORIGIN"]), "-lresolv",
+          "-Wl,--no-undefined", *([] if system else ["-Wl,-rpath,$ORIGIN"]),
+          "-Wl,--as-needed", "-lresolv", "-Wl,--no-as-needed",
           "-ldl", *env_flags("LDFLAGS")],
          verbose)
     os.replace(f"{module}.tmp", module)

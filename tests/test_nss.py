@@ -884,6 +884,43 @@ def _python_families(calls):
     return nss_env.command([_python3(), "-c", PYTHON_FAMILIES, json.dumps(calls)])
 
 
+def test_hostaliases_names_what_a_single_label_stands_for_as_dns_reads_it(module_dir,
+                                                                          tmp_path):
+    """HOSTALIASES (a user's file of "alias name" lines), read for a name of
+    one label as glibc's res_hostalias reads it: the alias matched without
+    case, its name's final dot kept or not, a line of one word passed
+    over, the last line of one word (no newline) ending the file, a longer
+    name and one not in the file searched as usual.
+    getent's output and the queries asked are dns's; the module links
+    nothing of libresolv where glibc has its resolver in libc."""
+    aliases = ("short www.example.test\nALIAS2 v4.example.test.\n"
+               "lonely\nafter v6.example.test\nend")
+    env = {**nss_env.ENV, "HOSTALIASES": "/etc/hostaliases"}
+    names = ["short", "Short", "alias2", "after", "end", "nothere", "short.example.test"]
+    cmds = [getent("ahosts", name, env=env) for name in names]
+    runs = []
+    for nsswitch in (DNS, DNSSHIM):
+        (tmp_path / str(len(runs))).mkdir()
+        runs.append(nss_env.run(tmp_path / str(len(runs)), ZONE, cmds, nsswitch=nsswitch,
+                                resolv=RESOLV, library_dirs=[module_dir],
+                                etc_files={"hostaliases": aliases}))
+    dns, dnsshim = runs
+    assert _outputs(dnsshim) == _outputs(dns)
+    assert dnsshim.queries == dns.queries
+    out = {c.argv[2]: c for c in dnsshim.commands}
+    assert out["Short"].stdout.splitlines()[0] == "2001:db8::1     STREAM www.example.test"
+    assert out["alias2"].stdout.splitlines()[0] == "192.0.2.9       STREAM v4.example.test"
+    assert out["after"].stdout.splitlines()[0] == "2001:db8::9     STREAM v6.example.test"
+    assert out["end"].returncode == 2  # the last line, no name and no newline: not an alias
+    needed = subprocess.run(["readelf", "-d", str(module_dir / "libnss_dnsshim.so.2")],
+                            capture_output=True, text=True, check=True).stdout
+    libresolv_symbols = subprocess.run(
+        ["nm", "-D", "--defined-only", "/lib/x86_64-linux-gnu/libc.so.6"],
+        capture_output=True, text=True).stdout
+    if " res_nsend@@GLIBC_2.34" in libresolv_symbols:
+        assert "libresolv" not in needed, needed
+
+
 #: The A and AAAA pair's cases: the AAAA reply first (the A one held back),
 #: an error reply beside an answer, the first reply to come deciding the
 #: verdict on an empty pair (AAAA's FORMERR before A's NXDOMAIN), the A

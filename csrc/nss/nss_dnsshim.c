@@ -35,6 +35,7 @@
 #define _GNU_SOURCE 1
 #include <arpa/inet.h>
 #include <arpa/nameser.h>
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -48,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -1174,6 +1176,59 @@ static int nss_query_domain(res_state res, const char *name, const char *domain,
     return nss_query(res, asked, qtypes, count, answer, replies, out);
 }
 
+/* Whether two names are the same name as glibc's ns_samename compares them:
+** without case, a final dot or none. */
+static int nss_names_same(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 0 && a[la - 1] == '.' && (la < 2 || a[la - 2] != '\\'))
+        la--;
+    if (lb > 0 && b[lb - 1] == '.' && (lb < 2 || b[lb - 2] != '\\'))
+        lb--;
+    return la == lb && strncasecmp(a, b, la) == 0;
+}
+
+/* glibc's res_hostalias (__res_context_hostalias): the name a single label
+** stands for in the file HOSTALIASES names, "alias name" a line, or NULL.
+** The variable is read with secure_getenv: the dynamic linker removes it
+** from a setuid program's environment anyway.  Written here so that the
+** module needs nothing of libresolv on a glibc that has the resolver in
+** libc (2.34 and later), and loads one library less. */
+static const char *nss_hostalias(res_state res, const char *name, char *dst, size_t size)
+{
+    char buf[BUFSIZ], *cp1, *cp2;
+    const char *file;
+    FILE *fp;
+    if (res->options & RES_NOALIASES)
+        return NULL;
+    file = secure_getenv("HOSTALIASES");
+    if (file == NULL || (fp = fopen(file, "rce")) == NULL)
+        return NULL;
+    buf[sizeof buf - 1] = '\0';
+    while (fgets_unlocked(buf, sizeof buf, fp) != NULL) {
+        for (cp1 = buf; *cp1 && !isspace((unsigned char)*cp1); ++cp1)
+            ;
+        if (!*cp1)
+            break;
+        *cp1 = '\0';
+        if (nss_names_same(buf, name)) {
+            while (isspace((unsigned char)*++cp1))
+                ;
+            if (!*cp1)
+                break;
+            for (cp2 = cp1 + 1; *cp2 && !isspace((unsigned char)*cp2); ++cp2)
+                ;
+            *cp2 = '\0';
+            strncpy(dst, cp1, size - 1);
+            dst[size - 1] = '\0';
+            fclose(fp);
+            return dst;
+        }
+    }
+    fclose(fp);
+    return NULL;
+}
+
 /* glibc's res_nsearch (__res_context_search): the name as is, under each
 ** search domain, by the same rules and in the same order; `asked` gets the
 ** name whose replies answered. */
@@ -1193,12 +1248,8 @@ static int nss_search(res_state res, const char *name, const int *qtypes, int co
         dots += (*cp == '.');
     if (cp > name && cp[-1] == '.')
         trailing_dot = 1;
-    /* a single label may be a user's alias (HOSTALIASES; never in a setuid
-    ** program: glibc reads it with secure_getenv) */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* as nss_dns's own */
-    cp = dots == 0 ? res_hostalias(res, name, alias, sizeof alias) : NULL;
-#pragma GCC diagnostic pop
+    /* a single label may be a user's alias (HOSTALIASES) */
+    cp = dots == 0 ? nss_hostalias(res, name, alias, sizeof alias) : NULL;
     if (cp != NULL)
         return nss_query_domain(res, cp, NULL, qtypes, count, answer, replies, out, asked);
     if (dots >= res->ndots || trailing_dot) {
