@@ -372,21 +372,6 @@ static int nss_question_is(const unsigned char *answer, const unsigned char *end
            && p[3] == ns_c_in;
 }
 
-/* Asks `name` for `qtype` and reads the reply into `reply` (answer
-** section); returns 0 when the library accepted it whole (whatever its
-** RCODE), -2 when no server answered usefully (res_nsend failed: a
-** timeout, or every server's reply an error such as SERVFAIL), -1 otherwise
-** with `out` saying why.
-**
-** With "options no-aaaa" (RES_NOAAAA) an AAAA question is asked as glibc's
-** __res_context_query asks it (__res_handle_no_aaaa, res-noaaaa.c): as an
-** A question, without EDNS, whose reply stands for the AAAA one with its
-** RCODE and no record: NXDOMAIN stays NXDOMAIN, an answer becomes NODATA.
-** The module never gives res_nsend the AAAA question itself: glibc's
-** public res_nsend does the same translation, but returns without giving
-** back the resolver context it took (context_send_common), and the
-** caller's own __resolv_context_put (getaddrinfo's, gethostbyname2_r's)
-** then fails its assertion and aborts the program. */
 /* One question as the module sends it: the query's octets, the name they
 ** ask in presentation form and the type asked (an A question stands for
 ** an AAAA one under no-aaaa). */
