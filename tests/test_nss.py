@@ -994,6 +994,34 @@ def test_a_and_aaaa_are_asked_at_once_as_dns_asks_them(module_dir, nss_calls, tm
     assert len(big) >= 6 and big == [("udp", "A"), ("tcp", "A"), ("tcp", "AAAA")] * (len(big) // 3)
 
 
+@pytest.mark.parametrize("servers", [
+    "nameserver 127.0.0.9\nnameserver ::1\n",
+    "nameserver ::1\nnameserver 127.0.0.1\noptions rotate\n",
+], ids=["refused_then_ipv6", "rotate"])
+def test_the_pair_goes_to_the_servers_as_dns_sends_it(module_dir, nss_calls, tmp_path,
+                                                      servers):
+    """The pair's own transport over resolv.conf's servers: a server that
+    refuses (no one listens on 127.0.0.9: the ICMP error ends its turn at
+    once) then an IPv6 server, and two servers with rotate: the outcomes
+    are dns's, and so are the servers asked (with rotate, the set)."""
+    lines = []
+    for name in ("www.example.test", "missing.example.test", "fail.example.test"):
+        lines += [f"name4 {{m}} {name} 4096", f"getaddrinfo {name} unspec"]
+    resolv = servers + "search example.test\noptions timeout:1 attempts:1\n"
+    runs = _calls(module_dir, nss_calls, tmp_path, ZONE, lines, resolv=resolv)
+    got = _same_outcomes(runs, lines)
+    dns, dnsshim = runs["dns"][1], runs["dnsshim"][1]
+    assert got["getaddrinfo www.example.test unspec"] == (
+        "3 canon=www.example.test [2001:db8::1,192.0.2.1,192.0.2.2]")
+    if "rotate" in servers:
+        assert {r.server for r in dnsshim.received} == {r.server for r in dns.received}
+        assert sorted(dnsshim.queries) == sorted(dns.queries)
+    else:
+        assert [r.server for r in dnsshim.received] == [r.server for r in dns.received]
+        assert {r.server for r in dnsshim.received} == {"::1"}
+        assert dnsshim.queries == dns.queries
+
+
 def dns_name(wire: bytes) -> str:
     """The question's name of a query's octets, lowercased, no final dot."""
     import dns.message
