@@ -914,10 +914,11 @@ def test_hostaliases_names_what_a_single_label_stands_for_as_dns_reads_it(module
     assert out["end"].returncode == 2  # the last line, no name and no newline: not an alias
     needed = subprocess.run(["readelf", "-d", str(module_dir / "libnss_dnsshim.so.2")],
                             capture_output=True, text=True, check=True).stdout
-    libresolv_symbols = subprocess.run(
-        ["nm", "-D", "--defined-only", "/lib/x86_64-linux-gnu/libc.so.6"],
-        capture_output=True, text=True).stdout
-    if " res_nsend@@GLIBC_2.34" in libresolv_symbols:
+    libc = subprocess.run(["gcc", "-print-file-name=libc.so.6"], capture_output=True,
+                          text=True).stdout.strip()
+    libc_symbols = subprocess.run(["nm", "-D", "--defined-only", libc], capture_output=True,
+                                  text=True).stdout
+    if " res_nsend@@GLIBC_2.34" in libc_symbols:  # glibc's resolver in libc
         assert "libresolv" not in needed, needed
 
 
