@@ -442,8 +442,8 @@ def test_an_allocator_that_fails_later_gets_no_memory_or_the_answer(built, any_p
 def test_every_variable_the_library_reads_is_read_securely_and_documented():
     """The library's C reads the environment through dns_shim__getenv alone
     (secure_getenv: nothing in a setuid, setgid or setcap process); the NSS
-    module, a library of its own, reads its one variable with secure_getenv
-    too; and the header's Environment paragraph, which dnsshim(7)'s
+    module, a library of its own, reads its one variable and glibc's
+    HOSTALIASES with secure_getenv too; and the header's Environment paragraph, which dnsshim(7)'s
     ENVIRONMENT is made from, names each variable and the secure-execution
     rule."""
     import re
@@ -456,8 +456,11 @@ def test_every_variable_the_library_reads_is_read_securely_and_documented():
             # the library's one reader (the NSS module compiles it in too)
             assert plain == ["secure_getenv("], plain
         elif path.name == "nss_dnsshim.c":
-            assert plain == ["secure_getenv("], plain
-            assert re.findall(r'secure_getenv\("(\w+)"\)', text) == ["DNS_SHIM_NSS_LOG"]
+            # its own variable, and glibc's HOSTALIASES, read as res_hostalias
+            # reads it
+            assert plain == ["secure_getenv(", "secure_getenv("], plain
+            assert re.findall(r'secure_getenv\("(\w+)"\)', text) == ["DNS_SHIM_NSS_LOG",
+                                                                       "HOSTALIASES"]
         else:
             assert plain == [], (path, plain)
     read = sorted({name for text in sources.values()
