@@ -361,15 +361,18 @@ static const char *nss_type_name(int qtype)
 /* Whether the reply in `answer` (up to `end`) has one question whose type
 ** is `qtype` and class IN, after a name: glibc's qtype_matches, on the
 ** module's own buffer, not a parse (nothing of it is read as an answer). */
+/* Whether the question's type and class at `p` (before `end`) are `qtype`
+** and IN. */
+static int nss_type_in(const unsigned char *p, const unsigned char *end, int qtype)
+{
+    return end - p >= 4 && p[0] == (qtype >> 8) && p[1] == (qtype & 0xff) && p[2] == 0
+           && p[3] == ns_c_in;
+}
+
 static int nss_question_is(const unsigned char *answer, const unsigned char *end, int qtype)
 {
     int skip = dn_skipname(answer + NS_HFIXEDSZ, end);
-    const unsigned char *p;
-    if (skip < 0)
-        return 0;
-    p = answer + NS_HFIXEDSZ + skip;
-    return end - p >= 4 && p[0] == (qtype >> 8) && p[1] == (qtype & 0xff) && p[2] == 0
-           && p[3] == ns_c_in;
+    return skip >= 0 && nss_type_in(answer + NS_HFIXEDSZ + skip, end, qtype);
 }
 
 /* One question as the module sends it: the query's octets, the name they
@@ -632,7 +635,7 @@ static int nss_pair_open(res_state res, nss_pair *p, int ns, int *terrno)
 static int nss_pair_matches(const nss_question *q, const unsigned char *reply, int n)
 {
     char name[NS_MAXDNAME + 1];
-    const unsigned char *end = reply + n, *p;
+    const unsigned char *end = reply + n;
     int skip, rcode = reply[3] & 0x0f;
     if (reply[0] != q->query[0] || reply[1] != q->query[1])
         return 0;
@@ -642,13 +645,11 @@ static int nss_pair_matches(const nss_question *q, const unsigned char *reply, i
     if (reply[4] != 0 || reply[5] != 1)
         return 0;
     skip = dn_expand(reply, end, reply + NS_HFIXEDSZ, name, sizeof name);
-    if (skip < 0 || end - (reply + NS_HFIXEDSZ + skip) < 4)
+    if (skip < 0)
         return 0;
     if (name[0] == '\0')
         strcpy(name, ".");
-    p = reply + NS_HFIXEDSZ + skip;
-    return strcasecmp(name, q->qname) == 0 && p[0] == (q->sent >> 8)
-           && p[1] == (q->sent & 0xff) && p[2] == 0 && p[3] == ns_c_in;
+    return nss_same_name(name, q->qname) && nss_type_in(reply + NS_HFIXEDSZ + skip, end, q->sent);
 }
 
 /* A point in time, CLOCK_MONOTONIC. */
@@ -673,11 +674,6 @@ typedef struct nss_learned {
 
 static __thread nss_learned nss_thread_learned;
 
-static int nss_conf_stat(struct stat *st)
-{
-    return stat(_PATH_RESCONF, st);
-}
-
 static int nss_conf_same(const struct stat *st, const nss_learned *l)
 {
     return st->st_dev == l->dev && st->st_ino == l->ino && st->st_size == l->size
@@ -693,7 +689,7 @@ static void nss_learned_apply(res_state res)
     nss_learned *l = &nss_thread_learned;
     if (l->options == 0)
         return;
-    if (nss_conf_stat(&st) < 0 || !nss_conf_same(&st, l)) {
+    if (stat(_PATH_RESCONF, &st) < 0 || !nss_conf_same(&st, l)) {
         l->options = 0;
         return;
     }
@@ -705,7 +701,7 @@ static void nss_learn(unsigned long option)
     struct stat st;
     nss_learned *l = &nss_thread_learned;
     int saved = errno;
-    if (nss_conf_stat(&st) == 0) {
+    if (stat(_PATH_RESCONF, &st) == 0) {
         if (l->options == 0 || !nss_conf_same(&st, l)) {
             l->options = 0;
             l->dev = st.st_dev;
