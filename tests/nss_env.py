@@ -511,8 +511,7 @@ class _Responder:
                 kind, address = key.data[0], key.data[1]
                 if kind == "udp":
                     wire, peer = key.fileobj.recvfrom(65535)
-                    reply = self._answer("udp", address, wire, peer[1])
-                    delay = self._delay(wire)
+                    reply, delay = self._answer("udp", address, wire, peer[1])
                     if reply is not None and delay > 0:
                         self.held.append([time.monotonic() + delay, key.fileobj, reply, peer])
                     elif reply is not None:
@@ -539,59 +538,54 @@ class _Responder:
             size = int.from_bytes(buffer[:2], "big")
             wire = bytes(buffer[2:2 + size])
             del buffer[:2 + size]
-            reply = self._answer("tcp", address, wire, port)
+            reply, _ = self._answer("tcp", address, wire, port)
             if reply is not None:
                 try:
                     conn.sendall(len(reply).to_bytes(2, "big") + reply)
                 except OSError:
                     pass  # the client has gone
 
-    def _delay(self, wire: bytes) -> float:
-        """The zone entry's delay_udp for a query, 0 for none."""
-        try:
-            question = dns.message.from_wire(wire).question[0]
-        except Exception:
-            return 0.0
-        entry = self.entries.get((_name(question.name), _type(question.rdtype)))
-        return float(entry.get("delay_udp", 0.0)) if entry is not None else 0.0
-
     def _answer(self, transport: str, address: str, wire: bytes, port: int):
-        """The reply's octets to a query, or None for none; logs both.  A
-        failure is kept in ``errors`` (run() raises it) and the query gets
-        no reply."""
+        """The reply's octets to a query, or None for none, and the seconds
+        its zone entry holds a UDP reply back (delay_udp, else 0); logs the
+        query and the reply.  A failure is kept in ``errors`` (run() raises
+        it) and the query gets no reply."""
+        entry = None
         try:
-            reply = self._reply(transport, wire)
+            reply, entry = self._reply(transport, wire)
         except Exception:
             self.errors.append(traceback.format_exc())
             reply = None
         self.received.append((transport, address, wire.hex(),
                               None if reply is None else reply.hex(), port))
-        return reply
+        return reply, float(entry.get("delay_udp", 0.0)) if entry is not None else 0.0
 
     def _reply(self, transport: str, wire: bytes):
+        """The reply to a query (None for none) and the zone's entry for its
+        question (None for none)."""
         try:
             query = dns.message.from_wire(wire)
             question = query.question[0]
         except Exception:  # anything dnspython refuses: FORMERR, the ID and opcode kept
             self.queries.append((transport, "", ""))
             if len(wire) < 3:
-                return None
-            return wire[:2] + bytes([0x80 | (wire[2] & 0x79), 0x80 | 1]) + bytes(8)
+                return None, None
+            return wire[:2] + bytes([0x80 | (wire[2] & 0x79), 0x80 | 1]) + bytes(8), None
         qname, qtype = _name(question.name), _type(question.rdtype)
         self.queries.append((transport, qname, qtype))
         entry = self.entries.get((qname, qtype))
         if entry is not None and entry.get("drop"):
-            return None
+            return None, entry
         if entry is not None and entry.get("tc_udp") and transport == "udp":
-            return self._truncated(query, entry.get("aa", True))
+            return self._truncated(query, entry.get("aa", True)), entry
         if entry is not None and "wire" in entry:
             reply = bytes.fromhex(entry["wire"])
-            return query.id.to_bytes(2, "big") + reply[2:] if len(reply) >= 2 else reply
+            return (query.id.to_bytes(2, "big") + reply[2:] if len(reply) >= 2 else reply), entry
         made = self.made.get((transport, wire[2:]))
         if made is None:
             made = self.made[(transport, wire[2:])] = self._make(transport, query, entry, qname,
                                                                  qtype)
-        return wire[:2] + made[2:]
+        return wire[:2] + made[2:], entry
 
     def _make(self, transport, query, entry, qname, qtype) -> bytes:
         """The reply to a query the zone answers."""
