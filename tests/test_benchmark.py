@@ -12,17 +12,23 @@ import pytest
 import cprograms
 from conftest import ROOT, require_cares
 from test_firmware import firmware, sip  # noqa: F401 (fixtures)
+from test_parallelism import parallel_firmware  # noqa: F401 (fixture)
+from test_worker import image  # noqa: F401 (fixture)
 
 
 @pytest.fixture(scope="module")
 def smoke(built, tmp_path_factory, request):
     """The benchmark's JSON and its printed table, from one smoke run (with
-    the firmware folders test_firmware.py builds, where they can be built)."""
+    the firmware folders test_firmware.py and test_parallelism.py build and
+    test_worker.py's worker image, where they can be built: the session's
+    own, not built again)."""
     out = tmp_path_factory.mktemp("bench") / "bench.json"
     firmware = []
     try:
         firmware = ["--firmware", str(request.getfixturevalue("firmware")),
-                    "--firmware-sip", str(request.getfixturevalue("sip"))]
+                    "--firmware-sip", str(request.getfixturevalue("sip")),
+                    "--firmware-parallel", str(request.getfixturevalue("parallel_firmware")),
+                    "--worker-image", str(request.getfixturevalue("image"))]
     except pytest.skip.Exception:
         if os.environ.get("CI"):
             raise
@@ -264,21 +270,3 @@ def test_benchmark_says_why_the_3_13_object_is_not_measured(smoke):
                                          "root)"}
     assert ("firmware object from Debian 13's CPython 3.13: not measured (smoke mode (it "
             "builds a Debian 13 root))") in stdout
-
-
-def test_the_3_13_object_measured_in_a_debian_13_root(tmp_path):
-    """firmware_313 itself, where a Debian 13 root can be made: the first
-    call's time and memory and the growths, from the root's objects."""
-    sys.path.insert(0, str(ROOT / "tests" / "bench"))
-    import benchmark
-    import firmware13
-
-    if firmware13.unavailable():
-        pytest.skip(f"no Debian 13 root here: {firmware13.unavailable()[0]}")
-    message = tmp_path / "m.bin"
-    message.write_bytes(benchmark.messages()["CNAME+4A"][0])
-    f = benchmark.firmware_313(message, smoke=False)
-    assert "not measured" not in f, f
-    assert f["python"].startswith("3.13.")
-    assert 0 < f["first_call_ms"] < 10_000 and f["rss_added_mib"] > 1
-    assert f["growth_full"]["stripped"] > f["growth_sip"]["stripped"] > 1

@@ -340,3 +340,19 @@ def test_arm64_under_qemu(fw13, messages13):
     assert ours.stdout == _in_messages(fw13, "/root/lib_test", *messages13).stdout
     manifest = json.loads(fw13.path("/root/fw-arm64/share/dnsshim/firmware.json").read_text())
     assert manifest["target"] == ARM64 and manifest["versions"]["CPython"].startswith("3.13.")
+
+
+def test_the_benchmark_measures_the_3_13_object_in_the_root(fw13, tmp_path):
+    """The benchmark's firmware_313 on this root's two objects (the full
+    build and the SIP client's): the first call's time and memory, and each
+    object's growth, read from the root."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
+    import benchmark
+
+    message = tmp_path / "m.bin"
+    message.write_bytes(benchmark.messages()["CNAME+4A"][0])
+    f = benchmark.firmware_313(message, smoke=False, root=fw13)
+    assert "not measured" not in f, f
+    assert f["python"].startswith("3.13.")
+    assert 0 < f["first_call_ms"] < 10_000 and f["rss_added_mib"] > 1
+    assert f["growth_full"]["stripped"] > f["growth_sip"]["stripped"] > 1

@@ -77,6 +77,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -221,7 +222,8 @@ def ensure_built(build: Path, programs=None):
     cprograms.build(build, programs)
 
 
-def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None), worker_image=None):
+def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None), worker_image=None,
+        firmware_parallel=None):
     msgs = messages()
     names = list(msgs)
     tmp = Path(tempfile.mkdtemp(prefix="dnsshim-bench-"))
@@ -354,7 +356,7 @@ def run(build: Path, rounds: int, smoke: bool, firmware_dirs=(None, None), worke
         result["cold_firmware"] = {"not measured": fw_missing}
     result["cold_firmware_313"] = firmware_313(files[2], smoke)
     result["pool"] = pool_scaling(tmp, fw_dirs[0] if fw_bench is not None else None, files[1],
-                                  smoke, fw_missing, build)
+                                  smoke, fw_missing, build, worker_image, firmware_parallel)
     result["nss"] = nss_module(build, rounds, smoke)
     from dnsshim_build import worker
 
@@ -384,7 +386,7 @@ def copy_library(build: Path, front: Path) -> Path:
 
 
 def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
-                 build: Path) -> dict:
+                 build: Path, image=None, parallel_dir=None) -> dict:
     """Calls per second by threads (1, 2, 4) and private interpreters (1, 2,
     4), each interpreter an instance of the worker image made from the
     firmware object (dnsshim_build/worker.py, tests/c/pool_instances.c), and
@@ -396,7 +398,9 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
     make its first call.  Then a firmware object built with --parallelism 2,
     linked alone as a shared object, through its front (``firmware TxP``, T
     threads over P of its copies; 1x1 its own interpreter), and what each
-    copy adds to a program (its manifest's growth beside fw_dir's).  Where
+    copy adds to a program (its manifest's growth beside fw_dir's).  The image
+    and the --parallelism 2 object are built here unless given (image: a
+    worker image file; parallel_dir: that object's firmware folder).  Where
     c-ares's headers are installed, libdnsshim_ares beside the same library
     and image (``ares TxP``: tests/c/ares_threads.c --bench, T threads calling
     ares_parse_a_reply, DNS_SHIM_PARALLELISM=P)."""
@@ -407,7 +411,10 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
 
     front = tmp / "front"
     front.mkdir()
-    image = worker.build(front / worker.NAME)  # as the install builds it
+    if image is not None:
+        image = Path(shutil.copyfile(image, front / worker.NAME))
+    else:
+        image = worker.build(front / worker.NAME)  # as the install builds it
     library = copy_library(build, front)
     shutil.copyfile(build / pipeline.DNSSHIM_ARES.soname, front / pipeline.DNSSHIM_ARES.soname)
     ares = None
@@ -419,9 +426,10 @@ def pool_scaling(tmp: Path, fw_dir, message: Path, smoke: bool, missing: str,
             flags=tuple(f for f in libs if not f.startswith("-l")))
     program = pipeline.compile_program([ROOT / "tests" / "c" / "pool_instances.c"],
                                        tmp / "pool_instances", libraries=())
-    linked = tmp / "firmware-parallel"
-    firmware.firmware(linked, parallelism=2)
-    linked_lib = worker.link(linked / "lib" / "libdnsshim_fw.o", linked / "libdnsshim_fw.so")
+    linked = Path(parallel_dir) if parallel_dir is not None else tmp / "firmware-parallel"
+    if parallel_dir is None:
+        firmware.firmware(linked, parallelism=2)
+    linked_lib = worker.link(linked / "lib" / "libdnsshim_fw.o", tmp / "libdnsshim_fw.so")
     runs, rss, start = {}, {}, []
     for _ in range(1 if smoke else 5):
         for threads in (1, 2, 4):
@@ -1021,12 +1029,16 @@ def firmware_programs(tmp: Path, given):
     return dirs, program, None
 
 
-def firmware_313(message: Path, smoke: bool) -> dict:
+def firmware_313(message: Path, smoke: bool, root=None) -> dict:
     """The firmware object from Debian 13's CPython 3.13, beside the 3.11
     one: built, and its first call timed, in a Debian 13 root
     (tests/firmware13.py), where alone it links (glibc 2.38's __isoc23_*);
     the same machine and kernel, no callgrind there.  {"not measured": why}
-    in smoke mode or where no root can be made."""
+    in smoke mode or where no root can be made.  A root given has both
+    objects built already (/root/fw, and /root/fw-sip with the SIP client's
+    types) and the table of kinds in /root/kinds: tests/test_firmware_debian13.py's."""
+    if root is not None:
+        return _measure_313(message, root)
     if smoke:
         return {"not measured": "smoke mode (it builds a Debian 13 root)"}
     import firmware13
@@ -1041,32 +1053,35 @@ def firmware_313(message: Path, smoke: bool) -> dict:
 
 
 def _firmware_313(message: Path, firmware13) -> dict:
-    result = {"first_call_ms": [], "rss_added_mib": []}
     with tempfile.TemporaryDirectory(prefix="dnsshim-bench-13-") as tmp:
         with firmware13.debian13_root(Path(tmp)) as root:
             firmware13.build_firmware(root, "/root/fw")
             firmware13.build_firmware(root, "/root/fw-sip", "--types", "A,AAAA,CNAME,SRV,NAPTR")
-            root.path("/root/message.bin").write_bytes(message.read_bytes())
             root.run(f"mkdir /root/kinds && {firmware13.PYTHON} -c 'import sys; "
                      f"sys.path.insert(0, \"/root/dnsshim\"); from dnsshim_build import "
-                     f"pipeline; pipeline.kinds_header(\"/root/kinds\")' && gcc -O2 -g "
-                     f"-I/root/fw/include -I/root/dnsshim/csrc/tools -I/root/kinds "
-                     f"/root/dnsshim/tests/bench/dnsshim_bench.c -o /root/bench "
-                     f"/root/fw/lib/libdnsshim_fw.o -lm -lpthread -ldl -lutil")
-            for _ in range(7):
-                out = root.run("env -i PATH=/usr/bin:/bin /root/bench cold "
-                               "/root/message.bin").stdout.split()
-                fields = dict(zip(out[::2], out[1::2]))
-                result["first_call_ms"].append(float(fields["first_call_us"]) / 1000)
-                result["rss_added_mib"].append(
-                    (int(fields["rss_after_kib"]) - int(fields["rss_before_kib"])) / 1024)
-            result = {k: statistics.median(v) for k, v in result.items()}
-            for key, where in (("full", "/root/fw"), ("sip", "/root/fw-sip")):
-                manifest = json.loads(root.path(f"{where}/share/dnsshim/firmware.json")
-                                      .read_text())
-                result[f"growth_{key}"] = {k: v / 2**20
-                                           for k, v in manifest["program growth"].items()}
-                result["python"] = manifest["versions"]["CPython"]
+                     f"pipeline; pipeline.kinds_header(\"/root/kinds\")'")
+            return _measure_313(message, root)
+
+
+def _measure_313(message: Path, root) -> dict:
+    """firmware_313's figures from a root whose objects are built."""
+    result = {"first_call_ms": [], "rss_added_mib": []}
+    root.path("/root/message.bin").write_bytes(message.read_bytes())
+    root.run("gcc -O2 -g -I/root/fw/include -I/root/dnsshim/csrc/tools -I/root/kinds "
+             "/root/dnsshim/tests/bench/dnsshim_bench.c -o /root/bench "
+             "/root/fw/lib/libdnsshim_fw.o -lm -lpthread -ldl -lutil")
+    for _ in range(7):
+        out = root.run("env -i PATH=/usr/bin:/bin /root/bench cold "
+                       "/root/message.bin").stdout.split()
+        fields = dict(zip(out[::2], out[1::2]))
+        result["first_call_ms"].append(float(fields["first_call_us"]) / 1000)
+        result["rss_added_mib"].append(
+            (int(fields["rss_after_kib"]) - int(fields["rss_before_kib"])) / 1024)
+    result = {k: statistics.median(v) for k, v in result.items()}
+    for key, where in (("full", "/root/fw"), ("sip", "/root/fw-sip")):
+        manifest = json.loads(root.path(f"{where}/share/dnsshim/firmware.json").read_text())
+        result[f"growth_{key}"] = {k: v / 2**20 for k, v in manifest["program growth"].items()}
+        result["python"] = manifest["versions"]["CPython"]
     return result
 
 
@@ -1093,14 +1108,31 @@ def cold_instructions(program: Path, message: Path) -> dict:
         return {}
     out = {}
     with tempfile.TemporaryDirectory(prefix="dnsshim-cold-") as tmp:
-        for key, function in (("first_call_instructions", "process_dns_response"),
-                              ("start_instructions", "Py_InitializeFromConfig")):
+        def collected(function: str) -> Path:
             dump = Path(tmp) / f"{function}.out"
             subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
                             f"--toggle-collect={function}", f"--callgrind-out-file={dump}", "-q",
                             str(program), "cold", str(message)], check=True, capture_output=True,
                            env={"PATH": "/usr/bin:/bin", "DNS_SHIM_SERVICE": "none"})
-            out[key] = int(dump.read_text().split("\ntotals: ", 1)[1].split()[0])
+            return dump
+
+        dump = collected("process_dns_response")
+        out["first_call_instructions"] = int(dump.read_text().split("\ntotals: ", 1)[1].split()[0])
+        # The start's share: Py_InitializeFromConfig's inclusive cost in the
+        # same run (it is called inside the first call), as callgrind_annotate
+        # reads it; a run of its own where that cannot be read.
+        found = None
+        if shutil.which("callgrind_annotate") is not None:
+            listing = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--auto=no",
+                                      "--threshold=100", str(dump)], capture_output=True,
+                                     text=True).stdout
+            found = re.search(r"^\s*([\d,]+) \([^)]*\)\s+\S*:Py_InitializeFromConfig \[",
+                              listing, re.M)
+        if found is not None:
+            out["start_instructions"] = int(found.group(1).replace(",", ""))
+        else:
+            dump = collected("Py_InitializeFromConfig")
+            out["start_instructions"] = int(dump.read_text().split("\ntotals: ", 1)[1].split()[0])
     return out
 
 
@@ -1289,9 +1321,13 @@ def main(argv=None):
                         "(python -m shim firmware DIR); default: built here")
     parser.add_argument("--firmware-sip", type=Path, help="one of the SIP/IMS set (--types "
                         "A,AAAA,CNAME,SRV,NAPTR); default: built here")
-    parser.add_argument("--worker-image", type=Path, help="the worker image for the parse "
-                        "service at --parallelism 2 (default: build's, an editable install's "
-                        "or one built here; not built in smoke mode)")
+    parser.add_argument("--worker-image", type=Path, help="the worker image for the pool "
+                        "and for the parse service at --parallelism 2 (default: built here for "
+                        "the pool; for the service alone, build's, an editable install's or "
+                        "one built here, not in smoke mode)")
+    parser.add_argument("--firmware-parallel", type=Path, help="a firmware folder built with "
+                        "--parallelism 2 (python -m shim firmware DIR --parallelism 2); "
+                        "default: built here")
     parser.add_argument("--only", choices=["nss", "service"], help="run one part alone: nss, "
                         "the NSS module against glibc's dns module (needs root); service, the "
                         "parse service (dnsshimd) against parsing in the process")
@@ -1314,7 +1350,7 @@ def main(argv=None):
     else:
         ensure_built(args.build)
         result = run(args.build, rounds, args.smoke, (args.firmware, args.firmware_sip),
-                     args.worker_image)
+                     args.worker_image, args.firmware_parallel)
         print(table(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
