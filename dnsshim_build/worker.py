@@ -47,6 +47,16 @@ An editable install (the tests' ``pip install -e``) writes beside its image
 the digest of everything the image is made from (``STAMP``,
 ``inputs_digest``): the tests take that image (``reuse``) rather than build
 the same one again, and build their own where any input differs.
+
+Every install but a distribution's keeps the image it built in the user's
+cache (``$XDG_CACHE_HOME/dnsshim/worker/DIGEST/``, else ``~/.cache``), by
+the digest of its inputs wherever the source tree is (``cache_key``), and
+takes it from there when the same inputs come again: a second ``pip
+install`` of the same sources, or a copy of the tree, does not spend half
+a minute building the same image.  Only an entry the installing user owns,
+that no one else can write, in a folder of the same kind, is taken
+(``cached``); the last ``CACHE_KEEP`` used are kept.  A distribution's
+build (``required``) never reads nor writes it.
 """
 
 from __future__ import annotations
@@ -54,6 +64,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -75,6 +86,8 @@ NAME = forms.WORKER_IMAGE
 NOTE = "libdnsshim_worker.unavailable"
 #: Beside an editable install's image: the digest of its inputs (inputs_digest).
 STAMP = "libdnsshim_worker.inputs"
+#: The cache's entries kept: the most recently used.
+CACHE_KEEP = 3
 
 
 #: The image's own export list, beside the library's: the entry points the
@@ -139,13 +152,14 @@ _PACKAGES = ("gcc", "binutils", "libpython{v}-dev", "libpython{v}-stdlib",
              "python{v}-minimal", "libffi-dev")
 
 
-def inputs_digest(version: str = "") -> str:
+def inputs_digest(version: str = "", tree: bool = True) -> str:
     """A digest of everything build() reads for an image embedding Debian's
     CPython version (default: the system's): every file of the source
     tree's build code, C and Python side; the dnspython it freezes in (each
     file's name and content); the versions of the Debian packages it links
     and compiles with, of the running Python and of its cffi (whose source
-    is compiled in); the environment's compiler variables.  "" where one cannot be read (no reuse then)."""
+    is compiled in); the environment's compiler variables; with tree, the
+    tree's own path too.  "" where one cannot be read (no reuse then)."""
     from dnsshim_build.firmware import dnspython_site
 
     version = version or default_version()
@@ -172,7 +186,8 @@ def inputs_digest(version: str = "") -> str:
         rel = Path(folder).relative_to(dns).as_posix()
         files += [(f"dns:{rel}/{n}", Path(folder) / n) for n in sorted(names)
                   if n.endswith(".py")]
-    add("tree", str(root).encode())
+    if tree:
+        add("tree", str(root).encode())
     try:
         for label, f in files:
             add(label, f.read_bytes())
@@ -189,6 +204,73 @@ def inputs_digest(version: str = "") -> str:
     for name in ("CC", "CFLAGS", "CPPFLAGS", "LDFLAGS", "SOURCE_DATE_EPOCH"):
         add(name, os.environ.get(name, "").encode())
     return h.hexdigest()
+
+
+def cache_key(version: str = "") -> str:
+    """The cache's key for an image of these inputs: their digest without
+    the tree's path (the image holds none: a copy of the tree makes the
+    same image), "" where it cannot be read (no cache then)."""
+    return inputs_digest(version, tree=False)
+
+
+def cache_dir() -> Path:
+    """The folder of the cache's entries, one folder each by its key."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "dnsshim" / "worker"
+
+
+def _owned(path: Path) -> bool:
+    """Whether path is no link, belongs to this process's user and can be
+    written by no one else."""
+    st = os.lstat(path)
+    return (not stat.S_ISLNK(st.st_mode) and st.st_uid == os.geteuid()
+            and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def cached(key: str, out: Path) -> bool:
+    """Copies the cache's image for key to out: True, or False, copying
+    nothing, where there is none or it is not the user's own (the cache's
+    folder, the entry's and the file, each owned by this process's user and
+    written by no one else: no one else can put an image there)."""
+    if not key:
+        return False
+    entry = cache_dir() / key
+    try:
+        if not all(_owned(p) for p in (cache_dir(), entry, entry / NAME)):
+            return False
+        shutil.copyfile(entry / NAME, out)
+        os.chmod(out, 0o755)
+        os.utime(entry)  # used now: kept over older entries
+    except OSError:
+        Path(out).unlink(missing_ok=True)
+        return False
+    return True
+
+
+def keep(key: str, image: Path) -> None:
+    """Puts a copy of image in the cache under key, and removes all but the
+    CACHE_KEEP entries used last; a cache that cannot be written is left
+    alone (the image is built, which is what counts)."""
+    if not key:
+        return
+    where = cache_dir()
+    try:
+        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _owned(where):
+            return
+        fresh = Path(tempfile.mkdtemp(prefix=".new-", dir=where))
+        shutil.copyfile(image, fresh / NAME)
+        os.chmod(fresh / NAME, 0o755)
+        try:
+            os.rename(fresh, where / key)
+        except OSError:  # another build of the same inputs put it there first
+            shutil.rmtree(fresh, ignore_errors=True)
+        entries = sorted((p for p in where.iterdir() if not p.name.startswith(".")),
+                         key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[CACHE_KEEP:]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        pass
 
 
 def reuse(lib: Path, out: Path) -> bool:
@@ -227,9 +309,12 @@ def build_into(lib: Path, verbose: bool = False, required: bool = False,
 
     An image or note an earlier build left in lib (a build folder that pip
     or setuptools reuses) is removed first: an image is never shipped that
-    this build did not make.  With stamp (an editable install), the digest
-    of the image's inputs is written beside it (STAMP), taken before the
-    build, so that a source changed meanwhile never matches."""
+    was not made of this build's inputs.  But for a distribution's build
+    (required), the image comes from the user's cache when it holds one of
+    the same inputs (``cached``), and one built goes there (``keep``).
+    With stamp (an editable install), the digest of the image's inputs is
+    written beside it (STAMP).  Both digests are taken before the build, so
+    that a source changed meanwhile never matches."""
     lib = Path(lib)
     lib.mkdir(parents=True, exist_ok=True)
     for name in (NAME, NOTE, STAMP):
@@ -239,7 +324,15 @@ def build_into(lib: Path, verbose: bool = False, required: bool = False,
     if not why:
         try:
             digest = inputs_digest(version) if stamp else ""
-            image = build(lib / NAME, version, verbose, debug=required)
+            key = "" if required else cache_key(version)
+            if cached(key, lib / NAME):
+                image = lib / NAME
+                if verbose:
+                    print(f"dnsshim: the worker image of these inputs, from {cache_dir() / key}",
+                          file=sys.stderr)
+            else:
+                image = build(lib / NAME, version, verbose, debug=required)
+                keep(key, image)
             if digest:
                 (lib / STAMP).write_text(digest + "\n", encoding="utf-8")
             return image

@@ -28,6 +28,7 @@ memory each instance adds: tests/bench/benchmark.py.)
 
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -204,6 +205,112 @@ def test_valgrind_with_four_threads_over_two_instances(image, pool, messages):
     assert result.stdout.splitlines()[-1] == "instances 2 distinct 2"
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path_factory, monkeypatch):
+    """Each test its own empty user's cache: an image the machine's installs
+    kept is never taken by a test that replaces the build."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    return cache
+
+
+def _counting_build(calls):
+    def build(out, version="", verbose=False, debug=False):
+        calls.append(debug)
+        out.write_bytes(f"image {len(calls)}".encode())
+        return out
+    return build
+
+
+def test_an_install_takes_the_image_of_the_same_inputs_from_the_cache(tmp_path, monkeypatch,
+                                                                      own_cache):
+    """build_into keeps the image it built in the user's cache by its
+    inputs' digest, and takes it from there for the same inputs (another
+    install, another copy of the tree) instead of building it again; other
+    inputs build anew; the three used last are kept."""
+    calls, key = [], ["k1"]
+    monkeypatch.setattr(worker, "unavailable", lambda version="": "")
+    monkeypatch.setattr(worker, "build", _counting_build(calls))
+    monkeypatch.setattr(worker, "cache_key", lambda version="": key[0])
+    assert worker.build_into(tmp_path / "a") == tmp_path / "a" / worker.NAME
+    assert worker.build_into(tmp_path / "b") == tmp_path / "b" / worker.NAME
+    assert calls == [False]
+    assert (tmp_path / "b" / worker.NAME).read_bytes() == b"image 1"
+    assert os.stat(tmp_path / "b" / worker.NAME).st_mode & 0o777 == 0o755
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == [worker.NAME]
+    entry = own_cache / "dnsshim" / "worker" / "k1"
+    assert (entry / worker.NAME).read_bytes() == b"image 1"
+    assert os.stat(own_cache / "dnsshim" / "worker").st_mode & 0o777 == 0o700
+    for n, k in enumerate(("k2", "k3", "k4"), 2):
+        key[0] = k
+        worker.build_into(tmp_path / k)
+        assert (tmp_path / k / worker.NAME).read_bytes() == f"image {n}".encode()
+        time.sleep(0.01)  # each entry's use later than the last's
+    assert sorted(p.name for p in (own_cache / "dnsshim" / "worker").iterdir()) == \
+        ["k2", "k3", "k4"]
+
+
+@pytest.mark.parametrize("whose", ["another user's file", "a file others can write",
+                                   "a folder others can write", "a link"])
+def test_an_image_in_the_cache_not_the_users_own_is_not_taken(tmp_path, monkeypatch, own_cache,
+                                                               whose):
+    """An entry that another user owns, or anyone else can write (or
+    change: its folder), or a link, is not taken: the image is built."""
+    calls = []
+    monkeypatch.setattr(worker, "unavailable", lambda version="": "")
+    monkeypatch.setattr(worker, "build", _counting_build(calls))
+    monkeypatch.setattr(worker, "cache_key", lambda version="": "k")
+    worker.build_into(tmp_path / "a")
+    entry = own_cache / "dnsshim" / "worker" / "k"
+    image = entry / worker.NAME
+    if whose == "another user's file":
+        if os.geteuid() != 0:
+            pytest.skip("only root can give a file to another user")
+        os.chown(image, 65534, 65534)
+    elif whose == "a file others can write":
+        os.chmod(image, 0o757)
+    elif whose == "a folder others can write":
+        os.chmod(entry, 0o777)
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        os.rename(entry, tmp_path / "elsewhere" / "k")
+        os.symlink(tmp_path / "elsewhere" / "k", entry)
+    assert worker.build_into(tmp_path / "b") == tmp_path / "b" / worker.NAME
+    assert calls == [False, False]
+    assert (tmp_path / "b" / worker.NAME).read_bytes() == b"image 2"
+
+
+def test_a_distribution_s_build_neither_reads_nor_writes_the_cache(tmp_path, monkeypatch,
+                                                                   own_cache):
+    """required (a distribution's build, its image with its debugging
+    information): built every time, nothing kept."""
+    calls = []
+    monkeypatch.setattr(worker, "unavailable", lambda version="": "")
+    monkeypatch.setattr(worker, "build", _counting_build(calls))
+    monkeypatch.setattr(worker, "cache_key", lambda version="": "k")
+    worker.build_into(tmp_path / "a")
+    worker.build_into(tmp_path / "b", required=True)
+    worker.build_into(tmp_path / "c", required=True)
+    assert calls == [False, True, True]
+    assert (tmp_path / "c" / worker.NAME).read_bytes() == b"image 3"
+    assert (own_cache / "dnsshim" / "worker" / "k" / worker.NAME).read_bytes() == b"image 1"
+
+
+def test_the_cache_key_is_the_inputs_wherever_the_tree_is(tmp_path, monkeypatch):
+    """cache_key: the inputs' digest without the tree's path (a copy of the
+    tree makes the same image), which inputs_digest has."""
+    _require_debian_python()
+    for where in ("one", "two"):
+        _tree(tmp_path / where)
+    monkeypatch.setattr(worker.pipeline, "ROOT", tmp_path / "one")
+    one, one_stamp = worker.cache_key(), worker.inputs_digest()
+    monkeypatch.setattr(worker.pipeline, "ROOT", tmp_path / "two")
+    assert worker.cache_key() == one and len(one) == 64
+    assert worker.inputs_digest() != one_stamp
+    (tmp_path / "two" / "csrc" / "lib" / "a.c").write_text("int b;")
+    assert worker.cache_key() != one
+
+
 def test_an_install_that_cannot_build_the_image_leaves_none_and_says_why(tmp_path, monkeypatch,
                                                                         capsys):
     """build_into, where the build cannot run: an image an earlier build left
@@ -319,6 +426,7 @@ def test_an_editable_build_stamps_its_image_with_the_digest_taken_before(tmp_pat
     monkeypatch.setattr(worker, "unavailable", lambda version="": "")
     monkeypatch.setattr(worker, "build", build)
     monkeypatch.setattr(worker, "inputs_digest", digest)
+    monkeypatch.setattr(worker, "cache_key", lambda version="": "")  # no cache
     lib = tmp_path / "lib"
     assert worker.build_into(lib, stamp=True) == lib / worker.NAME
     assert calls == ["digest", "build"]
