@@ -793,11 +793,12 @@ def nss_calls(tmp_path_factory):
 
 
 def _calls(module_dir, program, tmp_path, zone, lines, *, resolv=RESOLV, extra=(),
-           env=None, timeout=120):
+           env=None, timeout=120, service=None):
     """nss_calls's lines (MODULE written ``{m}``) run with ``hosts: files dns``
     and dns's entry points, then with ``hosts: files dnsshim`` and the
     module's, each in a namespace of its own with the same zone and
-    resolv.conf, then the ``extra`` commands.  Returns {"dns": (outcomes,
+    resolv.conf, then the ``extra`` commands; with service, the module's
+    run has the parse service (nss_env.run's).  Returns {"dns": (outcomes,
     result), "dnsshim": ...}: each line's outcome (what nss_calls printed
     after " -> "), in order, and the run."""
     out = {}
@@ -806,7 +807,8 @@ def _calls(module_dir, program, tmp_path, zone, lines, *, resolv=RESOLV, extra=(
         cmds = [nss_env.command([program], stdin=text, env=env), *extra]
         (tmp_path / module).mkdir(parents=True, exist_ok=True)
         result = nss_env.run(tmp_path / module, zone, cmds, nsswitch=nsswitch, resolv=resolv,
-                             library_dirs=[module_dir], timeout=timeout)
+                             library_dirs=[module_dir], timeout=timeout,
+                             service=service if module == "dnsshim" else None)
         c = result.commands[0]
         assert (c.returncode, c.stderr) == (0, ""), (module, c.returncode, c.stderr[-2000:],
                                                      c.stdout[-2000:])

@@ -67,6 +67,7 @@ CPYTHON = {
                           "allocations"),
     "test_nss": (False, "glibc's NSS module through glibc: the C side and glibc's resolver; "
                         "Debian's python3 as a host"),
+    "test_nss_sanitizers": (False, "the NSS module's C under ASan, UBSan and TSan"),
     "test_nss_env": (False, "the NSS test harness: namespaces, private /etc, a responder"),
     "test_optional_tools": (False, "skips and CI's requirements"),
     "test_parallelism": (False, "the pool of worker images: Debian's python3.11 frozen"),
