@@ -1025,6 +1025,34 @@ def test_the_pair_goes_to_the_servers_as_dns_sends_it(module_dir, nss_calls, tmp
         assert dnsshim.queries == dns.queries
 
 
+def test_the_name_server_a_program_set_in_res_is_asked_as_dns_asks_it(module_dir, nss_calls,
+                                                                       tmp_path):
+    """A program that sets its own name server in the thread's _res after
+    res_init (as glibc's own resolver tests do, support/resolv_test.c):
+    resolv.conf names one where no one listens (127.0.0.9), the program the
+    responder's (127.0.0.1).  Before, every lookup fails as dns's fails;
+    after, each entry point and getaddrinfo give what dns gives, asked of
+    the program's server alone (the module used to read resolv.conf for
+    each lookup and never see it)."""
+    before = ["name4 {m} alias.example.test 4096", "getaddrinfo alias.example.test unspec"]
+    after = ["name4 {m} www.example.test 4096", "name3 {m} alias.example.test inet 1024",
+             "name2 {m} www.example.test inet6 1024", "addr2 {m} 192.0.2.1 inet 4 1024",
+             "getaddrinfo www.example.test unspec", "getaddrinfo missing.example.test unspec"]
+    lines = [*before, "server 127.0.0.1", *after]
+    resolv = "nameserver 127.0.0.9\nsearch example.test\noptions timeout:1 attempts:1\n"
+    runs = _calls(module_dir, nss_calls, tmp_path, ZONE, lines, resolv=resolv)
+    got = _same_outcomes(runs, lines)
+    assert got["server 127.0.0.1"] == "0"
+    assert got["name4 {m} alias.example.test 4096"].startswith("UNAVAIL ")
+    assert got["getaddrinfo www.example.test unspec"] == (
+        "3 canon=www.example.test [2001:db8::1,192.0.2.1,192.0.2.2]")
+    assert got["addr2 {m} 192.0.2.1 inet 4 1024"].startswith("SUCCESS ")
+    dns, dnsshim = runs["dns"][1], runs["dnsshim"][1]
+    assert {r.server for r in dnsshim.received} == {"127.0.0.1"} == \
+        {r.server for r in dns.received}
+    assert dnsshim.queries == dns.queries
+
+
 def dns_name(wire: bytes) -> str:
     """The question's name of a query's octets, lowercased, no final dot."""
     import dns.message

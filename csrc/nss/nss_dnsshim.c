@@ -3,8 +3,9 @@
 ** replies are parsed by libdnsshim (dnspython), never by glibc's parser.
 **
 ** Turned on by the word "dnsshim" in nsswitch.conf ("hosts: files dnsshim").
-** The transport is glibc's resolver: the thread's resolv.conf settings
-** (res_ninit), each query made by res_nmkquery and sent by res_nsend, which
+** The transport is glibc's resolver: the thread's resolver state (_res, as
+** dns takes it: resolv.conf's settings, or the program's own where it set
+** them), each query made by res_nmkquery and sent by res_nsend, which
 ** tries the name servers, waits and repeats as resolv.conf says and goes to
 ** TCP after a truncated reply; the A and AAAA pair of a getaddrinfo goes
 ** out at once, by this module's port of glibc's send_dg (res_send.c),
@@ -575,7 +576,7 @@ static void nss_pair_close(nss_pair *p)
 }
 
 /* The address of server `ns` (glibc's __res_get_nsaddr): an IPv6 server's
-** is in the extension res_ninit fills. */
+** is in the extension res_init fills. */
 static const struct sockaddr *nss_server(res_state res, int ns)
 {
     if (res->nsaddr_list[ns].sin_family == 0 && res->_u._ext.nsaddrs[ns] != NULL)
@@ -658,63 +659,6 @@ static void nss_now(struct timespec *t)
     clock_gettime(CLOCK_MONOTONIC, t);
 }
 
-/* What a thread's resolver learned of its servers: glibc sets
-** single-request, then single-request-reopen, in the thread's resolver
-** state when a server answered one question of a pair and not the other,
-** and keeps it for that thread's later lookups until resolv.conf changes
-** and is read again.  The module's state is made anew for each lookup, so
-** the thread keeps what was learned here, with resolv.conf's identity. */
-typedef struct nss_learned {
-    unsigned long options;   /* RES_SNGLKUP, RES_SNGLKUPREOP */
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime, ctime;
-} nss_learned;
-
-static __thread nss_learned nss_thread_learned;
-
-static int nss_conf_same(const struct stat *st, const nss_learned *l)
-{
-    return st->st_dev == l->dev && st->st_ino == l->ino && st->st_size == l->size
-           && st->st_mtim.tv_sec == l->mtime.tv_sec && st->st_mtim.tv_nsec == l->mtime.tv_nsec
-           && st->st_ctim.tv_sec == l->ctime.tv_sec && st->st_ctim.tv_nsec == l->ctime.tv_nsec;
-}
-
-/* A lookup's state takes what its thread learned, while resolv.conf is
-** the one it was learned under. */
-static void nss_learned_apply(res_state res)
-{
-    struct stat st;
-    nss_learned *l = &nss_thread_learned;
-    if (l->options == 0)
-        return;
-    if (stat(_PATH_RESCONF, &st) < 0 || !nss_conf_same(&st, l)) {
-        l->options = 0;
-        return;
-    }
-    res->options |= l->options;
-}
-
-static void nss_learn(unsigned long option)
-{
-    struct stat st;
-    nss_learned *l = &nss_thread_learned;
-    int saved = errno;
-    if (stat(_PATH_RESCONF, &st) == 0) {
-        if (l->options == 0 || !nss_conf_same(&st, l)) {
-            l->options = 0;
-            l->dev = st.st_dev;
-            l->ino = st.st_ino;
-            l->size = st.st_size;
-            l->mtime = st.st_mtim;
-            l->ctime = st.st_ctim;
-        }
-        l->options |= option;
-    }
-    errno = saved;
-}
-
 /* glibc's send_dg for a pair, with server `ns`: the length of the first
 ** reply taken (0 for none or an error reply), p->len[1] the second's; 0
 ** with p->len[1] 0 for the next server; -1 when no socket can be made;
@@ -779,14 +723,12 @@ retry:
                 ** socket for each */
                 if (!single) {
                     res->options |= RES_SNGLKUP;
-                    nss_learn(RES_SNGLKUP);
                     single = 1;
                     *gotsomewhere = save_gotsomewhere;
                     goto retry;
                 }
                 if (!reopen_each) {
                     res->options |= RES_SNGLKUPREOP;
-                    nss_learn(RES_SNGLKUPREOP);
                     reopen_each = 1;
                     *gotsomewhere = save_gotsomewhere;
                     nss_pair_close(p);
@@ -1343,21 +1285,28 @@ static enum nss_status nss_failed(const nss_outcome *out, int *errnop, int *h_er
     return status;
 }
 
-/* The resolver state for one lookup: resolv.conf as it is now. */
-static int nss_begin(struct __res_state *res, unsigned char **answer, int *errnop,
-                     int *h_errnop)
+/* The resolver state of a lookup: the thread's own (_res), as glibc's dns
+** module takes it (__resolv_context_get): read from resolv.conf at the
+** thread's first lookup, and again once resolv.conf has changed, unless
+** the program changed the state itself (its own name servers in
+** _res.nsaddr_list, say), which is then used as the program left it.  The
+** public res_mkquery takes the thread's state the same way, and so has
+** glibc make that decision (nothing is sent); the state is then _res.
+** What a lookup learns of its servers (single-request) stays in it, as
+** glibc's send_dg leaves it there, until resolv.conf is read again. */
+static int nss_begin(res_state *res, unsigned char **answer, int *errnop, int *h_errnop)
 {
-    memset(res, 0, sizeof *res);
-    if (res_ninit(res) < 0) {
+    unsigned char query[NS_HFIXEDSZ + 1 + NS_QFIXEDSZ];
+    if (res_mkquery(ns_o_query, ".", ns_c_in, ns_t_a, NULL, 0, NULL, query, sizeof query) < 0
+        || !(_res.options & RES_INIT)) {
         *errnop = errno;
         *h_errnop = NETDB_INTERNAL;
         return -1;
     }
-    nss_learned_apply(res);
+    *res = &_res;
     /* two replies: the A and AAAA pair's */
     *answer = malloc(2 * NSS_DNSSHIM_ANSWER_MAX);
     if (*answer == NULL) {
-        res_nclose(res);
         *errnop = ENOMEM;
         *h_errnop = NETDB_INTERNAL;
         return -1;
@@ -1365,10 +1314,9 @@ static int nss_begin(struct __res_state *res, unsigned char **answer, int *errno
     return 0;
 }
 
-static void nss_end(struct __res_state *res, unsigned char *answer)
+static void nss_end(unsigned char *answer)
 {
     free(answer);
-    res_nclose(res);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1515,7 +1463,7 @@ static enum nss_status nss_gethostbyname4(const char *name, struct gaih_addrtupl
                                           char *buffer, size_t buflen, int *errnop,
                                           int *h_errnop, int32_t *ttlp)
 {
-    struct __res_state res;
+    res_state res;
     unsigned char *answer;
     nss_reply replies[2];
     nss_outcome out;
@@ -1532,11 +1480,11 @@ static enum nss_status nss_gethostbyname4(const char *name, struct gaih_addrtupl
     }
     if (nss_begin(&res, &answer, errnop, h_errnop) < 0)
         return NSS_STATUS_UNAVAIL;
-    count = (res.options & RES_NOAAAA) ? 1 : 2;
+    count = (res->options & RES_NOAAAA) ? 1 : 2;
     memset(&out, 0, sizeof out);
-    if (nss_search(&res, name, qtypes, count, answer, replies, &out, asked) < 0) {
+    if (nss_search(res, name, qtypes, count, answer, replies, &out, asked) < 0) {
         status = nss_failed(&out, errnop, h_errnop, olderr);
-        nss_end(&res, answer);
+        nss_end(answer);
         return status;
     }
     errno = out.sys_errno;
@@ -1569,7 +1517,7 @@ static enum nss_status nss_gethostbyname4(const char *name, struct gaih_addrtupl
     }
     for (i = 0; i < count; i++)
         nss_reply_free(&replies[i]);
-    nss_end(&res, answer);
+    nss_end(answer);
     return status;
 }
 
@@ -1669,7 +1617,7 @@ static enum nss_status nss_gethostbyname3(const char *name, int af, struct hoste
                                           char *buffer, size_t buflen, int *errnop,
                                           int *h_errnop, int32_t *ttlp, char **canonp)
 {
-    struct __res_state res;
+    res_state res;
     unsigned char *answer;
     nss_reply reply;
     nss_outcome out;
@@ -1690,15 +1638,15 @@ static enum nss_status nss_gethostbyname3(const char *name, int af, struct hoste
     if (nss_begin(&res, &answer, errnop, h_errnop) < 0)
         return NSS_STATUS_UNAVAIL;
     memset(&out, 0, sizeof out);
-    if (nss_search(&res, name, &qtype, 1, answer, &reply, &out, asked) < 0) {
+    if (nss_search(res, name, &qtype, 1, answer, &reply, &out, asked) < 0) {
         status = nss_failed(&out, errnop, h_errnop, olderr);
-        nss_end(&res, answer);
+        nss_end(answer);
         return status;
     }
     errno = out.sys_errno;
     status = nss_getanswer(&reply, af, result, &b, errnop, h_errnop, ttlp, canonp);
     nss_reply_free(&reply);
-    nss_end(&res, answer);
+    nss_end(answer);
     return status;
 }
 
@@ -1753,7 +1701,7 @@ static enum nss_status nss_gethostbyaddr2(const void *addr, socklen_t len, int a
     static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     static const unsigned char tunnelled[12] = {0};
     static const unsigned char v6local[4] = {0, 0, 0, 1};
-    struct __res_state res;
+    res_state res;
     unsigned char *answer;
     nss_reply reply;
     nss_outcome out;
@@ -1787,7 +1735,7 @@ static enum nss_status nss_gethostbyaddr2(const void *addr, socklen_t len, int a
     if (nss_begin(&res, &answer, errnop, h_errnop) < 0)
         return NSS_STATUS_UNAVAIL;
     memset(&out, 0, sizeof out);
-    if (nss_query(&res, qname, &qtype, 1, answer, &reply, &out) < 0) {
+    if (nss_query(res, qname, &qtype, 1, answer, &reply, &out) < 0) {
         if (out.refused || out.runtime)
             status = nss_failed(&out, errnop, h_errnop, olderr);
         else {
@@ -1796,7 +1744,7 @@ static enum nss_status nss_gethostbyaddr2(const void *addr, socklen_t len, int a
             errno = olderr;
             status = olderr == ECONNREFUSED ? NSS_STATUS_UNAVAIL : NSS_STATUS_NOTFOUND;
         }
-        nss_end(&res, answer);
+        nss_end(answer);
         return status;
     }
     errno = out.sys_errno;
@@ -1840,7 +1788,7 @@ static enum nss_status nss_gethostbyaddr2(const void *addr, socklen_t len, int a
         }
     }
     nss_reply_free(&reply);
-    nss_end(&res, answer);
+    nss_end(answer);
     return status;
 }
 

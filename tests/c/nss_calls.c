@@ -20,6 +20,10 @@
 **   api_name2 NAME AF BUFLEN             gethostbyname2_r (nsswitch.conf's)
 **   api_addr ADDR AF LEN BUFLEN          gethostbyaddr_r (nsswitch.conf's)
 **   getaddrinfo NAME AF                  getaddrinfo, SOCK_STREAM
+**   server ADDR                          res_init, then the thread's _res
+**                                        given the IPv4 ADDR as its one name
+**                                        server, as a program sets its own
+**                                        (prints res_init's value)
 **   limit BYTES                          libdnsshim.so.1's
 **                                        dns_shim_set_memory_limit, the
 **                                        library the module loads (the
@@ -45,6 +49,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <nss.h>
+#include <resolv.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,6 +350,18 @@ static void call(char **w, int n)
             printf("]");
             freeaddrinfo(res);
         }
+    } else if (strcmp(w[0], "server") == 0 && n == 2) {
+        struct in_addr a;
+        if (inet_pton(AF_INET, w[1], &a) != 1) {
+            printf(" -> cannot read this line\n");
+            exit(2);
+        }
+        printf(" -> %d", res_init());
+        memset(&_res.nsaddr_list[0], 0, sizeof _res.nsaddr_list[0]);
+        _res.nsaddr_list[0].sin_family = AF_INET;
+        _res.nsaddr_list[0].sin_port = htons(53);
+        _res.nsaddr_list[0].sin_addr = a;
+        _res.nscount = 1;
     } else if (strcmp(w[0], "limit") == 0 && n == 2) {
         int32_t (*set_limit)(size_t);
         void *lib = dlopen("libdnsshim.so.1", RTLD_NOW | RTLD_LOCAL);
