@@ -52,7 +52,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -359,9 +358,6 @@ static const char *nss_type_name(int qtype)
     return qtype == ns_t_a ? "A" : qtype == ns_t_aaaa ? "AAAA" : "PTR";
 }
 
-/* Whether the reply in `answer` (up to `end`) has one question whose type
-** is `qtype` and class IN, after a name: glibc's qtype_matches, on the
-** module's own buffer, not a parse (nothing of it is read as an answer). */
 /* Whether the question's type and class at `p` (before `end`) are `qtype`
 ** and IN. */
 static int nss_type_in(const unsigned char *p, const unsigned char *end, int qtype)
@@ -370,6 +366,9 @@ static int nss_type_in(const unsigned char *p, const unsigned char *end, int qty
            && p[3] == ns_c_in;
 }
 
+/* Whether the reply in `answer` (up to `end`) has one question whose type
+** is `qtype` and class IN, after a name: glibc's qtype_matches, on the
+** module's own buffer, not a parse (nothing of it is read as an answer). */
 static int nss_question_is(const unsigned char *answer, const unsigned char *end, int qtype)
 {
     int skip = dn_skipname(answer + NS_HFIXEDSZ, end);
