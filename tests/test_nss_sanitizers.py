@@ -27,7 +27,7 @@ import sanitizers
 from cprograms import STRICT
 from dnsshim_build import pipeline
 from test_nss import (CALLS_ZONE, DNS, DNSSHIM, LOOKUPS, PYTHON_CALLS, RESOLV, _calls,
-                      _commands, _outputs, _plain_program, _same_outcomes)
+                      _commands, _outputs, _same_outcomes, nss_calls)  # noqa: F401 (fixture)
 from test_races import FLAGS as TSAN_FLAGS, REPORT as TSAN_REPORT, TSAN_OPTIONS, tsan  # noqa: F401
 from test_worker import image  # noqa: F401 (fixture of tsan)
 from conftest import ROOT, require_program
@@ -46,12 +46,12 @@ def asan_module(sanitized_build):
     return sanitized_build.dir
 
 
-def _asan_env() -> dict:
-    """A host's environment: nss_env's, the sanitizers' options, their
-    runtimes preloaded, no leak check (the module's docstring says why)."""
-    env = {**nss_env.ENV, **sanitizers.options(), **sanitizers.preload()}
-    env["ASAN_OPTIONS"] = env["ASAN_OPTIONS"].replace("detect_leaks=1", "detect_leaks=0")
-    return env
+def _asan_env(sanitized) -> dict:
+    """A host's environment: nss_env's, with the sanitizers' part of an
+    uninstrumented host's (Sanitized.python_host_env: the options, the
+    runtimes preloaded, no leak check; the module's docstring says why)."""
+    host = sanitized.python_host_env()
+    return {**nss_env.ENV, **{k: host[k] for k in (*sanitizers.options(), "LD_PRELOAD")}}
 
 
 def _clean(result, what):
@@ -69,18 +69,13 @@ print("\n".join(sorted({l.split()[-1] for l in open("/proc/self/maps") if "/" in
 """
 
 
-@pytest.fixture(scope="module")
-def nss_calls(tmp_path_factory):
-    return _plain_program(tmp_path_factory, "nss_calls")
-
-
 @pytest.mark.parametrize("through", ["process", "service"])
-def test_every_lookup_under_asan_and_ubsan_prints_what_dns_prints(asan_module, built, tmp_path,
-                                                                  through):
+def test_every_lookup_under_asan_and_ubsan_prints_what_dns_prints(asan_module, sanitized_build,
+                                                                  built, tmp_path, through):
     """getent's lookups and python3's calls (test_nss.py's comparison) with
     the sanitized module: no report, and each command's output, status and
     stderr dns's."""
-    env = _asan_env()
+    env = _asan_env(sanitized_build)
     cmds = [dict(c, env=env) for c in _commands()]
     cmds.append(nss_env.command(["/usr/bin/python3", "-c", MAPPED], env=env))
     service = built.service_prog if through == "service" else None
@@ -104,9 +99,8 @@ def test_every_lookup_under_asan_and_ubsan_prints_what_dns_prints(asan_module, b
 
 
 @pytest.mark.parametrize("through", ["process", "service"])
-def test_every_entry_point_and_buffer_size_under_asan_and_ubsan_is_dns_s(asan_module, built,
-                                                                         nss_calls, tmp_path,
-                                                                         through):
+def test_every_entry_point_and_buffer_size_under_asan_and_ubsan_is_dns_s(  # noqa: F811
+        asan_module, sanitized_build, built, nss_calls, tmp_path, through):
     """The module's entry points called directly with every buffer size from
     0 to 127 octets (each buffer allocated to its size: a write or read past
     it is ASan's), and the 50 addresses that need 2,048 octets: every
@@ -120,7 +114,8 @@ def test_every_entry_point_and_buffer_size_under_asan_and_ubsan_is_dns_s(asan_mo
                   f"name2 {{m}} www.example.test inet6 {size}",
                   f"addr2 {{m}} 192.0.2.1 inet 4 {size}"]
     service = built.service_prog if through == "service" else None
-    runs = _calls(asan_module, nss_calls, tmp_path, CALLS_ZONE, lines, env=_asan_env(),
+    runs = _calls(asan_module, nss_calls, tmp_path, CALLS_ZONE, lines,
+                  env=_asan_env(sanitized_build),
                   timeout=600, service=service)
     for name in ("dns", "dnsshim"):
         _clean(runs[name][1], name)
