@@ -885,54 +885,192 @@ static unsigned nss_server_offset(res_state res)
     return (offset >> 1) % nscount;
 }
 
-/* glibc's __res_context_send for a pair over datagrams: the first reply's
-** length (0 for none) with p->len[1] the second's, or -1 with errno
-** (ETIMEDOUT, ECONNREFUSED when no server was reached, a socket's error);
-** 1 with *circuit set when the pair must go to TCP. */
-static int nss_pair_send(res_state res, nss_pair *p, int *circuit)
+/* n octets from stream fd into buf, each wait at most `seconds`: 1, or 0
+** on an error, the end of the stream or the wait (*terrno). */
+static int nss_vc_read(int fd, unsigned char *buf, size_t n, int seconds, int *terrno)
 {
-    int gotsomewhere = 0, terrno = ETIMEDOUT, attempt, n, i;
+    while (n > 0) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        ssize_t got;
+        int r = poll(&pfd, 1, seconds * 1000);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            *terrno = r == 0 ? ETIMEDOUT : errno;
+            return 0;
+        }
+        got = read(fd, buf, n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            *terrno = got == 0 ? ECONNRESET : errno;
+            return 0;
+        }
+        buf += got;
+        n -= (size_t)got;
+    }
+    return 1;
+}
+
+/* glibc's send_vc for the pair, with server `ns`: both queries written on
+** one connection, each behind its length, and the two replies read in
+** whichever order they come, each taken for the question of its ID (a
+** reply of neither ID, or of one already answered, is dropped and the
+** next read, as send_vc drops it); what a reply says (an error RCODE
+** too) is the caller's to judge.  The first reply's length with p->len[1]
+** the second's; 0 with p->len[1] 0 for the next server (no connection, an
+** error, a reply shorter than a header, or a wait longer than the
+** server's share of the timeout: glibc waits on a stream for ever); -1
+** with *terrno when no socket can be made. */
+static int nss_pair_vc(res_state res, nss_pair *p, int ns, int *terrno)
+{
+    const struct sockaddr *server = nss_server(res, ns);
+    socklen_t slen = server->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                   : sizeof(struct sockaddr_in);
+    unsigned char lens[2][2], head[2];
+    struct iovec iov[4];
+    int fd, i, taken = 0, got[2] = {0, 0}, seconds = res->retrans > 0 ? res->retrans : 1;
+    size_t total = 0;
+
+    p->len[0] = p->len[1] = 0;
+    p->which[0] = p->which[1] = -1;
+    if (server->sa_family != AF_INET && server->sa_family != AF_INET6) {
+        *terrno = EAFNOSUPPORT;
+        return 0;
+    }
+    fd = socket(server->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        *terrno = errno;
+        return -1;
+    }
+    if (connect(fd, server, slen) < 0) {
+        *terrno = errno;
+        close(fd);
+        return 0;
+    }
+    for (i = 0; i < 2; i++) {
+        lens[i][0] = (unsigned char)(p->q[i]->qlen >> 8);
+        lens[i][1] = (unsigned char)p->q[i]->qlen;
+        iov[2 * i].iov_base = lens[i];
+        iov[2 * i].iov_len = 2;
+        iov[2 * i + 1].iov_base = (void *)p->q[i]->query;
+        iov[2 * i + 1].iov_len = (size_t)p->q[i]->qlen;
+        total += 2 + (size_t)p->q[i]->qlen;
+    }
+    if (writev(fd, iov, 4) != (ssize_t)total) {
+        *terrno = errno;
+        close(fd);
+        return 0;
+    }
+    while (taken < 2) {
+        unsigned char *reply = p->answer[taken];
+        int size, match = -1;
+        if (!nss_vc_read(fd, head, 2, seconds, terrno))
+            break;
+        size = head[0] << 8 | head[1];
+        if (size < NS_HFIXEDSZ) {
+            *terrno = EMSGSIZE;
+            break;
+        }
+        if (!nss_vc_read(fd, reply, (size_t)size, seconds, terrno))
+            break;
+        for (i = 0; i < 2 && match < 0; i++)
+            if (!got[i] && reply[0] == p->q[i]->query[0] && reply[1] == p->q[i]->query[1])
+                match = i;
+        if (match < 0)
+            continue;
+        got[match] = 1;
+        p->which[taken] = match;
+        p->len[taken] = size;
+        taken++;
+    }
+    close(fd);
+    if (taken < 2) {
+        /* send_vc ends the pair on an error; what came before it is lost */
+        p->len[0] = p->len[1] = 0;
+        p->which[0] = p->which[1] = -1;
+        return 0;
+    }
+    return p->len[0];
+}
+
+/* glibc's __res_context_send for the pair over streams: the servers of
+** the rotation from its `first` on (the one that truncated its reply, or
+** the rotation's first under use-vc), one attempt each, the first that
+** answers both questions; as nss_pair_send returns. */
+static int nss_pair_send_vc(res_state res, nss_pair *p, unsigned first, unsigned offset)
+{
+    int terrno = ETIMEDOUT, n;
+    unsigned shift;
+    for (shift = first; shift < (unsigned)res->nscount; shift++) {
+        unsigned ns = shift + offset;
+        if (ns >= (unsigned)res->nscount)
+            ns -= (unsigned)res->nscount;
+        n = nss_pair_vc(res, p, (int)ns, &terrno);
+        if (n < 0)
+            break;
+        if (n > 0)
+            return n;
+    }
+    errno = terrno;
+    return -1;
+}
+
+/* glibc's __res_context_send for a pair: over datagrams, then, from the
+** server that truncated a reply, over streams (nss_pair_send_vc), or over
+** streams alone under use-vc or for a query longer than a datagram: the
+** first reply's length (0 for none) with p->len[1] the second's, or -1
+** with errno (ETIMEDOUT, ECONNREFUSED when no server was reached, a
+** socket's error). */
+static int nss_pair_send(res_state res, nss_pair *p)
+{
+    int gotsomewhere = 0, terrno = ETIMEDOUT, attempt, n = -1, i, circuit = 0;
     unsigned shift, offset;
     for (i = 0; i < MAXNS; i++)
         p->fd[i] = -1;
     p->which[0] = p->which[1] = -1;
     p->len[0] = p->len[1] = 0;
-    *circuit = 0;
     if (res->nscount <= 0) {
         errno = ESRCH;
         return -1;
     }
-    if ((res->options & RES_USEVC) || p->q[0]->qlen > PACKETSZ || p->q[1]->qlen > PACKETSZ) {
-        *circuit = 1;
-        return 1;
-    }
     offset = nss_server_offset(res);
+    if ((res->options & RES_USEVC) || p->q[0]->qlen > PACKETSZ || p->q[1]->qlen > PACKETSZ) {
+        n = nss_pair_send_vc(res, p, 0, offset);
+        goto done;
+    }
     for (attempt = 0; attempt < res->retry; attempt++) {
         for (shift = 0; shift < (unsigned)res->nscount; shift++) {
             unsigned ns = shift + offset;
             if (ns >= (unsigned)res->nscount)
                 ns -= (unsigned)res->nscount;
-            n = nss_pair_dg(res, p, (int)ns, &terrno, circuit, &gotsomewhere);
+            n = nss_pair_dg(res, p, (int)ns, &terrno, &circuit, &gotsomewhere);
             if (n < 0) {
                 nss_pair_close(p);
                 return -1;
             }
-            if (*circuit)
-                return 1;
+            if (circuit) {
+                n = nss_pair_send_vc(res, p, shift, offset);
+                goto done;
+            }
             if (n == 0 && p->len[1] == 0)
                 continue;
             p->len[0] = n;
-            /* the AD bit cleared unless resolv.conf trusts it */
-            for (i = 0; i < 2; i++)
-                if (!(res->options & RES_TRUSTAD) && p->len[i] > NS_HFIXEDSZ)
-                    p->answer[i][3] &= (unsigned char)~0x20;
             nss_pair_close(p);
-            return n;
+            goto done;
         }
     }
     nss_pair_close(p);
     errno = gotsomewhere ? ETIMEDOUT : ECONNREFUSED;
     return -1;
+done:
+    if (n < 0)
+        return -1;
+    /* the AD bit cleared unless resolv.conf trusts it */
+    for (i = 0; i < 2; i++)
+        if (!(res->options & RES_TRUSTAD) && p->len[i] > NS_HFIXEDSZ)
+            p->answer[i][3] &= (unsigned char)~0x20;
+    return n;
 }
 
 /* The verdict on one name's replies, as glibc's __res_context_query gives
@@ -981,14 +1119,13 @@ static int nss_judge(const nss_reply *replies, const int *answered, int count,
 /* The A and AAAA pair asked at once (nss_pair_send) and each reply that
 ** came read through the library, in the order they came: 0 with
 ** answered[] saying which of replies[] hold one, -1 with `out` saying why
-** (a reply refused, the runtime failed, a query not made), 1 when a reply
-** was truncated, so that the pair is asked again over TCP. */
+** (a reply refused, the runtime failed, a query not made). */
 static int nss_ask_pair(res_state res, const char *name, unsigned char *answer,
                         nss_reply *replies, int *answered, nss_outcome *out)
 {
     nss_question q[2];
     nss_pair p;
-    int circuit, n, i;
+    int n, i;
 
     memset(replies, 0, 2 * sizeof *replies);
     answered[0] = answered[1] = 0;
@@ -1000,13 +1137,11 @@ static int nss_ask_pair(res_state res, const char *name, unsigned char *answer,
     p.answer[0] = answer;
     p.answer[1] = answer + NSS_DNSSHIM_ANSWER_MAX;
     memset(answer, 0, NS_HFIXEDSZ);
-    n = nss_pair_send(res, &p, &circuit);
+    n = nss_pair_send(res, &p);
     out->sys_errno = errno;
     /* the RCODE in the first buffer, as glibc's search reads it: of the
     ** first reply taken, an error reply too */
     out->last_rcode = answer[3] & 0x0f;
-    if (circuit)
-        return 1;
     if (n < 0)
         return 0;
     for (i = 0; i < 2; i++) {
@@ -1025,41 +1160,30 @@ static int nss_ask_pair(res_state res, const char *name, unsigned char *answer,
 
 /* One name asked for every type of `qtypes` (glibc's querydomain with
 ** __res_context_query): 0 and the replies, or -1.  The A and AAAA pair is
-** asked at once, as glibc asks it; over TCP (use-vc, or after a truncated
-** reply) one question after the other, through res_nsend.  A reply
-** the library refused, or a runtime that failed, ends the lookup there. */
+** asked at once, as glibc asks it (nss_pair_send), one question through
+** res_nsend.  A reply the library refused, or a runtime that failed, ends
+** the lookup there. */
 static int nss_query(res_state res, const char *name, const int *qtypes, int count,
                      unsigned char *answer, nss_reply *replies, nss_outcome *out)
 {
-    int i, r, answered[2] = {0, 0}, any = 0, sequential = count == 1, circuit = 0;
+    int i, r, answered[2] = {0, 0}, any = 0;
     if (count == 2) {
-        r = nss_ask_pair(res, name, answer, replies, answered, out);
-        if (r < 0)
+        if (nss_ask_pair(res, name, answer, replies, answered, out) < 0)
             return -1;
         any = answered[0] || answered[1];
-        if (r == 1) {
-            /* both over TCP, one connection each (glibc's send_vc sends
-            ** the pair over one; kept open between two res_nsend calls
-            ** the connection would leave errno as glibc does not) */
-            sequential = 1;
-            circuit = (int)(~res->options & RES_USEVC);
-            res->options |= RES_USEVC;
-        }
     }
-    for (i = 0; sequential && i < count; i++) {
+    for (i = 0; count == 1 && i < count; i++) {
         r = nss_ask(res, name, qtypes[i], answer, &replies[i], out);
         if (i == 0)
             out->last_rcode = replies[0].rcode;
         if (r == -1) {
             while (i-- > 0)
                 nss_reply_free(&replies[i]);
-            res->options &= ~(unsigned long)circuit;
             return -1;
         }
         answered[i] = r == 0;
         any |= r == 0;
     }
-    res->options &= ~(unsigned long)circuit;
     if (!any || nss_judge(replies, answered, count, out) < 0) {
         if (!any)
             nss_herrno(out, TRY_AGAIN);
