@@ -49,6 +49,7 @@ CPYTHON = {
     "test_firmware": (False, "Debian's python3.11 frozen, whatever runs the build"),
     "test_firmware_debian13": (False, "Debian 13's python3.13, in its own root"),
     "test_fuzz": (False, "coverage-guided search of the decoder: its logic, once"),
+    "test_glibc_resolv": (False, "glibc's own resolver tests against the NSS module's C"),
     "test_forms": (True, "what each form made with that CPython has (the virtualenv, the prefix "
                           "install, the bundle), guest mode in it"),
     "test_glue": (True, "the glue runs in the CPython that imports it"),
