@@ -17,7 +17,10 @@ With the corpus (seed 20240601) the split is pinned: 1,273 accepted; of
 the 7,799 bare FormErrors, 5,789 ERR_TRUNCATED, 1,480 ERR_BAD_RDATA, 233
 ERR_BAD_NAME, 215 ERR_BAD_EDNS and 82 ERR_FORMAT; the walk names every one of
 them exactly.  The C run takes about a second; dnspython's fresh verdicts
-about a minute on a busy 2-core machine (a fork per mutant).
+about a minute on a busy 2-core machine (a fork per mutant), once: they are
+kept under ${XDG_CACHE_HOME:-~/.cache}/dnsshim/fresh-reference/, keyed by
+the mutants, the interpreter, dnspython and the code that computes them
+(fresh_reference.cache_key), and taken from there while none changes.
 
 The same mutants through the decoder (``mutator.disagreement``, exact
 statuses too) guard what C does not see: the records, header and EDNS
@@ -52,7 +55,7 @@ FORMERROR_SPLIT = {Status.ERR_TRUNCATED: 5789, Status.ERR_BAD_RDATA: 1480,
 def verdicts():
     """The mutants and dnspython's verdict on each, from fresh processes."""
     wires = mutator.mutants(COUNT, seed=SEED)
-    return wires, fresh.results("reference", wires, jobs=2)
+    return wires, fresh.results("reference", wires, jobs=2, cache=True)
 
 
 def test_twenty_thousand_mutants_through_the_library_from_c(built, verdicts):
@@ -178,3 +181,31 @@ def test_positions_of_a_known_message():
     # "example.com": length octets at 12, 20 and the root at 24; the answer's
     # owner is a pointer at 29; its RDLENGTH at 39.
     assert (labels, pointers, rdlengths) == ([12, 20, 24], [29], [39])
+
+
+def test_fresh_verdicts_are_kept_for_the_same_messages_and_code_only(tmp_path, monkeypatch):
+    """fresh_reference.results(cache=True): the second call for the same
+    messages takes the kept verdicts (no interpreter runs: one that did
+    would fail here) and they are the fresh ones; other messages are
+    computed again; an entry that is not a list of the right length is
+    not taken."""
+    import malformed
+
+    monkeypatch.setattr(fresh, "CACHE", tmp_path / "fresh")
+    wires = [malformed.GOOD, malformed.GOOD[:5]]
+    first = fresh.results("reference", wires, cache=True)
+    [kept] = list((tmp_path / "fresh").glob("reference-*.json"))
+    assert kept.name == f"reference-{fresh.cache_key('reference', fresh.frame(wires))}.json"
+
+    def no_interpreter(*args, **kwargs):
+        raise AssertionError("the kept verdicts were not taken")
+
+    with monkeypatch.context() as m:
+        m.setattr(fresh.subprocess, "run", no_interpreter)
+        assert fresh.results("reference", wires, cache=True) == first
+        with pytest.raises(AssertionError, match="not taken"):
+            fresh.results("reference", wires[:1], cache=True)
+    assert first == fresh.results("reference", wires)  # what a fresh run gives
+    assert first[0] != first[1]
+    kept.write_text("[1]", encoding="utf-8")
+    assert fresh.results("reference", wires, cache=True) == first
