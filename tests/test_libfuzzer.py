@@ -6,9 +6,10 @@ ASan, UBSan and libFuzzer's coverage; the harness with
 -fsanitize=fuzzer,address,undefined), then:
 
 * fuzzed for its budget (Harness.seconds: 15 s for those that go through the
-  embedded interpreter, 10 s for the plan harnesses and fuzz_service; 100 s
+  embedded interpreter, 10 s for the plan harnesses and fuzz_service; 115 s
   in all, one job), seeded with the shared corpus and c-ares's own fuzz
-  inputs (fuzz_service: answers of dnsshimd encoded by libfuzzer.py); any
+  inputs (fuzz_service: answers of dnsshimd encoded by libfuzzer.py;
+  fuzz_nss: lookups and their replies, libfuzzer.nss_seeds); any
   crash, leak, timeout, out-of-memory, sanitizer report or failed harness
   check fails the test, which prints the input (hex and base64), the
   report and the command that reproduces it;

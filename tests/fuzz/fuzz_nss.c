@@ -82,11 +82,10 @@ static size_t question_end(const uint8_t *q, size_t qn)
 }
 
 /* The next scripted reply for a query (q, qn) into out (at most 65535
-** octets): its length, or -1 for REFUSED. */
+** octets): its length, or -1 for REFUSED.  With script_lock held. */
 static int next_reply(const uint8_t *q, size_t qn, uint8_t *out)
 {
     int n = -1;
-    pthread_mutex_lock(&script_lock);
     if (script_left >= 3) {
         uint8_t flags = script[0];
         size_t len = (size_t)script[1] << 8 | script[2];
@@ -103,7 +102,6 @@ static int next_reply(const uint8_t *q, size_t qn, uint8_t *out)
             memcpy(out + 12, q + 12, question_end(q, qn) - 12);
         }
     }
-    pthread_mutex_unlock(&script_lock);
     return n;
 }
 
@@ -138,7 +136,9 @@ static void serve_tcp(int fd)
             if (have == 2)
                 want = 2 + ((size_t)q[0] << 8 | q[1]);
         }
+        pthread_mutex_lock(&script_lock);
         n = next_reply(q + 2, have - 2, r + 2);
+        pthread_mutex_unlock(&script_lock);
         if (verbose)
             fprintf(stderr, "fuzz_nss: TCP query of %zu octets, reply %d\n", have - 2, n);
         if (n < 0)
@@ -163,11 +163,17 @@ static void *server(void *arg)
         if (p[0].revents & POLLIN) {
             struct sockaddr_in from;
             socklen_t flen = sizeof from;
-            ssize_t qn = recvfrom(udp_fd, q, sizeof q, 0, (struct sockaddr *)&from, &flen);
+            ssize_t qn;
             int n;
+            /* Taken and answered under the lock: a query the input's
+            ** lookup sent is answered from its script, never one that
+            ** came late (the main thread drains those). */
+            pthread_mutex_lock(&script_lock);
+            qn = recvfrom(udp_fd, q, sizeof q, MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
+            n = qn > 0 ? next_reply(q, (size_t)qn, r) : -1;
+            pthread_mutex_unlock(&script_lock);
             if (qn <= 0)
                 continue;
-            n = next_reply(q, (size_t)qn, r);
             if (verbose)
                 fprintf(stderr, "fuzz_nss: UDP query of %zd octets, reply %d\n", qn, n);
             if (n >= 0)
@@ -337,6 +343,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bufsize = ((size_t)data[1] << 8 | data[2]) % 8192;
     name = NAMES[(choices >> 3) & 3];
     pthread_mutex_lock(&script_lock);
+    {
+        /* what the last input's lookup left unread goes unanswered */
+        uint8_t stale[512];
+        while (recv(udp_fd, stale, sizeof stale, MSG_DONTWAIT) > 0)
+            continue;
+    }
     script = data + 3;
     script_left = size - 3;
     pthread_mutex_unlock(&script_lock);
@@ -404,5 +416,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     }
     free(buffer);
+    pthread_mutex_lock(&script_lock);
+    script = NULL;
+    script_left = 0;
+    pthread_mutex_unlock(&script_lock);
     return 0;
 }

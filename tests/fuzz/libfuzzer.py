@@ -73,7 +73,8 @@ class Harness:
     #: message; "plan": a plan built from the octets (no seeds); "service":
     #: a call's choices, then dnsshimd's answer (seeds: service_seeds());
     #: "ares-service": a c-ares call's choices, then dnsshimd's answer to it
-    #: (seeds: ares_service_seeds())
+    #: (seeds: ares_service_seeds()); "nss": an NSS call's choices, then the
+    #: replies to its queries (seeds: nss_seeds())
     input: str = "message"
     #: seconds of fuzzing in tests/test_libfuzzer.py
     seconds: int = 15
@@ -94,7 +95,7 @@ class Harness:
         own = sorted(p for p in (REGRESSIONS / "libfuzzer" / self.name).glob("*")
                      if p.is_file())
         messages = sorted(REGRESSIONS.glob("*.bin"))
-        if self.input in ("plan", "service", "ares-service"):
+        if self.input in ("plan", "service", "ares-service", "nss"):
             return [(own, {})]
         if self.input == "ares":
             return [(own, {}), (messages, dict(self.raw_env))]
@@ -139,6 +140,10 @@ HARNESSES = {h.name: h for h in (
             "but the bridge), no Python, no socket: what it takes is a parse's status, passes "
             "check.c and is written again octet for octet; nothing held when it refuses",
             units=_ARES_UNITS, input="ares-service", seconds=10),
+    Harness("fuzz_nss", "libnss_dnsshim's own C (search list, pair and TCP transport, replies "
+            "matched, the answer's assembly into the caller's buffer, ERANGE) with the replies "
+            "a name server of the harness's gives: statuses, errno and h_errno, every pointer "
+            "inside the buffer", libraries=("dnsshim",), input="nss"),
 )}
 
 
@@ -202,6 +207,8 @@ def seeds(harness: Harness, out: Path, cares=None, corpus=None) -> list:
         return [service_seeds(Path(out) / f"seeds-{harness.name}")]
     if harness.input == "ares-service":
         return [ares_service_seeds(Path(out) / f"seeds-{harness.name}")]
+    if harness.input == "nss":
+        return [nss_seeds(Path(out) / f"seeds-{harness.name}")]
     folders = [Path(p) for p in (corpus or ())]
     if cares is not None:
         folders.append(Path(cares.fuzzinput))
@@ -402,6 +409,72 @@ def ares_service_seeds(where: Path) -> Path:
     }
     for name, (kind, status, payload) in answers.items():
         (where / name).write_bytes(struct.pack(">BHHi", kind, 512, 12, status) + payload)
+    return where
+
+
+# ---------------------------------------------------------------------------
+# fuzz_nss's seeds: lookups and the replies to them (tests/fuzz/fuzz_nss.c's
+# input: the choices, the buffer's size, each reply behind its flags).
+
+#: The choices' entry points (bits 0-2) and names (bits 3-4).
+_BYNAME4, _BYNAME3_V4, _BYNAME3_V6, _BYADDR_V4, _BYADDR_V6, _BYNAME, _BYADDR_MAPPED = 0, 1, 2, 3, 4, 5, 6
+_WWW, _SHORT = 0, 1 << 3
+_NO_SEARCH = 0x80
+
+
+def _nss_reply(name, rdtype, records=(), rcode=0, tc=False) -> bytes:
+    import dns.flags
+    import dns.message
+    import dns.rrset
+
+    query = dns.message.make_query(name, rdtype, use_edns=False)
+    reply = dns.message.make_response(query)
+    reply.set_rcode(rcode)
+    reply.flags |= dns.flags.RA  # a recursive server's: not lame (glibc drops a lame reply)
+    if tc:
+        reply.flags |= dns.flags.TC
+    for owner, kind, text in records:
+        reply.answer.append(dns.rrset.from_text(owner, 300, "IN", kind, text))
+    return reply.to_wire()
+
+
+def nss_seeds(where: Path) -> Path:
+    """fuzz_nss's seeds, written into where: each entry point with answers,
+    a CNAME chain, the search list past an NXDOMAIN, a truncated reply and
+    its TCP retry, an answer too big for the buffer, and the errors."""
+    where.mkdir(parents=True, exist_ok=True)
+    www = "www.example.test."
+    a = _nss_reply(www, "A", [(www, "A", "192.0.2.1"), (www, "A", "192.0.2.2")])
+    aaaa = _nss_reply(www, "AAAA", [(www, "AAAA", "2001:db8::1")])
+    chain = _nss_reply(www, "A", [(www, "CNAME", "host.example.test."),
+                                  ("host.example.test.", "A", "192.0.2.3")])
+    many = _nss_reply(www, "AAAA", [(www, "AAAA", f"2001:db8::{i:x}") for i in range(1, 41)])
+    ptr4 = _nss_reply("7.2.0.192.in-addr.arpa.", "PTR",
+                      [("7.2.0.192.in-addr.arpa.", "PTR", "host.example.test.")])
+    v6 = "7.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa."
+    ptr6 = _nss_reply(v6, "PTR", [(v6, "PTR", "host.example.test.")])
+    seeds = {
+        "byname4": (_BYNAME4 | _WWW, 1024, [a, aaaa]),
+        "byname4-erange": (_BYNAME4 | _WWW, 200, [a, many]),
+        "byname4-search": (_BYNAME4 | _SHORT, 1024, [a, aaaa]),
+        "byname4-nxdomain": (_BYNAME4 | _WWW | _NO_SEARCH, 1024,
+                             [_nss_reply(www, "A", rcode=3), _nss_reply(www, "AAAA", rcode=3)]),
+        "byname3-chain": (_BYNAME3_V4 | _WWW, 1024, [chain]),
+        "byname3-v6": (_BYNAME3_V6 | _WWW, 1024, [aaaa]),
+        "byname3-v6-erange": (_BYNAME3_V6 | _WWW, 300, [many]),
+        "byname3-tcp": (_BYNAME3_V4 | _WWW, 1024, [_nss_reply(www, "A", tc=True), a]),
+        "byname3-servfail": (_BYNAME3_V4 | _WWW, 1024, [_nss_reply(www, "A", rcode=2)]),
+        "byname": (_BYNAME | _WWW, 1024, [a]),
+        "byaddr-v4": (_BYADDR_V4, 1024, [ptr4]),
+        "byaddr-v6": (_BYADDR_V6, 1024, [ptr6]),
+        "byaddr-mapped": (_BYADDR_MAPPED, 1024, [ptr4]),
+        "byaddr-small": (_BYADDR_V4, 16, [ptr4]),
+    }
+    for name, (choices, size, replies) in seeds.items():
+        data = struct.pack(">BH", choices, size)
+        for wire in replies:
+            data += struct.pack(">BH", 3, len(wire)) + wire
+        (where / name).write_bytes(data)
     return where
 
 
