@@ -22,6 +22,9 @@ source cannot be had (not Debian, no network), the tests skip too, and fail
 under CI=true.
 """
 
+import os
+import subprocess
+
 import pytest
 
 import glibc_source
@@ -35,12 +38,24 @@ UNSUPPORTED = 77
 
 @pytest.fixture(scope="session")
 def glibc_tests():
+    """The built tests (glibc_source.tests()), where this machine can run
+    them: root and namespaces first (nss_env's rule), so that a chroot
+    builds nothing it cannot run."""
     require_program("gcc", "gcc")
     require_program("unshare", "util-linux")
+    if os.geteuid() != 0 or subprocess.run(["unshare", "--net", "--mount", "true"],
+                                           capture_output=True).returncode != 0:
+        nss_env._unavailable("root and network and mount namespaces")
     try:
         return glibc_source.tests()
     except glibc_source.Unavailable as why:
         require_download(str(why))
+    except RuntimeError as why:
+        # another glibc's support/ that does not build outside its tree:
+        # said here, a failure in CI (Debian 12's builds)
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"glibc's resolver tests do not build against this glibc: {why}")
 
 
 def _run(tmp_path, module_dir, program, hosts=None, service=None):  # noqa: F811
