@@ -885,6 +885,14 @@ static unsigned nss_server_offset(res_state res)
     return (offset >> 1) % nscount;
 }
 
+/* The server the rotation's `shift`-th attempt asks, from `offset`
+** (nss_server_offset). */
+static int nss_server_at(res_state res, unsigned shift, unsigned offset)
+{
+    unsigned ns = shift + offset;
+    return (int)(ns >= (unsigned)res->nscount ? ns - (unsigned)res->nscount : ns);
+}
+
 /* n octets from stream fd into buf, each wait at most `seconds`: 1, or 0
 ** on an error, the end of the stream or the wait (*terrno). */
 static int nss_vc_read(int fd, unsigned char *buf, size_t n, int seconds, int *terrno)
@@ -1003,10 +1011,7 @@ static int nss_pair_send_vc(res_state res, nss_pair *p, unsigned first, unsigned
     int terrno = ETIMEDOUT, n;
     unsigned shift;
     for (shift = first; shift < (unsigned)res->nscount; shift++) {
-        unsigned ns = shift + offset;
-        if (ns >= (unsigned)res->nscount)
-            ns -= (unsigned)res->nscount;
-        n = nss_pair_vc(res, p, (int)ns, &terrno);
+        n = nss_pair_vc(res, p, nss_server_at(res, shift, offset), &terrno);
         if (n < 0)
             break;
         if (n > 0)
@@ -1041,10 +1046,8 @@ static int nss_pair_send(res_state res, nss_pair *p)
     }
     for (attempt = 0; attempt < res->retry; attempt++) {
         for (shift = 0; shift < (unsigned)res->nscount; shift++) {
-            unsigned ns = shift + offset;
-            if (ns >= (unsigned)res->nscount)
-                ns -= (unsigned)res->nscount;
-            n = nss_pair_dg(res, p, (int)ns, &terrno, &circuit, &gotsomewhere);
+            n = nss_pair_dg(res, p, nss_server_at(res, shift, offset), &terrno, &circuit,
+                            &gotsomewhere);
             if (n < 0) {
                 nss_pair_close(p);
                 return -1;
@@ -1172,17 +1175,12 @@ static int nss_query(res_state res, const char *name, const int *qtypes, int cou
             return -1;
         any = answered[0] || answered[1];
     }
-    for (i = 0; count == 1 && i < count; i++) {
-        r = nss_ask(res, name, qtypes[i], answer, &replies[i], out);
-        if (i == 0)
-            out->last_rcode = replies[0].rcode;
-        if (r == -1) {
-            while (i-- > 0)
-                nss_reply_free(&replies[i]);
+    if (count == 1) {
+        r = nss_ask(res, name, qtypes[0], answer, &replies[0], out);
+        out->last_rcode = replies[0].rcode;
+        if (r == -1)
             return -1;
-        }
-        answered[i] = r == 0;
-        any |= r == 0;
+        answered[0] = any = r == 0;
     }
     if (!any || nss_judge(replies, answered, count, out) < 0) {
         if (!any)
