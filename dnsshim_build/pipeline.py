@@ -303,6 +303,17 @@ class Library:
     #: the C units compiled on their own beside cffi's unit (compiles();
     #: dnsshim_build/firmware.py)
     units: tuple = ()
+    #: the shared library as two objects (csrc/lib/front.c): the units of its
+    #: front, the object a program links, which carries no Python (none: one
+    #: object)...
+    front: tuple = ()
+    #: ... and its runtime's file, in the form's worker folder: the whole
+    #: library as one object, which the front loads for a parse it must
+    #: compute in the process, what that object exports, and the C it alone
+    #: links beside the library's objects (compiled in its link)
+    runtime_soname: str = ""
+    runtime_exports: Path | None = None
+    runtime_units: tuple = ()
 
     @property
     def soname(self) -> str:
@@ -333,7 +344,10 @@ DNSSHIM = Library(
     pc_template=CSRC / "lib" / "dnsshim.pc.in", starts_runtime=True, guest_prefix="dns_shim",
     units=(CSRC / "lib" / "api.c", CSRC / "lib" / "dispatch.c",
            CSRC / "lib" / "failure.c", CSRC / "lib" / "guest.c", CSRC / "lib" / "memory.c",
-           CSRC / "lib" / "pool.c", CSRC / "lib" / "runtime.c", CSRC / "lib" / "service.c"))
+           CSRC / "lib" / "pool.c", CSRC / "lib" / "runtime.c", CSRC / "lib" / "service.c"),
+    front=(CSRC / "lib" / "api.c", CSRC / "lib" / "dispatch.c", CSRC / "lib" / "failure.c",
+           CSRC / "lib" / "service.c", CSRC / "lib" / "front.c"),
+    runtime_soname=layout.RUNTIME_LIBRARY, runtime_exports=CSRC / "lib" / "libdnsshim.map")
 
 #: libdnsshim.so's two objects (csrc/lib/front.c says why): the front, the
 #: shared object a program links (DNSSHIM.soname), which carries no Python,
@@ -344,12 +358,15 @@ DNSSHIM = Library(
 #: fork handler through its private dns_shim__runtime_fork).  The static
 #: archive, the bundle and a distribution's build (--system: the Debian
 #: packages) are the whole library, without a front.
-FRONT_UNITS = (CSRC / "lib" / "api.c", CSRC / "lib" / "dispatch.c", CSRC / "lib" / "failure.c",
-               CSRC / "lib" / "service.c", CSRC / "lib" / "front.c")
-RUNTIME_SONAME = layout.RUNTIME_LIBRARY
+FRONT_UNITS = DNSSHIM.front
+RUNTIME_SONAME = DNSSHIM.runtime_soname
 
 #: libdnsshim_ares: c-ares's classic reply parsers, on libdnsshim's runtime.
-#: c-ares's classic parse API is fixed (1.18, 1.19): its major stays 1.
+#: c-ares's classic parse API is fixed (1.18, 1.19): its major stays 1.  Its
+#: shared object is two objects too (csrc/ares/front.c): the front, every
+#: unit but cffi's, on libdnsshim's front; the runtime, the whole library,
+#: exporting the table of the bridge's four calls alone (runtime_entries.c,
+#: libdnsshim_ares_runtime.map).
 DNSSHIM_ARES = Library(
     name="dnsshim_ares", pc_name="dnsshim-ares", module="_dnsshim_ares_cffi",
     cdef=lambda: header_cdef(ARES_HEADER), source=CSRC / "ares" / "dnsshim_ares.c",
@@ -360,7 +377,14 @@ DNSSHIM_ARES = Library(
     units=(CSRC / "ares" / "check.c", CSRC / "ares" / "dnsrec.c", CSRC / "ares" / "free.c", CSRC / "ares" / "memory.c",
            CSRC / "ares" / "owned.c",
            CSRC / "ares" / "parsers.c", CSRC / "ares" / "service.c",
-           CSRC / "ares" / "structures.c"))
+           CSRC / "ares" / "structures.c"),
+    front=(CSRC / "ares" / "check.c", CSRC / "ares" / "dnsrec.c", CSRC / "ares" / "free.c",
+           CSRC / "ares" / "memory.c", CSRC / "ares" / "owned.c", CSRC / "ares" / "parsers.c",
+           CSRC / "ares" / "service.c", CSRC / "ares" / "structures.c",
+           CSRC / "ares" / "front.c"),
+    runtime_soname=layout.ARES_RUNTIME_LIBRARY,
+    runtime_exports=CSRC / "ares" / "libdnsshim_ares_runtime.map",
+    runtime_units=(CSRC / "ares" / "runtime_entries.c",))
 
 #: Every library, in the order they are built (a library after those it links).
 LIBRARIES = (DNSSHIM, DNSSHIM_ARES)
@@ -840,18 +864,22 @@ def _objects(units: list, product: str) -> list:
     return [unit.output for unit in units if unit.product == product]
 
 
-def _link_front(out_dir: Path, work: Path, defines: list, verbose: bool,
+def _link_front(library: Library, out_dir: Path, work: Path, defines: list, verbose: bool,
                 system: bool = False) -> Path:
-    """libdnsshim.so.1, the front (FRONT_UNITS), and its development link:
-    compiled and linked in one step, hidden unless exported, the library's
-    export list (DNSSHIM.exports), libc alone (-ldl), -z nodelete (the
-    runtime it loaded keeps pointers into it)."""
-    library = DNSSHIM
+    """A split library's front (Library.front: libdnsshim.so.1,
+    libdnsshim_ares.so.1) and its development link: compiled and linked in
+    one step, hidden unless exported, the library's export list, libc
+    (-ldl) and the fronts it links alone, -z nodelete (the runtime it
+    loaded keeps pointers into it)."""
     shared = out_dir / library.soname
+    needs = [flag for name in library.links for flag in (f"-L{out_dir}", f"-l{name}")]
+    if library.links and not system:
+        needs.append("-Wl,-rpath,$ORIGIN")
     _run([compiler(), "-shared", *_library_flags(), f"-I{work}", *defines,
-          *map(str, FRONT_UNITS), "-o", f"{shared}.tmp",
+          *map(str, library.front), "-o", f"{shared}.tmp",
           f"-Wl,--version-script={library.exports}", f"-Wl,-soname,{library.soname}",
-          "-Wl,--no-undefined", "-Wl,-z,nodelete", "-ldl", *env_flags("LDFLAGS")], verbose)
+          "-Wl,--no-undefined", "-Wl,-z,nodelete", *needs, "-ldl", *env_flags("LDFLAGS")],
+         verbose)
     os.replace(f"{shared}.tmp", shared)
     link = out_dir / library.link_name
     if os.path.lexists(link):
@@ -875,21 +903,26 @@ def _link_shared(library: Library, objects: list, out_dir: Path, mode: Mode,
     $LDFLAGS."""
     soname, exports = library.soname, library.exports
     if runtime:
-        # libdnsshim's runtime (FRONT_UNITS' comment): its own file, the
-        # library's export list
-        soname = RUNTIME_SONAME
-    shared = out_dir / soname
-    if runtime:
-        # in the form's worker folder (csrc/lib/front.c)
+        # a split library's runtime (Library.front): its own file and export
+        # list, in the form's worker folder (csrc/lib/front.c)
+        soname, exports = library.runtime_soname, library.runtime_exports
         shared = out_dir / mode.form.worker_from_lib() / soname
         shared.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        shared = out_dir / soname
+    # a library of this project it links is beside the library, above a
+    # runtime in a worker folder
+    origin = "$ORIGIN"
+    if runtime and mode.form.worker_from_lib():
+        origin += "/" + os.path.relpath(".", mode.form.worker_from_lib())
     needs = [flag for name in library.links for flag in (f"-L{out_dir}", f"-l{name}")]
     if library.links:
-        needs += [*([] if system else ["-Wl,-rpath,$ORIGIN"]), "-ldl"]
+        needs += [*([] if system else [f"-Wl,-rpath,{origin}"]), "-ldl"]
     # the runtime's own calls of the API bind to its own functions, never
     # to the front's of the same names (which the program's scope finds first)
     symbolic = ["-Wl,-Bsymbolic"] if runtime else []
-    _run([compiler(), "-shared", *_library_flags(), *objects, "-o", f"{shared}.tmp",
+    extra = [str(unit) for unit in library.runtime_units] if runtime else []
+    _run([compiler(), "-shared", *_library_flags(), *objects, *extra, "-o", f"{shared}.tmp",
           f"-Wl,--version-script={exports}", f"-Wl,-soname,{soname}",
           "-Wl,--no-undefined", "-Wl,-z,nodelete", *symbolic, *needs,
           *python_link_flags("$ORIGIN" if mode is Mode.BUNDLE else None), *env_flags("LDFLAGS")],
@@ -992,13 +1025,16 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
                                  if library.starts_runtime else [])
                        for product in products}
             # a distribution's build (--system) keeps the library one object
-            split = library is DNSSHIM and mode is not Mode.BUNDLE and not system
+            split = bool(library.front) and mode is not Mode.BUNDLE and not system
+            # the front finds the runtime in the form's worker folder
+            front_defines = (defines[SHARED] if library.starts_runtime else
+                             [f'-DDNS_SHIM_WORKER_DIR="{mode.form.worker_from_lib()}"'])
             units = compiles(library, c_file, defines, work)
             _compile_objects(units, verbose)
             _link_shared(library, _objects(units, SHARED), out_dir, mode, verbose, system,
                          runtime=split)
             if split:
-                _link_front(out_dir, work, defines[SHARED], verbose, system)
+                _link_front(library, out_dir, work, front_defines, verbose, system)
             if STATIC in products:
                 _archive(library, _objects(units, STATIC), out_dir, work, verbose)
             entries += [unit.entry(os.getcwd()) for unit in units]

@@ -156,6 +156,9 @@ WORKER_IMAGE = "libdnsshim_worker.so"
 #: libdnsshim's runtime, in the form's worker folder (csrc/lib/front.c): the
 #: shared library's front loads it for a call that must parse in the process.
 RUNTIME_LIBRARY = "libdnsshim_runtime.so.1"
+#: libdnsshim_ares's runtime, beside it (csrc/ares/front.c): the c-ares layer's
+#: front loads it for a parse it must compute in the process.
+ARES_RUNTIME_LIBRARY = "libdnsshim_ares_runtime.so.1"
 
 #: The Python package's name: a package install's root is its directory.
 PACKAGE_NAME = "shim"

@@ -76,11 +76,13 @@ def test_every_shipped_c_file_is_a_unit_or_a_bridge():
                           "csrc/firmware/contextvars.c", "csrc/firmware/crc32.c"}
     for library in pipeline.LIBRARIES:
         # what a library compiles beside its bridge is what is analysed here;
-        # libdnsshim's shared front (csrc/lib/front.c) is made of its units
-        # and front.c
-        front = {str(unit.relative_to(ROOT)) for unit in pipeline.FRONT_UNITS
-                 if library is pipeline.DNSSHIM}
-        assert {str(unit.relative_to(ROOT)) for unit in library.units} | front == {
+        # a shared library's front (csrc/lib/front.c, csrc/ares/front.c) is
+        # made of its units and front.c, and its runtime of the library's
+        # objects and its own units (csrc/ares/runtime_entries.c)
+        assert library.front and {"front.c"} == {unit.name for unit in library.front} - {
+            unit.name for unit in library.units}
+        assert {str(unit.relative_to(ROOT))
+                for unit in (*library.units, *library.front, *library.runtime_units)} == {
             path for path in UNITS if path.startswith(str(library.source.parent.relative_to(ROOT)))}
 
 
@@ -348,13 +350,14 @@ def test_a_unit_whose_commands_agree_is_compiled_once(staged_build):
                for source in _sources(library, staged)]
     assert sorted(compiled) == sorted(sources)
     links = [args for args in staged_build.invocations if "-c" not in args]
-    # the NSS module and libdnsshim's front (plain C) are each compiled and
-    # linked in one step
+    # the NSS module and each library's front (plain C) are each compiled
+    # and linked in one step
     nss = [args for args in links if str(pipeline.NSS_SOURCE) in args]
     assert len(nss) == 1 and "-shared" in nss[0]
-    front = [args for args in links if str(pipeline.FRONT_UNITS[-1]) in args]
-    assert len(front) == 1 and "-shared" in front[0]
-    links = [args for args in links if args not in nss and args not in front]
+    fronts = [args for args in links if any(str(library.front[-1]) in args
+                                           for library in pipeline.LIBRARIES)]
+    assert len(fronts) == len(pipeline.LIBRARIES) and all("-shared" in a for a in fronts)
+    links = [args for args in links if args not in nss and args not in fronts]
     assert len(links) == len(pipeline.LIBRARIES) and all("-shared" in args for args in links)
 
 

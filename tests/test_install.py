@@ -618,6 +618,27 @@ def test_the_runtime_exports_what_the_front_does(built):
     assert re.search(r"Shared library: \[libpython3", dynamic)
 
 
+def test_the_c_ares_layer_s_front_carries_no_python_and_its_runtime_exports_one_table(built):
+    """libdnsshim_ares.so.1, what a c-ares program links or preloads, needs
+    libdnsshim's front and libc alone; its runtime beside it links libpython
+    and exports one name, the table of the bridge's calls, in a private
+    node, and nothing else (loaded RTLD_LOCAL, it stands in for no name of
+    c-ares's)."""
+    front = subprocess.run(["readelf", "-d", str(built.dir / pipeline.DNSSHIM_ARES.soname)],
+                           capture_output=True, text=True, check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", front)
+    assert needed[0] == "libdnsshim.so.1" and not any(n.startswith("libpython") for n in needed)
+    runtime = built.dir / pipeline.DNSSHIM_ARES.runtime_soname
+    out = subprocess.run(["nm", "-D", "--defined-only", "--with-symbol-versions", str(runtime)],
+                         capture_output=True, text=True, check=True).stdout
+    defined = [row.split()[1:] for row in out.splitlines() if row.split()[1:2] != ["A"]]
+    assert defined == [["D", "dnsshim_ares__runtime_entries@@DNSSHIM_ARES_RUNTIME_PRIVATE"]]
+    dynamic = subprocess.run(["readelf", "-d", str(runtime)], capture_output=True, text=True,
+                             check=True).stdout
+    assert f"Library soname: [{pipeline.DNSSHIM_ARES.runtime_soname}]" in dynamic
+    assert "SYMBOLIC" in dynamic and re.search(r"Shared library: \[libpython3", dynamic)
+
+
 @pytest.mark.parametrize("compiler, flags", [
     ("cc", ["-x", "c", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror"]),
     ("c++", ["-x", "c++", "-std=c++11", "-Wall", "-Wextra", "-pedantic", "-Werror"]),

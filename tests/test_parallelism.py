@@ -67,6 +67,7 @@ def _library_copy(built, where: Path, image_bytes: bytes | None) -> Path:
     shutil.copyfile(built.dir / "libdnsshim.so.1", lib)
     # the runtime the library's front loads, beside it in a source tree's build
     shutil.copyfile(built.dir / layout.RUNTIME_LIBRARY, where / layout.RUNTIME_LIBRARY)
+    shutil.copyfile(built.dir / layout.ARES_RUNTIME_LIBRARY, where / layout.ARES_RUNTIME_LIBRARY)
     shutil.copyfile(built.dir / pipeline.DNSSHIM_ARES.soname,
                     where / pipeline.DNSSHIM_ARES.soname)
     if image_bytes is not None:

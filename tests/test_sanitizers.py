@@ -56,13 +56,14 @@ def expected_logs(messages) -> dict:
 
 
 def test_everything_is_instrumented(san):
-    """Both libraries (libdnsshim's front and its runtime), the NSS module
-    and every program call ASan's checks and UBSan's handlers, only the
-    halting ones (-fno-sanitize-recover): the flags reached every compiler
+    """Both libraries (each a front and its runtime), the NSS module and
+    every program call ASan's checks and UBSan's handlers, only the halting
+    ones (-fno-sanitize-recover): the flags reached every compiler
     command."""
     objects = sorted(san.dir.glob("lib*.so.*"))
-    assert {p.name.split(".so")[0] for p in objects} == {"libdnsshim", "libdnsshim_runtime",
-                                                          "libdnsshim_ares", "libnss_dnsshim"}
+    assert {p.name.split(".so")[0] for p in objects} == {
+        "libdnsshim", "libdnsshim_runtime", "libdnsshim_ares", "libdnsshim_ares_runtime",
+        "libnss_dnsshim"}
     for path in [*objects, *san.programs.values()]:
         nm = subprocess.run(["nm", "-D", "--undefined-only", str(path)], capture_output=True,
                             text=True, check=True).stdout.split()

@@ -102,8 +102,8 @@ def test_a_c_ares_program_through_the_service_starts_no_python(progs, service, m
                                                                tmp_path):
     """With no Python to start (DNS_SHIM_PYTHON names none, which makes
     every parse in the process ARES_ENOTINITIALIZED) the answers are still
-    the same, and the process opens neither libdnsshim's runtime nor a
-    file of Python's."""
+    the same, and the process opens neither runtime (libdnsshim's, the
+    c-ares layer's), nor libpython, nor a file of Python's."""
     files = messages[:200]
     prog = progs / "ares_every_parser"
     local = _every_parser(prog, files, _local_env())
@@ -117,6 +117,8 @@ def test_a_c_ares_program_through_the_service_starts_no_python(progs, service, m
     assert result.stdout == local[0]
     opened = trace.read_text(errors="replace")
     assert pipeline.RUNTIME_SONAME not in opened
+    assert pipeline.DNSSHIM_ARES.runtime_soname not in opened
+    assert "libpython" not in opened
     assert ".pyc" not in opened and "encodings" not in opened
     assert "clone" not in opened, "a thread was made"
 

@@ -440,3 +440,45 @@ def test_dump_check_says_why_not(built):
            f"exist (moved or removed): {FIX_ENV}")
     assert result.stdout.splitlines()[1:] == [f"error: {why}",
                                               f"check: the runtime does not start: {why}"]
+
+
+def _fronts_alone(built, where: Path, names) -> Path:
+    """The two libraries' fronts (libdnsshim.so.1, libdnsshim_ares.so.1)
+    copied into where without their runtimes, as an install that lost them
+    leaves them, and the programs named linked against them."""
+    where.mkdir()
+    for library in pipeline.LIBRARIES:
+        shutil.copyfile(built.dir / library.soname, where / library.soname)
+        (where / library.link_name).symlink_to(library.soname)
+    cprograms.build(where, names)
+    return where
+
+
+def test_the_library_s_runtime_missing(built, message, tmp_path):
+    """libdnsshim.so.1 whose runtime (libdnsshim_runtime.so.1) is gone: a
+    call the service does not answer cannot parse, and says which file and
+    the fix."""
+    lib = _fronts_alone(built, tmp_path / "lib", ["dnsshim_test"])
+    runtime = lib / pipeline.RUNTIME_SONAME
+    line = refusal(lib, message)
+    assert line == (f"log 3: cannot load the runtime: {runtime}: cannot open shared object file: "
+                    "No such file or directory; reinstall the library (its runtime is installed "
+                    "beside it)")
+
+
+def test_the_c_ares_layer_s_runtime_missing(built, message, tmp_path):
+    """libdnsshim_ares.so.1 whose runtime (libdnsshim_ares_runtime.so.1) is
+    gone: every parse the service does not answer is ARES_ENOTINITIALIZED,
+    and the first line on stderr names the file and the fix, once."""
+    require_cares()
+    lib = _fronts_alone(built, tmp_path / "lib", ["ares_every_parser"])
+    runtime = lib / pipeline.DNSSHIM_ARES.runtime_soname
+    result = run(lib / "ares_every_parser", message, message)
+    assert result.returncode == 0, result.stderr
+    assert "a rc=21" in result.stdout and "srv rc=21\n" in result.stdout  # ENOTINITIALIZED
+    assert "rc=0" not in result.stdout
+    lines = result.stderr.splitlines()
+    assert lines == [f"dnsshim_ares: cannot load the c-ares layer's runtime: {runtime}: cannot "
+                     "open shared object file: No such file or directory; every parse the "
+                     "service does not answer returns ARES_ENOTINITIALIZED; reinstall the "
+                     "library (its runtime is installed with it)"]

@@ -142,6 +142,28 @@ DNSSHIM_ARES__WORKER_ENTRY int dnsshim_ares__compute(int32_t kind, const unsigne
                                                      dnsshim_ares_result *r, uint64_t *token);
 DNSSHIM_ARES__WORKER_ENTRY void dnsshim_ares__done(uint64_t token);
 
+/* The shared library's runtime (csrc/ares/front.c, shim/layout.py's
+** ARES_RUNTIME_LIBRARY): the whole library, its cffi module and the bridge,
+** in the install form's worker folder (DNS_SHIM_WORKER_DIR), beside
+** libdnsshim's.  The front, libdnsshim_ares.so.1, defines the four calls
+** above itself: each loads the runtime at its first use and calls the
+** runtime's own, which that object exports in one table
+** (runtime_entries.c, libdnsshim_ares_runtime.map); the static archive
+** and the worker image are one object, with the bridge's. */
+#define DNSSHIM_ARES__RUNTIME_FILE "libdnsshim_ares_runtime.so.1"
+/* What the runtime exports (runtime_entries.c): the bridge's four calls,
+** and the table's own size (a runtime of another release is refused). */
+typedef struct dnsshim_ares__entries {
+    size_t size;
+    int (*compute)(int32_t, const unsigned char *, int, int, int, dnsshim_ares_result *,
+                   uint64_t *);
+    void (*done)(uint64_t);
+    int (*message)(const unsigned char *, int, unsigned int, dnsshim_ares_message *,
+                   uint64_t *);
+    void (*message_done)(uint64_t);
+} dnsshim_ares__entries;
+#define DNSSHIM_ARES__RUNTIME_ENTRIES "dnsshim_ares__runtime_entries"
+
 /* ------------------------------------------------------------------ */
 /* Through the parse service, or else the bridge (service.c)            */
 
