@@ -356,8 +356,7 @@ DNSSHIM = Library(
 #: loads for a call that must parse in the process, in the form's worker
 #: folder.  Both export the library's list (the front drives the runtime's
 #: fork handler through its private dns_shim__runtime_fork).  The static
-#: archive, the bundle and a distribution's build (--system: the Debian
-#: packages) are the whole library, without a front.
+#: archive and the bundle are the whole library, without a front.
 FRONT_UNITS = DNSSHIM.front
 RUNTIME_SONAME = DNSSHIM.runtime_soname
 
@@ -1024,8 +1023,7 @@ def build(out_dir, mode: Mode = Mode.SOURCE_TREE, optimize: int = 0,
                                                  private=private)
                                  if library.starts_runtime else [])
                        for product in products}
-            # a distribution's build (--system) keeps the library one object
-            split = bool(library.front) and mode is not Mode.BUNDLE and not system
+            split = bool(library.front) and mode is not Mode.BUNDLE
             # the front finds the runtime in the form's worker folder
             front_defines = (defines[SHARED] if library.starts_runtime else
                              [f'-DDNS_SHIM_WORKER_DIR="{mode.form.worker_from_lib()}"'])

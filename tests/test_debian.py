@@ -349,12 +349,17 @@ def test_build_gives_the_packages_and_their_debug_symbols(package_build, release
     assert f"shim {pipeline.package_version()} ({staged}/shim)" in runtime
     assert re.search(rf"^CPython {re.escape(release.python)}\.\d+ \(/usr\), ", runtime)
     assert f"cffi {release.cffi} ({release.cffi_backend()})" in runtime
-    # linked against that CPython's libpython, and no other
-    needed = subprocess.run(["readelf", "-d", str(package_build.source / "debian" / "tmp" /
-                                                  LIBDIR.lstrip("/") / "libdnsshim.so.1")],
-                            capture_output=True, text=True, check=True).stdout
-    assert re.findall(r"Shared library: \[(libpython[^]]*)\]", needed) == [
-        f"libpython{release.python}.so.1.0"]
+    # the fronts a program links carry no Python; their runtimes, in the
+    # private folder, are linked against that CPython's libpython, and no
+    # other
+    staged_lib = package_build.source / "debian" / "tmp" / LIBDIR.lstrip("/")
+    for library in pipeline.LIBRARIES:
+        for path, libpython in ((staged_lib / library.soname, []),
+                                (staged_lib / "dnsshim" / library.runtime_soname,
+                                 [f"libpython{release.python}.so.1.0"])):
+            needed = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True,
+                                    check=True).stdout
+            assert re.findall(r"Shared library: \[(libpython[^]]*)\]", needed) == libpython, path
 
 
 def _docs(package):
@@ -367,6 +372,8 @@ def test_each_package_holds_exactly_its_files(package_build):
     python_side = {p for p in lib if p.startswith(PRIVATE + "/")}
     assert {p: t for p, t in lib.items() if p not in python_side} == {
         f"{LIBDIR}/libdnsshim.so.1": "", f"{LIBDIR}/libdnsshim_ares.so.1": "",
+        f"{LIBDIR}/dnsshim/libdnsshim_runtime.so.1": "",
+        f"{LIBDIR}/dnsshim/libdnsshim_ares_runtime.so.1": "",
         f"{LIBDIR}/dnsshim/libdnsshim_worker.so": "",
         "/usr/share/lintian/overrides/libdnsshim1": "",
         **_docs("libdnsshim1")}
@@ -655,6 +662,32 @@ def test_dnsshimd_runs_and_its_socket_is_enabled(installed):
     wants = installed.root.path("/etc/systemd/system/sockets.target.wants/dnsshimd.socket")
     assert os.path.islink(wants)
     assert os.readlink(wants).endswith("/systemd/system/dnsshimd.socket")
+
+
+def test_a_program_the_installed_service_answers_maps_no_libpython(installed, tmp_path):
+    """The packages' dnsshimd on a socket of its own in the root, and the
+    installed dnsshim-dump (linked with libdnsshim.so.1) parsing a message
+    through it: the dynamic linker loads no libpython (LD_DEBUG=files),
+    where the same call parsing in the process loads it."""
+    _installed_again(installed)
+    message = tmp_path / "good.bin"
+    message.write_bytes(malformed.GOOD)
+    _copy_in(installed, [message], "/root/svc")
+    loads = ("LD_DEBUG=files /usr/bin/dnsshim-dump /root/svc/good.bin 2>&1 >/dev/null | "
+             "grep 'file=libpython' | grep -c 'generating link map' || true")
+    # (": ;" first: run() puts "cd DIR &&" before the script, which would
+    # take the service's "&" for the whole list)
+    result = installed.run(
+        ": ; /usr/sbin/dnsshimd --socket /root/svc/parse.sock >/root/svc/log 2>&1 </dev/null & "
+        "pid=$!; "
+        "for i in $(seq 100); do [ -S /root/svc/parse.sock ] && break; sleep 0.1; done; "
+        f"DNS_SHIM_SERVICE=/root/svc/parse.sock DNS_SHIM_SERVICE_FALLBACK=no {loads}; "
+        f"DNS_SHIM_SERVICE=/root/svc/parse.sock DNS_SHIM_SERVICE_FALLBACK=no "
+        "/usr/bin/dnsshim-dump /root/svc/good.bin; echo status $?; "
+        f"DNS_SHIM_SERVICE=none {loads}; kill $pid; wait $pid; echo stopped $?")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "0" and lines[-2:] == ["1", "stopped 0"], (result.stdout, result.stderr)
+    assert "status 0" in lines and "192.0.2.1" in result.stdout, result.stdout
 
 
 def _installed_again(installed) -> None:
