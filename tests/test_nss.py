@@ -785,6 +785,34 @@ def test_a_lookup_the_service_parses_maps_no_python(module_dir, built, loaded_pr
         "looked up: libdnsshim 1, libpython 1, initialized 1, threads 1"]
 
 
+def test_the_pair_s_two_replies_are_in_the_service_at_once(module_dir, built, tmp_path):
+    """getaddrinfo's A and AAAA replies through dnsshimd: both requests are
+    sent, each on a connection of its own, before the first answer is read
+    (so that the service parses the second while the first comes back),
+    and the lookup gives dns's addresses."""
+    require_program("strace", "strace")
+    trace = tmp_path / "trace"
+    cmds = [nss_env.command(["strace", "-f", "-e", "trace=connect,sendto,recvfrom", "-o",
+                             trace, "getent", "ahosts", "www.example.test"])]
+    run = nss_env.run(tmp_path / "run", ZONE, cmds, nsswitch=DNSSHIM, resolv=RESOLV,
+                      library_dirs=[module_dir], timeout=120, service=built.service_prog)
+    assert run.commands[0].returncode == 0, run.commands[0].stderr
+    assert "192.0.2.1" in run.commands[0].stdout
+    unix, events = set(), []
+    for line in trace.read_text().splitlines():
+        found = re.match(r"\d+\s+(connect|sendto|recvfrom)\((\d+), (.*)", line)
+        if not found:
+            continue
+        call, fd, rest = found.group(1), int(found.group(2)), found.group(3)
+        if call == "connect" and "parse.sock" in rest:
+            unix.add(fd)
+        if fd in unix and not rest.startswith("[{nlmsg"):
+            events.append((call, fd))
+    assert [call for call, _ in events[:4]] == ["connect", "sendto", "connect", "sendto"], events
+    assert events[1][1] != events[3][1] and events[4][0] == "recvfrom", events
+    assert sum(call == "sendto" for call, _ in events) == 2, events
+
+
 # ---- the entry points, called as glibc calls them ----------------------------------------
 
 @pytest.fixture(scope="module")

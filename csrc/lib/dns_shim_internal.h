@@ -143,6 +143,18 @@ DNS_SHIM__HIDDEN int dns_shim__service_run(const uint8_t *buf, int32_t len,
                                            const dns_shim_callbacks *callbacks,
                                            int32_t *status);
 DNS_SHIM__HIDDEN int dns_shim__service_ping(int32_t *status);
+/* Two checked calls at once (the NSS module's A and AAAA replies): both
+** requests sent before the first answer is read, so that the service
+** parses the second while the first's answer comes back; each call ends
+** as dns_shim__service_run's (served[i], status[i]), the first's
+** callbacks made before the second's; where the service refused the
+** first, the second is not read (served[1] 0) and the thread's detail is
+** the first's. */
+DNS_SHIM__HIDDEN void dns_shim__service_run_pair(const uint8_t *const buf[2],
+                                                 const int32_t len[2],
+                                                 const dns_shim_query *const query[2],
+                                                 const dns_shim_callbacks *const callbacks[2],
+                                                 int32_t status[2], int served[2]);
 /* The reader of the service's answer (its frame after the length), the
 ** untrusted input of a call through the service: 1 with the call made and
 ** its status in *status, or 0 with why the answer cannot be used. */

@@ -79,6 +79,15 @@ int dns_shim__service_ping(int32_t *status)
     return 0;
 }
 
+void dns_shim__service_run_pair(const uint8_t *const buf[2], const int32_t len[2],
+                                const dns_shim_query *const query[2],
+                                const dns_shim_callbacks *const callbacks[2], int32_t status[2],
+                                int served[2])
+{
+    (void)buf, (void)len, (void)query, (void)callbacks, (void)status;
+    served[0] = served[1] = 0;
+}
+
 DNS_SHIM__PRIVATE_API int dns_shim__service_exchange(uint16_t op, const uint8_t *body, size_t n,
                                                      dns_shim__service_reader read, void *ctx)
 {
@@ -733,14 +742,12 @@ static int not_used(const service_target *t, int absent, const char *why, int32_
     return SERVICE_LOCAL;
 }
 
-/* One exchange with the service: 1 with the answer's frame in x->answer
-** (its length in *n), else 0 with why (absent: no socket there). */
-static int ask(exchange *x, const service_target *t, long deadline, size_t *n, int *absent,
-               char *why, size_t whylen)
+/* A connection to the service, trusted, and the request sent on it: 1, or
+** 0 with why (absent: no socket there). */
+static int ask_open(exchange *x, const service_target *t, long deadline, int *absent,
+                    char *why, size_t whylen)
 {
     struct sockaddr_un addr;
-    uint8_t head[4];
-    uint32_t len;
     int rc;
 
     char sock[sizeof addr.sun_path];
@@ -787,8 +794,17 @@ static int ask(exchange *x, const service_target *t, long deadline, size_t *n, i
         trusted.until = 0;
         return 0;
     }
-    if (send_all(x->fd, x->request.buf, x->request.len, deadline, why, whylen) != 0 ||
-        recv_all(x->fd, head, 4, deadline, why, whylen) != 0)
+    return send_all(x->fd, x->request.buf, x->request.len, deadline, why, whylen) == 0;
+}
+
+/* The answer to the request ask_open sent: 1 with its frame in x->answer
+** (its length in *n), else 0 with why. */
+static int ask_answer(exchange *x, long deadline, size_t *n, char *why, size_t whylen)
+{
+    uint8_t head[4];
+    uint32_t len;
+
+    if (recv_all(x->fd, head, 4, deadline, why, whylen) != 0)
         return 0;
     len = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
     if (len < 18 || len > DNS_SHIM__WIRE_RESPONSE_MAX) {
@@ -804,6 +820,15 @@ static int ask(exchange *x, const service_target *t, long deadline, size_t *n, i
         return 0;
     *n = len;
     return 1;
+}
+
+/* One exchange with the service: 1 with the answer's frame in x->answer
+** (its length in *n), else 0 with why (absent: no socket there). */
+static int ask(exchange *x, const service_target *t, long deadline, size_t *n, int *absent,
+               char *why, size_t whylen)
+{
+    return ask_open(x, t, deadline, absent, why, whylen) &&
+           ask_answer(x, deadline, n, why, whylen);
 }
 
 /* The calls an answer plans, against what the call asked for and the
@@ -974,6 +999,58 @@ static int read_layer(const uint8_t *frame, size_t n, dns_shim__service_reader r
 ** process), or SERVICE_ANSWERED with the call's status in *status.  For
 ** DNS_SHIM__WIRE_OP_ARES, buf and len are the body and layer_read reads
 ** the answer. */
+/* A call's request, in x (made ready); 0, or -1: a call the process
+** judges (a request too long: what the process says of it is the answer). */
+static int exchange_start(exchange *x, int op, const uint8_t *buf, int32_t len,
+                          const dns_shim_query *query, const dns_shim_callbacks *callbacks)
+{
+    memset(x, 0, sizeof *x);
+    x->fd = -1;
+    x->alloc.have = dns_shim__memory_host(&x->alloc.host);
+    x->request.realloc_fn = sa_realloc;
+    x->request.ctx = &x->alloc;
+    x->request.max = DNS_SHIM__WIRE_REQUEST_MAX + 4;
+    write_request(&x->request, op, buf, len, query, callbacks);
+    if (x->request.bad) {
+        exchange_end(x);
+        return -1;
+    }
+    return 0;
+}
+
+/* The connection closed and the request freed, the answer kept. */
+static void exchange_hang_up(exchange *x)
+{
+    if (x->fd >= 0) {
+        close(x->fd);
+        x->fd = -1;
+    }
+    sa_free(&x->alloc, x->request.buf);
+    x->request.buf = NULL;
+}
+
+/* The answer of n octets in x read and its calls made (cancellation as
+** the caller left it: the answer is freed however the callbacks end). */
+static int exchange_finish(exchange *x, size_t n, const service_target *t, int op,
+                           const dns_shim_callbacks *callbacks, int32_t *status,
+                           dns_shim__service_reader layer_read, void *layer_ctx)
+{
+    char why[512];
+    int rc;
+
+    pthread_cleanup_push(exchange_end, x);
+    if (op == DNS_SHIM__WIRE_OP_ARES) {
+        rc = read_layer(x->answer, n, layer_read, layer_ctx, why, sizeof why);
+        *status = DNS_SHIM_OK;
+    } else {
+        rc = dns_shim__service_read(x->answer, n, op, callbacks, status, why, sizeof why);
+    }
+    pthread_cleanup_pop(1);
+    if (rc != SERVICE_ANSWERED)
+        return not_used(t, 0, why, status);
+    return SERVICE_ANSWERED;
+}
+
 static int service_call(int op, const uint8_t *buf, int32_t len, const dns_shim_query *query,
                         const dns_shim_callbacks *callbacks, int32_t *status,
                         dns_shim__service_reader layer_read, void *layer_ctx)
@@ -982,51 +1059,92 @@ static int service_call(int op, const uint8_t *buf, int32_t len, const dns_shim_
     exchange x;
     char why[512];
     size_t n = 0;
-    int absent = 0, oldstate, got, where, rc;
+    int absent = 0, oldstate, got, where;
 
     where = service_where(&t);
     if (where < 0)
         return SERVICE_LOCAL;
     if (where > 0)
         return not_used(&t, 0, "the path is longer than a socket's address holds", status);
-    memset(&x, 0, sizeof x);
-    x.fd = -1;
-    x.alloc.have = dns_shim__memory_host(&x.alloc.host);
-    x.request.realloc_fn = sa_realloc;
-    x.request.ctx = &x.alloc;
-    x.request.max = DNS_SHIM__WIRE_REQUEST_MAX + 4;
-    write_request(&x.request, op, buf, len, query, callbacks);
-    if (x.request.bad) {
-        exchange_end(&x);
+    if (exchange_start(&x, op, buf, len, query, callbacks) != 0)
         return SERVICE_LOCAL; /* what the process says of such a call is the answer */
-    }
     /* The wait on the service is bounded: no cancellation inside it, so a
     ** cancelled thread leaves no descriptor and no block behind. */
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
     got = ask(&x, &t, now_ms() + DNS_SHIM__SERVICE_TIMEOUT_MS, &n, &absent, why, sizeof why);
-    if (x.fd >= 0) {
-        close(x.fd);
-        x.fd = -1;
-    }
-    sa_free(&x.alloc, x.request.buf);
-    x.request.buf = NULL;
+    exchange_hang_up(&x);
     pthread_setcancelstate(oldstate, NULL);
     if (!got) {
         exchange_end(&x);
         return not_used(&t, absent, why, status);
     }
-    /* The answer is freed however the callbacks end. */
-    pthread_cleanup_push(exchange_end, &x);
-    if (op == DNS_SHIM__WIRE_OP_ARES) {
-        rc = read_layer(x.answer, n, layer_read, layer_ctx, why, sizeof why);
-        *status = DNS_SHIM_OK;
-    } else {
-        rc = dns_shim__service_read(x.answer, n, op, callbacks, status, why, sizeof why);
+    return exchange_finish(&x, n, &t, op, callbacks, status, layer_read, layer_ctx);
+}
+
+/* Two calls at once: both requests sent, each on a connection of its own,
+** before the first answer is read, so that the service parses the second
+** while the first's answer travels and its calls are made (at
+** --parallelism 2 and above, both at once).  Each call ends as
+** service_call's: served[i] 1 with status[i], or 0: it parses in the
+** process; where the service refused the first, the second is left
+** unread (served[1] 0).  The answers are read and their calls made in order, the
+** first's before the second's, with no cancellation from the first send
+** to the last answer (the second exchange is held meanwhile); the whole is
+** bounded by one DNS_SHIM__SERVICE_TIMEOUT_MS. */
+static void service_call_pair(const uint8_t *const buf[2], const int32_t len[2],
+                              const dns_shim_query *const query[2],
+                              const dns_shim_callbacks *const callbacks[2], int32_t status[2],
+                              int served[2])
+{
+    service_target t;
+    exchange x[2];
+    char why[2][512];
+    size_t n;
+    int absent[2] = {0, 0}, open[2] = {0, 0}, ready[2], oldstate, where, i;
+    long deadline;
+
+    served[0] = served[1] = SERVICE_LOCAL;
+    where = service_where(&t);
+    if (where < 0)
+        return;
+    if (where > 0) {
+        for (i = 0; i < 2; i++)
+            served[i] = not_used(&t, 0, "the path is longer than a socket's address holds",
+                                 &status[i]);
+        return;
     }
-    pthread_cleanup_pop(1);
-    if (rc != SERVICE_ANSWERED)
-        return not_used(&t, 0, why, status);
-    return SERVICE_ANSWERED;
+    for (i = 0; i < 2; i++)
+        ready[i] = exchange_start(&x[i], DNS_SHIM__WIRE_OP_PARSE, buf[i], len[i], query[i],
+                                  callbacks[i]) == 0;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
+    deadline = now_ms() + DNS_SHIM__SERVICE_TIMEOUT_MS;
+    for (i = 0; i < 2; i++) {
+        /* the second is not asked where the first found no service */
+        if (ready[i] && (i == 0 || open[0] || !ready[0]))
+            open[i] = ask_open(&x[i], &t, deadline, &absent[i], why[i], sizeof why[i]);
+        else if (ready[i])
+            snprintf(why[i], sizeof why[i], "%s", why[0]), absent[i] = absent[0];
+    }
+    for (i = 0; i < 2; i++) {
+        if (i == 1 && served[0] == SERVICE_ANSWERED && status[0] != DNS_SHIM_OK) {
+            /* the first refused: the second is not read (its caller stops
+            ** there), and the thread's detail stays the first's */
+            if (ready[1])
+                exchange_end(&x[1]);
+            break;
+        }
+        if (!ready[i])
+            continue; /* judged in the process */
+        if (!open[i] || !ask_answer(&x[i], deadline, &n, why[i], sizeof why[i])) {
+            exchange_end(&x[i]);
+            served[i] = not_used(&t, absent[i], why[i], &status[i]);
+            continue;
+        }
+        exchange_hang_up(&x[i]);
+        served[i] = exchange_finish(&x[i], n, &t, DNS_SHIM__WIRE_OP_PARSE, callbacks[i],
+                                    &status[i], NULL, NULL);
+    }
+    pthread_setcancelstate(oldstate, NULL);
 }
 
 int dns_shim__service_run(const uint8_t *buf, int32_t len, const dns_shim_query *query,
@@ -1035,6 +1153,21 @@ int dns_shim__service_run(const uint8_t *buf, int32_t len, const dns_shim_query 
     static const uint8_t empty[1] = {0};
     return service_call(DNS_SHIM__WIRE_OP_PARSE, buf != NULL ? buf : empty, len, query,
                         callbacks, status, NULL, NULL) == SERVICE_ANSWERED;
+}
+
+void dns_shim__service_run_pair(const uint8_t *const buf[2], const int32_t len[2],
+                                const dns_shim_query *const query[2],
+                                const dns_shim_callbacks *const callbacks[2], int32_t status[2],
+                                int served[2])
+{
+    static const uint8_t empty[1] = {0};
+    const uint8_t *bufs[2];
+    int i;
+    for (i = 0; i < 2; i++)
+        bufs[i] = buf[i] != NULL ? buf[i] : empty;
+    service_call_pair(bufs, len, query, callbacks, status, served);
+    for (i = 0; i < 2; i++)
+        served[i] = served[i] == SERVICE_ANSWERED;
 }
 
 int dns_shim__service_ping(int32_t *status)

@@ -188,16 +188,11 @@ static const nss_library *nss_library_get(void)
 
 /* A reply parsed: by the service when one answers, else by libdnsshim in
 ** the process.  The status, and *detail the call's dns_shim_last_error. */
-static int32_t nss_parse(const unsigned char *answer, int n, const dns_shim_query *asked,
-                         const dns_shim_callbacks *callbacks, const char **detail)
+static int32_t nss_parse_here(const unsigned char *answer, int n, const dns_shim_query *asked,
+                              const dns_shim_callbacks *callbacks, const char **detail)
 {
     const nss_library *lib;
     int32_t status;
-    pthread_once(&nss_client_once, nss_dnsshim__client_start);
-    if (dns_shim__service_run(answer, n, asked, callbacks, &status)) {
-        *detail = dns_shim__error;
-        return status;
-    }
     lib = nss_library_get();
     if (lib == NULL) {
         *detail = nss_lib_error;
@@ -206,6 +201,18 @@ static int32_t nss_parse(const unsigned char *answer, int n, const dns_shim_quer
     status = lib->process_reply(answer, n, asked, callbacks);
     *detail = lib->last_error();
     return status;
+}
+
+static int32_t nss_parse(const unsigned char *answer, int n, const dns_shim_query *asked,
+                         const dns_shim_callbacks *callbacks, const char **detail)
+{
+    int32_t status;
+    pthread_once(&nss_client_once, nss_dnsshim__client_start);
+    if (dns_shim__service_run(answer, n, asked, callbacks, &status)) {
+        *detail = dns_shim__error;
+        return status;
+    }
+    return nss_parse_here(answer, n, asked, callbacks, detail);
 }
 
 /* ------------------------------------------------------------------ */
@@ -424,41 +431,39 @@ static int nss_make(res_state res, const char *name, int qtype, nss_question *q,
     return 0;
 }
 
-/* Reads the reply of `n` octets to question `q` into `reply` (answer
-** section), through the library: 0 when it accepted the whole reply
-** (whatever its RCODE), else -1 with `out` saying why. */
-static int nss_read(const nss_question *q, const unsigned char *answer, int n,
-                    nss_reply *reply, nss_outcome *out)
-{
-    int32_t status;
-    int saved_errno;
-    const char *detail = "";
-    dns_shim_callbacks callbacks;
+/* What a reply's parse is given: the question it must answer, and the
+** callbacks that read its answer section into `reply`. */
+typedef struct nss_call {
     dns_shim_query asked;
+    dns_shim_callbacks callbacks;
+} nss_call;
 
-    memset(&asked, 0, sizeof asked);
-    asked.struct_size = sizeof asked;
-    asked.id = (uint16_t)(q->query[0] << 8 | q->query[1]);
-    asked.qname = q->qname;
-    asked.qtype = (uint16_t)q->sent;
-    asked.qclass = ns_c_in;
-    memset(&callbacks, 0, sizeof callbacks);
-    callbacks.struct_size = sizeof callbacks;
-    callbacks.sections = DNS_SHIM_SECTION_ANSWER;
-    callbacks.ctx = reply;
-    callbacks.on_header = nss_on_header;
+static void nss_call_make(const nss_question *q, nss_reply *reply, nss_call *c)
+{
+    memset(c, 0, sizeof *c);
+    c->asked.struct_size = sizeof c->asked;
+    c->asked.id = (uint16_t)(q->query[0] << 8 | q->query[1]);
+    c->asked.qname = q->qname;
+    c->asked.qtype = (uint16_t)q->sent;
+    c->asked.qclass = ns_c_in;
+    c->callbacks.struct_size = sizeof c->callbacks;
+    c->callbacks.sections = DNS_SHIM_SECTION_ANSWER;
+    c->callbacks.ctx = reply;
+    c->callbacks.on_header = nss_on_header;
     if (!q->no_aaaa) {
-        callbacks.on_a = nss_on_a;
-        callbacks.on_aaaa = nss_on_aaaa;
-        callbacks.on_cname = nss_on_cname;
-        callbacks.on_ptr = nss_on_ptr;
+        c->callbacks.on_a = nss_on_a;
+        c->callbacks.on_aaaa = nss_on_aaaa;
+        c->callbacks.on_cname = nss_on_cname;
+        c->callbacks.on_ptr = nss_on_ptr;
     }
-    /* the parse leaves errno as the send left it: glibc's parser does not
-    ** touch it, and a caller reads it (the service's socket, the runtime's
-    ** files are no business of the lookup's) */
-    saved_errno = errno;
-    status = nss_parse(answer, n, &asked, &callbacks, &detail);
-    errno = saved_errno;
+}
+
+/* What a parse of the reply to `q` came to (its status, and detail the
+** call's dns_shim_last_error): 0 when the library accepted the whole reply
+** (whatever its RCODE), else -1 with `out` saying why and `reply` freed. */
+static int nss_took(const nss_question *q, nss_reply *reply, nss_outcome *out, int32_t status,
+                    const char *detail)
+{
     if (status == DNS_SHIM_OK && !reply->no_memory) {
         if (q->no_aaaa)
             reply->ancount = 0; /* the A reply's header and question alone */
@@ -482,6 +487,64 @@ static int nss_read(const nss_question *q, const unsigned char *answer, int n,
     }
     nss_reply_free(reply);
     return -1;
+}
+
+/* Reads the reply of `n` octets to question `q` into `reply` (answer
+** section), through the library: 0 when it accepted the whole reply
+** (whatever its RCODE), else -1 with `out` saying why. */
+static int nss_read(const nss_question *q, const unsigned char *answer, int n,
+                    nss_reply *reply, nss_outcome *out)
+{
+    int32_t status;
+    int saved_errno;
+    const char *detail = "";
+    nss_call c;
+
+    nss_call_make(q, reply, &c);
+    /* the parse leaves errno as the send left it: glibc's parser does not
+    ** touch it, and a caller reads it (the service's socket, the runtime's
+    ** files are no business of the lookup's) */
+    saved_errno = errno;
+    status = nss_parse(answer, n, &c.asked, &c.callbacks, &detail);
+    errno = saved_errno;
+    return nss_took(q, reply, out, status, detail);
+}
+
+/* nss_read for the two replies of the pair, read in that order: through
+** the service both at once (dns_shim__service_run_pair: the second parsed
+** while the first's answer comes back), each the service did not answer
+** in the process.  0 when the library accepted both whole, else -1 with
+** `out` saying why and both replies freed (the second is not parsed
+** where the first was refused). */
+static int nss_read_pair(const nss_question *const q[2], const unsigned char *const answer[2],
+                         const int n[2], nss_reply *replies, nss_outcome *out)
+{
+    nss_call c[2];
+    const dns_shim_query *asked[2];
+    const dns_shim_callbacks *callbacks[2];
+    int32_t status[2];
+    int served[2], saved_errno = errno, i;
+    const char *detail;
+
+    for (i = 0; i < 2; i++) {
+        nss_call_make(q[i], &replies[i], &c[i]);
+        asked[i] = &c[i].asked;
+        callbacks[i] = &c[i].callbacks;
+    }
+    pthread_once(&nss_client_once, nss_dnsshim__client_start);
+    dns_shim__service_run_pair(answer, n, asked, callbacks, status, served);
+    for (i = 0; i < 2; i++) {
+        detail = dns_shim__error;
+        if (!served[i])
+            status[i] = nss_parse_here(answer[i], n[i], asked[i], callbacks[i], &detail);
+        errno = saved_errno;
+        if (nss_took(q[i], &replies[i], out, status[i], detail) < 0) {
+            /* (nss_took freed this one) */
+            nss_reply_free(&replies[i == 0 ? 1 : 0]);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Asks `name` for `qtype` alone, through res_nsend, and reads the reply
@@ -1151,12 +1214,24 @@ static int nss_ask_pair(res_state res, const char *name, unsigned char *answer,
         if (p.len[i] < NS_HFIXEDSZ || p.which[i] < 0)
             continue; /* none, an error reply, or glibc's one-octet stand-in */
         replies[i].qtype = (uint16_t)q[p.which[i]].qtype;
-        if (nss_read(&q[p.which[i]], p.answer[i], p.len[i], &replies[i], out) < 0) {
-            while (i-- > 0)
-                nss_reply_free(&replies[i]);
+        answered[i] = 1;
+    }
+    if (answered[0] && answered[1]) {
+        const nss_question *both[2] = {&q[p.which[0]], &q[p.which[1]]};
+        const unsigned char *answers[2] = {p.answer[0], p.answer[1]};
+        if (nss_read_pair(both, answers, p.len, replies, out) < 0) {
+            answered[0] = answered[1] = 0;
             return -1;
         }
-        answered[i] = 1;
+        return 0;
+    }
+    for (i = 0; i < 2; i++) {
+        if (answered[i] && nss_read(&q[p.which[i]], p.answer[i], p.len[i], &replies[i], out) < 0) {
+            while (i-- > 0)
+                nss_reply_free(&replies[i]);
+            answered[0] = answered[1] = 0;
+            return -1;
+        }
     }
     return 0;
 }
