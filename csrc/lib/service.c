@@ -995,10 +995,6 @@ static int read_layer(const uint8_t *frame, size_t n, dns_shim__service_reader r
     return read(ctx, h.status, rd.p, rd.left, why, whylen) ? SERVICE_ANSWERED : SERVICE_LOCAL;
 }
 
-/* The call through the service: SERVICE_LOCAL (the caller parses in this
-** process), or SERVICE_ANSWERED with the call's status in *status.  For
-** DNS_SHIM__WIRE_OP_ARES, buf and len are the body and layer_read reads
-** the answer. */
 /* A call's request, in x (made ready); 0, or -1: a call the process
 ** judges (a request too long: what the process says of it is the answer). */
 static int exchange_start(exchange *x, int op, const uint8_t *buf, int32_t len,
@@ -1051,6 +1047,10 @@ static int exchange_finish(exchange *x, size_t n, const service_target *t, int o
     return SERVICE_ANSWERED;
 }
 
+/* The call through the service: SERVICE_LOCAL (the caller parses in this
+** process), or SERVICE_ANSWERED with the call's status in *status.  For
+** DNS_SHIM__WIRE_OP_ARES, buf and len are the body and layer_read reads
+** the answer. */
 static int service_call(int op, const uint8_t *buf, int32_t len, const dns_shim_query *query,
                         const dns_shim_callbacks *callbacks, int32_t *status,
                         dns_shim__service_reader layer_read, void *layer_ctx)
