@@ -117,6 +117,15 @@ static int refused(const uint8_t *q, size_t qn, uint8_t *out)
     return (int)qn;
 }
 
+/* A reply of n octets at r + 2 written on a TCP connection with its
+** length before it: 1, or 0 when the connection is gone. */
+static int send_framed(int fd, uint8_t *r, int n)
+{
+    r[0] = (uint8_t)(n >> 8);
+    r[1] = (uint8_t)n;
+    return write(fd, r, (size_t)n + 2) == n + 2;
+}
+
 /* One TCP connection: each query the module writes on it (both of a
 ** pair), answered in turn, until it closes or is idle for 200 ms. */
 static void serve_tcp(int fd)
@@ -141,13 +150,12 @@ static void serve_tcp(int fd)
         pthread_mutex_unlock(&script_lock);
         if (verbose)
             fprintf(stderr, "fuzz_nss: TCP query of %zu octets, reply %d\n", have - 2, n);
-        if (n < 0)
-            n = refused(q + 2, have - 2, r + 2);
-        if (n < 0)
+        /* the scripted reply, then REFUSED, as over UDP: a reply the module
+        ** rightly passes over costs it no wait for another */
+        if (n >= 0 && !send_framed(fd, r, n))
             return;
-        r[0] = (uint8_t)(n >> 8);
-        r[1] = (uint8_t)n;
-        if (write(fd, r, (size_t)n + 2) != n + 2)
+        n = refused(q + 2, have - 2, r + 2);
+        if (n < 0 || !send_framed(fd, r, n))
             return;
     }
 }
