@@ -203,10 +203,11 @@ FORMS = {form.name: form for form in (SOURCE_TREE, PACKAGE, PREFIX, DEBIAN, BUND
 
 #: The Debian binary packages: each part (or, for ``lib``, each kind of file
 #: there) in the one package that ships it.  ``soname``: the shared objects
-#: (libNAME.so.MAJOR); ``link``: the development links (libNAME.so);
-#: ``archive``: the static archives; man pages by section.
+#: (libNAME.so.MAJOR); ``runtime``: their runtimes, in the worker folder;
+#: ``link``: the development links (libNAME.so); ``archive``: the static
+#: archives; man pages by section.
 DEBIAN_PACKAGES = {
-    "libdnsshim1": ("soname", "worker", "python"),
+    "libdnsshim1": ("soname", "runtime", "worker", "python"),
     "libdnsshim-dev": ("include", "link", "archive", "pkgconfig", "cmake", "data", "man3", "man7"),
     "dnsshim-tools": ("bin", "man1"),
     "libnss-dnsshim": ("nss", "man8"),
@@ -223,10 +224,12 @@ SERVICES = ("dnsshimd",)
 
 
 def debian_install_lines(libraries, headers=("dns_shim.h",), tools=("dnsshim-dump", "dnsshim-config"),
-                         pc_names=None, services=SERVICES) -> dict:
+                         pc_names=None, services=SERVICES,
+                         runtimes=(RUNTIME_LIBRARY, ARES_RUNTIME_LIBRARY)) -> dict:
     """The lines of each debian/<package>.install, as :data:`DEBIAN` and
     :data:`DEBIAN_PACKAGES` place the files: libraries is a list of
-    (name, soname, link, archive) of the libraries built."""
+    (name, soname, link, archive) of the libraries built, runtimes the
+    files of their runtimes (in the worker folder, beside the image)."""
     root = "usr"
     form = DEBIAN
 
@@ -239,6 +242,7 @@ def debian_install_lines(libraries, headers=("dns_shim.h",), tools=("dnsshim-dum
         "link": [under("lib", link) for _, _, link, _ in libraries],
         "archive": [under("lib", archive) for _, _, _, archive in libraries],
         "python": [under("python")],
+        "runtime": [under("worker", name) for name in runtimes],
         "worker": [under("worker", WORKER_IMAGE)],
         "nss": [under("lib", NSS_MODULE)],
         "include": [under("include", h) for h in headers],
