@@ -1317,6 +1317,7 @@ static const char *nss_hostalias(res_state res, const char *name, char *dst, siz
 {
     char buf[BUFSIZ], *cp1, *cp2;
     const char *file;
+    size_t len;
     FILE *fp;
     if (res->options & RES_NOALIASES)
         return NULL;
@@ -1338,8 +1339,13 @@ static const char *nss_hostalias(res_state res, const char *name, char *dst, siz
             for (cp2 = cp1 + 1; *cp2 && !isspace((unsigned char)*cp2); ++cp2)
                 ;
             *cp2 = '\0';
-            strncpy(dst, cp1, size - 1);
-            dst[size - 1] = '\0';
+            /* at most size - 1 octets of it, then its NUL (glibc's
+            ** strncpy, with the length known) */
+            len = (size_t)(cp2 - cp1);
+            if (len > size - 1)
+                len = size - 1;
+            memcpy(dst, cp1, len);
+            dst[len] = '\0';
             fclose(fp);
             return dst;
         }
