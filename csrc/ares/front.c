@@ -62,7 +62,9 @@ static void dnsshim_ares__front_after(void)
     pthread_mutex_unlock(&dnsshim_ares__load_lock);
 }
 
-static void dnsshim_ares__front_register(void)
+/* Registered when the front is loaded, before any thread can take the
+** loader's lock: a fork never finds it held with no handler to wait. */
+__attribute__((constructor)) static void dnsshim_ares__front_register(void)
 {
     pthread_atfork(dnsshim_ares__front_prepare, dnsshim_ares__front_after,
                    dnsshim_ares__front_after);
@@ -87,7 +89,6 @@ static int dnsshim_ares__runtime_path(char *out, size_t size)
 ** when it cannot be, said once. */
 static const dnsshim_ares__entries *dnsshim_ares__runtime_get(void)
 {
-    static pthread_once_t registered = PTHREAD_ONCE_INIT;
     const dnsshim_ares__entries *table;
     char path[PATH_MAX], line[PATH_MAX + 512];
     void *handle;
@@ -95,7 +96,6 @@ static const dnsshim_ares__entries *dnsshim_ares__runtime_get(void)
 
     if (state != 0)
         return state == 1 ? &dnsshim_ares__rt : NULL;
-    pthread_once(&registered, dnsshim_ares__front_register);
     pthread_mutex_lock(&dnsshim_ares__load_lock);
     if (dnsshim_ares__rt_state != 0) {
         state = dnsshim_ares__rt_state;
